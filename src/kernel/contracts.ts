@@ -1,0 +1,174 @@
+/**
+ * The contract between the kernel and its plugins. A plugin (core or user-installed) implements the custom
+ * oclif hook `service:register`, receives a `KernelApi` and returns a `Contribution`: plain data plus
+ * functions the kernel calls. Plugins never import each other or mutate kernel state; user plugins carry
+ * their own copies of libraries, so everything here is structural and crosses the boundary by shape.
+ */
+import type {ModelFamily, ResolvedSpec} from './catalogue.js'
+import type {ServiceError} from './errors.js'
+import type * as schema from './schema.js'
+import type {JsonSchema, Schema} from './schema.js'
+
+/** Bumped when the contract changes incompatibly; a plugin may check it and refuse to register. */
+export const KERNEL_API_VERSION = 1
+
+export interface Logger {
+  debug(message: string): void
+  info(message: string): void
+  warn(message: string): void
+  error(message: string): void
+}
+
+/** Capabilities the kernel hands to plugins at registration time. */
+export interface KernelApi {
+  apiVersion: number
+  version: string
+  schema: typeof schema
+  errors: {
+    badRequest(message: string, param?: string): ServiceError
+    notFound(message: string): ServiceError
+    create(status: number, code: string, message: string, param?: string): ServiceError
+  }
+  log: Logger
+}
+
+export interface Contribution {
+  modelTypes?: ModelTypeDefinition[]
+  engines?: EngineDefinition[]
+  catalogue?: CatalogueContribution[]
+  routes?: RouteDefinition[]
+}
+
+// ---------------------------------------------------------------------------------------------- model types
+
+export interface ModelTypeDefinition {
+  /** As Xinference writes it: `LLM`, `embedding`, `rerank`, `image`, `audio`, `video`, `flexible`. */
+  name: string
+  description: string
+  /** What a model of this type can be asked to do when its family names no abilities. */
+  defaultAbilities: string[]
+  /** Checks a family submitted for registration; throw a 400 ServiceError naming the field. */
+  validateFamily?(family: ModelFamily): void
+  /** Columns `servicectl registrations` shows for this type, as [header, family field]. */
+  registrationColumns?: Array<[string, string]>
+}
+
+// ------------------------------------------------------------------------------------------------- engines
+
+export interface EngineParameter {
+  type: 'integer' | 'number' | 'string' | 'boolean'
+  description: string
+  minimum?: number
+  maximum?: number
+  enum?: string[]
+}
+
+export interface EngineDefinition {
+  /** As users type it in `--model-engine`; matched case-insensitively. */
+  name: string
+  modelTypes: string[]
+  /** Model formats it runs (`ggufv2`, `pytorch`, …). */
+  formats: string[]
+  /** Every engine parameter it accepts at launch; anything else is a 400 naming it. */
+  parameters: Record<string, EngineParameter>
+  /**
+   * Absolute path or file URL of the module that runs inside each model instance's own child process. Its
+   * default export is an `EngineHost` (see below). The kernel spawns the process; the engine only serves it.
+   */
+  hostModule: string
+  /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
+  availability?(): Promise<true | string> | true | string
+}
+
+/** What the kernel sends to an instance process to load its model. */
+export interface LoadRequest {
+  modelUid: string
+  modelType: string
+  modelName: string
+  /** Local path of the weights' entry file (for split GGUF, the first part). */
+  modelPath: string
+  spec: ResolvedSpec
+  family: ModelFamily
+  parameters: Record<string, unknown>
+}
+
+export interface LoadedModelInfo {
+  /** Abilities actually available (e.g. `chat` only when a chat template was found). */
+  abilities?: string[]
+  contextLength?: number
+  [field: string]: unknown
+}
+
+/**
+ * One operation of a loaded model: takes a payload, yields events. The final yielded value should say how the
+ * work ended; the route plugin gives the events their wire shape. Aborting the signal must stop the work.
+ */
+export type EngineOperation = (payload: unknown, signal: AbortSignal) => AsyncIterable<unknown>
+
+export interface LoadedModel {
+  info: LoadedModelInfo
+  operations: Record<string, EngineOperation>
+  dispose(): Promise<void>
+}
+
+export interface EngineHost {
+  load(request: LoadRequest, context: {log: Logger; signal: AbortSignal}): Promise<LoadedModel>
+}
+
+// --------------------------------------------------------------------------------------------- catalogue
+
+export interface CatalogueContribution {
+  modelType: string
+  families: ModelFamily[]
+}
+
+// ------------------------------------------------------------------------------------------------- routes
+
+/** A running model as route handlers see it. */
+export interface ModelHandle {
+  uid: string
+  modelType: string
+  modelName: string
+  abilities: string[]
+  description: Record<string, unknown>
+  /** Runs one engine operation in the model's process; events stream back as they happen. */
+  invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncIterable<unknown>
+}
+
+export interface ModelDirectory {
+  /** The model with this uid, or a 404 ServiceError that lists the running models. */
+  get(uid: string): ModelHandle
+}
+
+export interface RouteRequest<Body = unknown> {
+  body: Body
+  params: Record<string, string>
+  query: Record<string, string | string[] | undefined>
+  headers: Record<string, string | string[] | undefined>
+  /** Aborted when the client goes away. */
+  signal: AbortSignal
+  models: ModelDirectory
+  log: Logger
+}
+
+export type RouteResult =
+  | {kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>}
+  /** Server-sent events: each item becomes one `data:` line; `terminator` (e.g. `[DONE]`) is sent last. */
+  | {kind: 'sse'; events: AsyncIterable<unknown>; terminator?: string; errorEvent?: (error: ServiceError) => unknown}
+
+export type ErrorStyle = 'openai' | 'anthropic'
+
+export interface RouteDefinition<Body = unknown> {
+  method: 'DELETE' | 'GET' | 'POST' | 'PUT'
+  /** Koa-router path, e.g. `/v1/chat/completions`. */
+  path: string
+  summary: string
+  tag?: string
+  body?: Schema<Body>
+  /** JSON Schema of the success response, for /docs. */
+  response?: JsonSchema
+  /** The permission a caller needs when access control is on (`models:read` for inference). */
+  permission?: string
+  errorStyle?: ErrorStyle
+  handler(request: RouteRequest<Body>): Promise<RouteResult>
+}

@@ -1,0 +1,111 @@
+/**
+ * The one error vocabulary of the toolkit. Every failure a person can act on is a ServiceError with an HTTP
+ * status, a stable machine code and a message written for that person. The HTTP edge renders it as the
+ * OpenAI error envelope (or Anthropic's), the CLI edge as one clear line.
+ *
+ * Errors cross process and plugin boundaries (model processes, user-installed plugins with their own copy of
+ * this module), so nothing relies on `instanceof`: any object with a numeric `status` and a `message` is
+ * treated as a ServiceError (see `toServiceError`).
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'unknown_parameter'
+  | 'model_not_found'
+  | 'registration_not_found'
+  | 'not_found'
+  | 'conflict'
+  | 'unsupported'
+  | 'model_not_ready'
+  | 'model_crashed'
+  | 'launch_failed'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'request_aborted'
+  | 'overloaded'
+  | 'version_mismatch'
+  | 'connection_failed'
+  | 'internal_error'
+
+export interface ServiceErrorShape {
+  status: number
+  code: ErrorCode | string
+  message: string
+  /** The request field the error is about, as a path such as `messages[0].role`. */
+  param?: string | null
+}
+
+export class ServiceError extends Error implements ServiceErrorShape {
+  readonly status: number
+  readonly code: string
+  readonly param: string | null
+
+  constructor(status: number, code: ErrorCode | string, message: string, param?: string | null) {
+    super(message)
+    this.name = 'ServiceError'
+    this.status = status
+    this.code = code
+    this.param = param ?? null
+  }
+
+  toJSON(): ServiceErrorShape {
+    return {code: this.code, message: this.message, param: this.param, status: this.status}
+  }
+}
+
+export const badRequest = (message: string, param?: string, code: ErrorCode = 'invalid_request') =>
+  new ServiceError(400, code, message, param)
+export const notFound = (message: string, code: ErrorCode = 'not_found', param?: string) =>
+  new ServiceError(404, code, message, param)
+export const conflict = (message: string, param?: string) => new ServiceError(409, 'conflict', message, param)
+export const unavailable = (message: string, code: ErrorCode = 'model_not_ready') => new ServiceError(503, code, message)
+
+export function isServiceErrorShape(value: unknown): value is ServiceErrorShape {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as ServiceErrorShape).status === 'number' &&
+    typeof (value as ServiceErrorShape).message === 'string'
+  )
+}
+
+/**
+ * Koa's own errors (e.g. from koa-body) carry `status` and `expose`; an error that is not meant to be shown
+ * (`expose: false`, or any status >= 500 that is not ours) becomes a generic internal error so that stack
+ * details and secrets never reach a client.
+ */
+export function toServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error
+  if (isServiceErrorShape(error)) {
+    const candidate = error as ServiceErrorShape & {expose?: boolean; type?: string}
+    if (candidate.expose === false || (candidate.status >= 500 && typeof candidate.code !== 'string')) {
+      return new ServiceError(500, 'internal_error', 'The service hit an internal error; see the service log for details.')
+    }
+
+    const code = typeof candidate.code === 'string' ? candidate.code : 'invalid_request'
+    return new ServiceError(candidate.status, code, candidate.message, candidate.param)
+  }
+
+  return new ServiceError(500, 'internal_error', 'The service hit an internal error; see the service log for details.')
+}
+
+const OPENAI_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  409: 'invalid_request_error',
+  413: 'invalid_request_error',
+  422: 'invalid_request_error',
+  429: 'rate_limit_error',
+  499: 'request_aborted',
+}
+
+export function openAiErrorType(status: number): string {
+  return OPENAI_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error')
+}
+
+/** The OpenAI error envelope: `{error: {message, type, param, code}}`. */
+export function toOpenAiErrorBody(error: ServiceErrorShape) {
+  return {error: {code: error.code, message: error.message, param: error.param ?? null, type: openAiErrorType(error.status)}}
+}

@@ -1,0 +1,175 @@
+/**
+ * The shared kernel: registries of model types, engines, built-in catalogue entries and routes, filled from
+ * plugin contributions. Each contribution is validated item by item; a bad item is reported with the plugin's
+ * name and skipped, so one broken plugin never keeps the service from starting.
+ */
+import type {ModelFamily} from './catalogue.js'
+import type {
+  Contribution,
+  EngineDefinition,
+  KernelApi,
+  Logger,
+  ModelTypeDefinition,
+  RouteDefinition,
+} from './contracts.js'
+import type {PluginContribution, PluginFailure} from './hooks.js'
+
+import {flattenFamily} from './catalogue.js'
+import {KERNEL_API_VERSION} from './contracts.js'
+import {badRequest, notFound, ServiceError} from './errors.js'
+import * as schema from './schema.js'
+
+export interface Registered<T> {
+  plugin: string
+  definition: T
+}
+
+export interface BuiltinFamily {
+  plugin: string
+  modelType: string
+  family: ModelFamily
+}
+
+const METHODS = new Set(['DELETE', 'GET', 'POST', 'PUT'])
+const NAME = /^[A-Za-z0-9][\w.-]*$/
+
+export function createKernelApi(version: string, log: Logger): KernelApi {
+  return {
+    apiVersion: KERNEL_API_VERSION,
+    errors: {
+      badRequest: (message, param) => badRequest(message, param),
+      create: (status, code, message, param) => new ServiceError(status, code, message, param),
+      notFound: (message) => notFound(message),
+    },
+    log,
+    schema,
+    version,
+  }
+}
+
+export class Kernel {
+  readonly modelTypes = new Map<string, Registered<ModelTypeDefinition>>()
+  /** Keyed by lower-cased name: users type `llama.cpp`, `vLLM`, `vllm` interchangeably. */
+  readonly engines = new Map<string, Registered<EngineDefinition>>()
+  readonly builtins = new Map<string, Map<string, BuiltinFamily>>()
+  readonly routes: Array<Registered<RouteDefinition>> = []
+  /** Problems found while registering, for the log and `GET /v1/cluster/plugins`. */
+  readonly problems: PluginFailure[] = []
+  readonly plugins: string[] = []
+
+  constructor(readonly api: KernelApi) {}
+
+  static fromContributions(api: KernelApi, contributions: PluginContribution[], failures: PluginFailure[] = []): Kernel {
+    const kernel = new Kernel(api)
+    kernel.problems.push(...failures)
+    // Model types first, so engines and catalogue entries can be checked against them whatever the plugin order.
+    for (const {contribution, plugin} of contributions) kernel.registerModelTypes(plugin, contribution)
+    for (const {contribution, plugin} of contributions) kernel.registerRest(plugin, contribution)
+    for (const problem of kernel.problems) api.log.warn(`plugin ${problem.plugin}: ${problem.message}`)
+    return kernel
+  }
+
+  modelType(name: string): Registered<ModelTypeDefinition> | undefined {
+    return this.modelTypes.get(name) ?? [...this.modelTypes.values()].find((t) => t.definition.name.toLowerCase() === name.toLowerCase())
+  }
+
+  engine(name: string): Registered<EngineDefinition> | undefined {
+    return this.engines.get(name.toLowerCase())
+  }
+
+  enginesFor(modelType: string): EngineDefinition[] {
+    return [...this.engines.values()].map((e) => e.definition).filter((e) => e.modelTypes.includes(modelType))
+  }
+
+  private report(plugin: string, message: string) {
+    this.problems.push({message, plugin})
+  }
+
+  private registerModelTypes(plugin: string, contribution: Contribution) {
+    if (!this.plugins.includes(plugin)) this.plugins.push(plugin)
+    for (const type of contribution.modelTypes ?? []) {
+      if (!type || typeof type.name !== 'string' || !NAME.test(type.name)) {
+        this.report(plugin, `model type ${JSON.stringify(type?.name)} has no valid name`)
+      } else if (this.modelType(type.name)) {
+        this.report(plugin, `model type ${type.name} is already provided by ${this.modelType(type.name)!.plugin}`)
+      } else {
+        this.modelTypes.set(type.name, {definition: {...type, defaultAbilities: type.defaultAbilities ?? []}, plugin})
+      }
+    }
+  }
+
+  private registerRest(plugin: string, contribution: Contribution) {
+    for (const engine of contribution.engines ?? []) this.registerEngine(plugin, engine)
+    for (const entry of contribution.catalogue ?? []) {
+      if (!entry || !this.modelType(entry.modelType)) {
+        this.report(plugin, `catalogue for unknown model type ${JSON.stringify(entry?.modelType)}`)
+        continue
+      }
+
+      const typeName = this.modelType(entry.modelType)!.definition.name
+      const families = this.builtins.get(typeName) ?? new Map<string, BuiltinFamily>()
+      this.builtins.set(typeName, families)
+      for (const family of entry.families ?? []) {
+        const problem = familyProblem(family)
+        if (problem) this.report(plugin, `catalogue entry ${JSON.stringify(family?.model_name)}: ${problem}`)
+        else if (families.has(family.model_name))
+          this.report(plugin, `catalogue entry ${family.model_name} is already provided by ${families.get(family.model_name)!.plugin}`)
+        else families.set(family.model_name, {family, modelType: typeName, plugin})
+      }
+    }
+
+    for (const route of contribution.routes ?? []) {
+      const key = `${route?.method} ${route?.path}`
+      if (!route || !METHODS.has(route.method) || typeof route.path !== 'string' || !route.path.startsWith('/') || typeof route.handler !== 'function') {
+        this.report(plugin, `route ${key} needs a method (${[...METHODS].join(', ')}), a path starting with / and a handler`)
+      } else if (this.routes.some((r) => `${r.definition.method} ${r.definition.path}` === key)) {
+        this.report(plugin, `route ${key} is already provided by ${this.routes.find((r) => `${r.definition.method} ${r.definition.path}` === key)!.plugin}`)
+      } else {
+        this.routes.push({definition: route as RouteDefinition, plugin})
+      }
+    }
+  }
+
+  private registerEngine(plugin: string, engine: EngineDefinition) {
+    if (!engine || typeof engine.name !== 'string' || !NAME.test(engine.name)) {
+      this.report(plugin, `engine ${JSON.stringify(engine?.name)} has no valid name`)
+      return
+    }
+
+    const unknownTypes = (engine.modelTypes ?? []).filter((t) => !this.modelType(t))
+    if (!Array.isArray(engine.modelTypes) || engine.modelTypes.length === 0 || unknownTypes.length > 0) {
+      this.report(plugin, `engine ${engine.name} serves unknown model types: ${unknownTypes.join(', ') || '(none given)'}`)
+      return
+    }
+
+    if (typeof engine.hostModule !== 'string' || !Array.isArray(engine.formats)) {
+      this.report(plugin, `engine ${engine.name} needs a hostModule path and a list of formats`)
+      return
+    }
+
+    const existing = this.engine(engine.name)
+    if (existing) {
+      this.report(plugin, `engine ${engine.name} is already provided by ${existing.plugin}`)
+      return
+    }
+
+    this.engines.set(engine.name.toLowerCase(), {definition: {...engine, parameters: engine.parameters ?? {}}, plugin})
+  }
+}
+
+/** Why a family cannot be registered, or undefined if it can. */
+export function familyProblem(family: ModelFamily): string | undefined {
+  if (typeof family !== 'object' || family === null) return 'it is not a JSON object'
+  if (typeof family.model_name !== 'string' || !NAME.test(family.model_name))
+    return 'model_name must be letters, digits, ".", "_" or "-", starting with a letter or digit'
+  if (!Array.isArray(family.model_specs) || family.model_specs.length === 0) return 'model_specs must be a non-empty array'
+  try {
+    const specs = flattenFamily(family)
+    const badFormat = specs.find((spec) => typeof spec.model_format !== 'string')
+    if (badFormat) return 'every spec needs a model_format'
+  } catch (error) {
+    return (error as Error).message
+  }
+
+  return undefined
+}

@@ -1,0 +1,199 @@
+/**
+ * One schema per route: it validates the request, gives the handler its TypeScript type (`Infer<typeof s>`)
+ * and is rendered into the OpenAPI document at /docs. Only the JSON Schema subset the API needs is covered.
+ * Validation errors name the offending field as a path (`messages[1].content`) and say what is allowed,
+ * because the person reading them is usually looking at their own request body.
+ */
+import {badRequest} from './errors.js'
+
+export type JsonSchema = Record<string, unknown>
+
+export interface Schema<T> {
+  readonly json: JsonSchema
+  readonly optional: boolean
+  /** Returns the validated (and, for defaults, completed) value or throws a 400 ServiceError. */
+  parse(value: unknown, path?: string): T
+}
+
+export type Infer<S> = S extends Schema<infer T> ? T : never
+
+type Shape = Record<string, Schema<unknown>>
+type OptionalKeys<S extends Shape> = {[K in keyof S]: S[K]['optional'] extends true ? K : never}[keyof S]
+type RequiredKeys<S extends Shape> = Exclude<keyof S, OptionalKeys<S>>
+export type InferShape<S extends Shape> = {[K in RequiredKeys<S>]: Infer<S[K]>} & {[K in OptionalKeys<S>]?: Infer<S[K]>}
+
+interface Common {
+  description?: string
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'string') return `"${value.length > 40 ? value.slice(0, 40) + '…' : value}"`
+  if (typeof value === 'object') return 'an object'
+  return String(value)
+}
+
+const fail = (path: string, expected: string, value: unknown): never => {
+  throw badRequest(`\`${path || 'body'}\` must be ${expected} (got ${describe(value)}).`, path || undefined)
+}
+
+function make<T>(json: JsonSchema, parse: (value: unknown, path: string) => T): Schema<T> {
+  return {json, optional: false, parse: (value, path = '') => parse(value, path)}
+}
+
+export function string(options: Common & {enum?: readonly string[]; minLength?: number; maxLength?: number; pattern?: RegExp} = {}): Schema<string> {
+  const {description, enum: allowed, maxLength, minLength, pattern} = options
+  return make({description, enum: allowed, maxLength, minLength, pattern: pattern?.source, type: 'string'}, (value, path) => {
+    if (typeof value !== 'string') return fail(path, 'a string', value)
+    if (allowed && !allowed.includes(value)) return fail(path, `one of ${allowed.join(', ')}`, value)
+    if (minLength !== undefined && value.length < minLength)
+      return fail(path, minLength === 1 ? 'a non-empty string' : `a string of at least ${minLength} characters`, value)
+    if (maxLength !== undefined && value.length > maxLength) return fail(path, `at most ${maxLength} characters long`, value)
+    if (pattern && !pattern.test(value)) return fail(path, `a string matching ${pattern.source}`, value)
+    return value
+  })
+}
+
+export function number(options: Common & {integer?: boolean; minimum?: number; maximum?: number} = {}): Schema<number> {
+  const {description, integer = false, maximum, minimum} = options
+  const kind = integer ? 'an integer' : 'a number'
+  const range =
+    minimum !== undefined && maximum !== undefined
+      ? ` between ${minimum} and ${maximum}`
+      : minimum !== undefined
+        ? ` >= ${minimum}`
+        : maximum !== undefined
+          ? ` <= ${maximum}`
+          : ''
+  return make({description, maximum, minimum, type: integer ? 'integer' : 'number'}, (value, path) => {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return fail(path, kind + range, value)
+    if (integer && !Number.isInteger(value)) return fail(path, kind + range, value)
+    if ((minimum !== undefined && value < minimum) || (maximum !== undefined && value > maximum))
+      return fail(path, kind + range, value)
+    return value
+  })
+}
+
+export const integer = (options: Common & {minimum?: number; maximum?: number} = {}) => number({...options, integer: true})
+
+export function boolean(options: Common = {}): Schema<boolean> {
+  return make({description: options.description, type: 'boolean'}, (value, path) =>
+    typeof value === 'boolean' ? value : fail(path, 'true or false', value),
+  )
+}
+
+export function literal<const T extends string | number | boolean>(expected: T, options: Common = {}): Schema<T> {
+  return make({const: expected, description: options.description}, (value, path) =>
+    value === expected ? (value as T) : fail(path, JSON.stringify(expected), value),
+  )
+}
+
+export function unknown(options: Common = {}): Schema<unknown> {
+  return make({description: options.description}, (value) => value)
+}
+
+export function array<T>(item: Schema<T>, options: Common & {minItems?: number; maxItems?: number} = {}): Schema<T[]> {
+  const {description, maxItems, minItems} = options
+  return make({description, items: item.json, maxItems, minItems, type: 'array'}, (value, path) => {
+    if (!Array.isArray(value)) return fail(path, 'an array', value)
+    if (minItems !== undefined && value.length < minItems)
+      return fail(path, minItems === 1 ? 'a non-empty array' : `an array of at least ${minItems} items`, value)
+    if (maxItems !== undefined && value.length > maxItems) return fail(path, `an array of at most ${maxItems} items`, value)
+    return value.map((element, index) => item.parse(element, `${path}[${index}]`))
+  })
+}
+
+export function record<T>(value: Schema<T>, options: Common = {}): Schema<Record<string, T>> {
+  return make({additionalProperties: value.json, description: options.description, type: 'object'}, (input, path) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return fail(path, 'an object', input)
+    const out: Record<string, T> = {}
+    for (const [key, element] of Object.entries(input)) out[key] = value.parse(element, path ? `${path}.${key}` : key)
+    return out
+  })
+}
+
+/**
+ * `unknownKeys`: 'reject' (default) answers 400 naming the field, which catches typos such as `max_token`;
+ * 'keep' passes them through untouched (launch requests carry engine parameters this way);
+ * 'strip' drops them silently (for fields OpenAI clients send that we do not act on).
+ */
+export function object<S extends Shape>(
+  shape: S,
+  options: Common & {unknownKeys?: 'keep' | 'reject' | 'strip'; title?: string} = {},
+): Schema<InferShape<S>> {
+  const {description, title, unknownKeys = 'reject'} = options
+  const required = Object.entries(shape)
+    .filter(([, schema]) => !schema.optional)
+    .map(([key]) => key)
+  const properties = Object.fromEntries(Object.entries(shape).map(([key, schema]) => [key, schema.json]))
+  return make(
+    {additionalProperties: unknownKeys !== 'reject', description, properties, required: required.length > 0 ? required : undefined, title, type: 'object'},
+    (value, path) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail(path, 'a JSON object', value)
+      const input = value as Record<string, unknown>
+      const out: Record<string, unknown> = {}
+      for (const [key, schema] of Object.entries(shape)) {
+        const fieldPath = path ? `${path}.${key}` : key
+        if (input[key] === undefined) {
+          if (!schema.optional) throw badRequest(`\`${fieldPath}\` is required.`, fieldPath)
+          const fallback = schema.parse(undefined, fieldPath)
+          if (fallback !== undefined) out[key] = fallback
+          continue
+        }
+
+        out[key] = schema.parse(input[key], fieldPath)
+      }
+
+      for (const key of Object.keys(input)) {
+        if (key in shape) continue
+        if (unknownKeys === 'reject') {
+          const fieldPath = path ? `${path}.${key}` : key
+          throw badRequest(
+            `\`${fieldPath}\` is not a known field. Known fields: ${Object.keys(shape).join(', ')}.`,
+            fieldPath,
+            'unknown_parameter',
+          )
+        }
+
+        if (unknownKeys === 'keep') out[key] = input[key]
+      }
+
+      return out as InferShape<S>
+    },
+  )
+}
+
+export function optional<T>(schema: Schema<T>, defaultValue?: T): Schema<T | undefined> & {optional: true} {
+  return {
+    json: defaultValue === undefined ? schema.json : {...schema.json, default: defaultValue},
+    optional: true,
+    parse: (value, path = '') => (value === undefined || value === null ? defaultValue : schema.parse(value, path)),
+  }
+}
+
+export function nullable<T>(schema: Schema<T>): Schema<T | null> {
+  return make({anyOf: [schema.json, {type: 'null'}]}, (value, path) => (value === null ? null : schema.parse(value, path)))
+}
+
+/** Tries each alternative in turn; the error names every accepted form rather than the last failure. */
+export function union<const T extends readonly Schema<unknown>[]>(
+  alternatives: T,
+  expected: string,
+  options: Common = {},
+): Schema<Infer<T[number]>> {
+  return make({anyOf: alternatives.map((a) => a.json), description: options.description}, (value, path) => {
+    for (const alternative of alternatives) {
+      try {
+        return alternative.parse(value, path) as Infer<T[number]>
+      } catch {}
+    }
+
+    return fail(path, expected, value)
+  })
+}
+
+/** A schema whose parse runs after another's, for checks that span fields. */
+export function refine<T>(schema: Schema<T>, check: (value: T, path: string) => T): Schema<T> {
+  return {...schema, parse: (value, path = '') => check(schema.parse(value, path), path)}
+}

@@ -1,0 +1,48 @@
+/**
+ * Service settings, from lowest to highest precedence: defaults, a config file found by cosmiconfig
+ * (`service.config.json`, `.servicerc`, … in the working directory, else in `SERVICE_HOME`), environment
+ * variables, then command-line flags (applied by the command).
+ */
+import {homedir} from 'node:os'
+import {join, resolve} from 'node:path'
+
+export interface ServiceSettings {
+  home: string
+  host: string
+  port: number
+  logLevel: 'debug' | 'info' | 'warn' | 'error'
+  /** Hub weights come from when a launch names none: SERVICE_MODEL_SRC. */
+  modelSource: string
+}
+
+export const DEFAULT_PORT = 9997
+export const DEFAULT_HOST = '127.0.0.1'
+
+export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.SERVICE_HOME || join(homedir(), '.service'))
+}
+
+export function homePaths(home: string) {
+  return {
+    cache: join(home, 'cache'),
+    logs: join(home, 'logs'),
+    plugins: join(home, 'plugins'),
+    registrations: join(home, 'registrations'),
+  }
+}
+
+export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promise<ServiceSettings> {
+  const home = serviceHome(env)
+  const {cosmiconfig} = await import('cosmiconfig')
+  const explorer = cosmiconfig('service', {searchStrategy: 'none'})
+  const found = (await explorer.search()) ?? (await explorer.search(home))
+  const file = (found?.config ?? {}) as Partial<Record<'host' | 'port' | 'log_level' | 'model_src', unknown>>
+  const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
+  return {
+    home,
+    host: String(file.host ?? DEFAULT_HOST),
+    logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
+    modelSource: String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface'),
+    port: Number(file.port ?? DEFAULT_PORT),
+  }
+}
