@@ -1,0 +1,265 @@
+/**
+ * The worker's side of one model instance: a child process (spawned with execa) that loads the model once
+ * and serves many concurrent requests over IPC. If the process dies, every request in flight fails at once
+ * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
+ * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
+ */
+import type {ChildProcess} from 'node:child_process'
+
+import {createWriteStream, mkdirSync, type WriteStream} from 'node:fs'
+import {dirname} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {execaNode} from 'execa'
+
+import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
+import type {FromInstance, ToInstance} from './protocol.js'
+
+import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
+
+export interface SpawnedProcess {
+  pid?: number
+  send(message: ToInstance): boolean
+  on(event: 'message', listener: (message: FromInstance) => void): unknown
+  kill(signal?: NodeJS.Signals): boolean
+  exited: Promise<{exitCode?: number | null; signal?: string | null}>
+  stderrTail(): string
+  connected: boolean
+}
+
+export interface SpawnOptions {
+  logFile: string
+  env?: Record<string, string>
+}
+
+export type SpawnInstance = (options: SpawnOptions) => SpawnedProcess
+
+const HOST_ENTRY = fileURLToPath(new URL('instance-host.js', import.meta.url))
+const STDERR_TAIL_LINES = 20
+
+/** The real spawner: a Node child process running instance-host.js, its output appended to the model's log. */
+export const spawnInstanceProcess: SpawnInstance = ({env, logFile}) => {
+  mkdirSync(dirname(logFile), {recursive: true})
+  const log: WriteStream = createWriteStream(logFile, {flags: 'a'})
+  const tail: string[] = []
+  const child = execaNode(HOST_ENTRY, [], {
+    buffer: false,
+    env,
+    ipc: true,
+    reject: false,
+    serialization: 'advanced',
+    stderr: 'pipe',
+    stdin: 'ignore',
+    stdout: 'pipe',
+  })
+  // execa's types leave out the IPC methods of the ChildProcess it returns; the plain Node channel is used
+  // directly because it costs no acknowledgement round trip per message.
+  const channel = child as unknown as ChildProcess
+  child.stdout.pipe(log, {end: false})
+  child.stderr.on('data', (chunk: Buffer) => {
+    log.write(chunk)
+    tail.push(chunk.toString())
+    if (tail.length > STDERR_TAIL_LINES) tail.shift()
+  })
+  return {
+    get connected() {
+      return channel.connected
+    },
+    exited: child.then(async (result) => {
+      await new Promise<void>((resolve) => log.end(resolve))
+      return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
+    }),
+    kill: (signal) => child.kill(signal),
+    on(_event, listener) {
+      channel.on('message', (message) => listener(message as FromInstance))
+    },
+    pid: child.pid,
+    send(message) {
+      if (!channel.connected) return false
+      channel.send(message)
+      return true
+    },
+    stderrTail: () => tail.join(''),
+  }
+}
+
+interface Pending {
+  push(event: unknown): void
+  end(): void
+  fail(error: ServiceErrorShape): void
+}
+
+export type InstanceState = 'loading' | 'ready' | 'crashed' | 'disposing' | 'disposed'
+
+export class InstanceProcess {
+  state: InstanceState = 'loading'
+  info: LoadedModelInfo = {}
+  operations: string[] = []
+  /** Why the process is gone, once it is. */
+  failure?: ServiceError
+  private readonly pending = new Map<number, Pending>()
+  private nextId = 1
+  private readonly process: SpawnedProcess
+  private readyWaiter?: {resolve(): void; reject(error: ServiceError): void}
+
+  constructor(
+    readonly uid: string,
+    spawn: SpawnInstance,
+    options: SpawnOptions,
+    private readonly onCrash: (error: ServiceError) => void = () => {},
+  ) {
+    this.process = spawn(options)
+    this.process.on('message', (message) => this.receive(message))
+    void this.process.exited.then((exit) => this.exited(exit))
+  }
+
+  get pid(): number | undefined {
+    return this.process.pid
+  }
+
+  /** Loads the model; rejects with the engine's own reason (bad file, not enough memory, …). */
+  load(hostModule: string, request: LoadRequest, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.readyWaiter = {reject, resolve}
+      const abort = () => {
+        this.readyWaiter = undefined
+        reject(new ServiceError(499, 'request_aborted', `launch of ${this.uid} was cancelled`))
+        void this.dispose()
+      }
+
+      signal?.addEventListener('abort', abort, {once: true})
+      this.process.send({hostModule, request, type: 'load'})
+    })
+  }
+
+  /** One operation as a stream of events; aborting the signal aborts the work in the model process. */
+  async *invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncGenerator<unknown> {
+    if (this.state !== 'ready') throw this.notServing()
+    const id = this.nextId++
+    const queue: unknown[] = []
+    let finished = false
+    let failure: ServiceErrorShape | undefined
+    let wake: (() => void) | undefined
+    const notify = () => {
+      wake?.()
+      wake = undefined
+    }
+
+    this.pending.set(id, {
+      end() {
+        finished = true
+        notify()
+      },
+      fail(error) {
+        failure = error
+        finished = true
+        notify()
+      },
+      push(event) {
+        queue.push(event)
+        notify()
+      },
+    })
+    const abort = () => this.process.send({id, type: 'abort'})
+    signal.addEventListener('abort', abort, {once: true})
+    try {
+      this.process.send({id, operation, payload, type: 'invoke'})
+      while (true) {
+        if (queue.length > 0) {
+          yield queue.shift()
+          continue
+        }
+
+        if (finished) break
+        await new Promise<void>((resolve) => {
+          wake = resolve
+        })
+      }
+
+      if (failure) throw new ServiceError(failure.status, failure.code, failure.message, failure.param)
+    } finally {
+      signal.removeEventListener('abort', abort)
+      // A consumer that stops early (client disconnect) must stop the model's work too.
+      if (!finished) abort()
+      this.pending.delete(id)
+    }
+  }
+
+  /** Asks the process to free its model and exit; kills it if it does not within the grace period. */
+  async dispose(graceMs = 5000): Promise<void> {
+    if (this.state === 'disposed') return
+    this.state = 'disposing'
+    this.process.send({type: 'dispose'})
+    const timer = setTimeout(() => this.process.kill('SIGKILL'), graceMs)
+    await this.process.exited
+    clearTimeout(timer)
+  }
+
+  private notServing(): ServiceError {
+    if (this.failure) return this.failure
+    if (this.state === 'loading') return new ServiceError(503, 'model_not_ready', `model ${this.uid} is still loading; retry shortly.`)
+    return new ServiceError(503, 'model_not_ready', `model ${this.uid} is being terminated.`)
+  }
+
+  private receive(message: FromInstance) {
+    switch (message.type) {
+      case 'ready': {
+        this.state = 'ready'
+        this.info = message.info
+        this.operations = message.operations
+        this.readyWaiter?.resolve()
+        this.readyWaiter = undefined
+        break
+      }
+
+      case 'load-failed': {
+        this.failure = new ServiceError(message.error.status >= 500 ? 500 : message.error.status, 'launch_failed', message.error.message)
+        this.readyWaiter?.reject(this.failure)
+        this.readyWaiter = undefined
+        break
+      }
+
+      case 'event': {
+        this.pending.get(message.id)?.push(message.event)
+        break
+      }
+
+      case 'events': {
+        const pending = this.pending.get(message.id)
+        for (const event of message.events) pending?.push(event)
+        break
+      }
+
+      case 'end': {
+        this.pending.get(message.id)?.end()
+        break
+      }
+
+      case 'error': {
+        this.pending.get(message.id)?.fail(message.error)
+        break
+      }
+
+      case 'disposed': {
+        break
+      }
+    }
+  }
+
+  private exited(exit: {exitCode?: number | null; signal?: string | null}) {
+    const wasDisposing = this.state === 'disposing'
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
+    const tail = this.process.stderrTail().trim().split('\n').slice(-3).join(' | ')
+    this.failure ??= new ServiceError(
+      503,
+      'model_crashed',
+      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}; terminate it and launch it again.`,
+    )
+    this.state = wasDisposing ? 'disposed' : 'crashed'
+    this.readyWaiter?.reject(this.failure)
+    this.readyWaiter = undefined
+    for (const pending of this.pending.values()) pending.fail(this.failure)
+    this.pending.clear()
+    if (!wasDisposing) this.onCrash(this.failure)
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * `createApp` composes the Koa application from the kernel's routes (core and plugin alike); it never
+ * listens. Order: error boundary → request logging and version header → routes → method checks → 404.
+ */
+import Router from '@koa/router'
+import Koa from 'koa'
+import {koaBody} from 'koa-body'
+
+import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
+
+import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {toServerSentEvents} from './sse.js'
+
+export const VERSION_HEADER = 'x-service-version'
+/** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
+const JSON_LIMIT = '16mb'
+
+export interface AppOptions {
+  routes: Array<{definition: RouteDefinition; plugin: string}>
+  models: ModelDirectory
+  log: Logger
+  version: string
+}
+
+export function toAnthropicErrorBody(error: ServiceErrorShape) {
+  const types: Record<number, string> = {400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 503: 'overloaded_error'}
+  return {error: {message: error.message, type: types[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error')}, type: 'error'}
+}
+
+const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? toAnthropicErrorBody(error) : toOpenAiErrorBody(error))
+
+/** koa-body's own failures, reworded for the person who sent the request. */
+function bodyError(error: unknown): ServiceError | undefined {
+  const candidate = error as {status?: number; type?: string; message?: string; name?: string}
+  if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
+    return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)
+  if (candidate?.name === 'SyntaxError' || candidate?.type === 'entity.parse.failed' || /JSON/i.test(candidate?.message ?? ''))
+    return new ServiceError(400, 'invalid_json', `the request body is not valid JSON: ${candidate.message}. Send a JSON object with Content-Type: application/json.`)
+  return undefined
+}
+
+/**
+ * JSON routes read the body as JSON whatever Content-Type says: `curl -d '{…}'` sends form encoding by
+ * default, and answering that with "model is required" would send the person looking in the wrong place.
+ */
+const treatBodyAsJson: Koa.Middleware = async (ctx, next) => {
+  if (!ctx.is('json') && ctx.request.length !== 0) ctx.request.headers['content-type'] = 'application/json'
+  await next()
+}
+
+export function createApp(options: AppOptions): Koa {
+  const {log, models, routes, version} = options
+  const app = new Koa()
+  const styleOf = (path: string): ErrorStyle => (path.startsWith('/anthropic') ? 'anthropic' : 'openai')
+
+  app.use(async (ctx, next) => {
+    const started = performance.now()
+    ctx.set(VERSION_HEADER, version)
+    try {
+      await next()
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new ServiceError(404, 'not_found', `there is no route ${ctx.method} ${ctx.path}; see /docs for the API.`)
+    } catch (error) {
+      const shaped = bodyError(error) ?? toServiceError(error)
+      if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
+      ctx.status = shaped.status
+      ctx.body = errorBody(styleOf(ctx.path), shaped)
+    } finally {
+      log.debug(`${ctx.method} ${ctx.path} ${ctx.status} ${(performance.now() - started).toFixed(1)}ms`)
+    }
+  })
+
+  const router = new Router()
+  for (const {definition} of routes) {
+    const parse = definition.body ? koaBody({encoding: 'utf-8', json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: false}) : undefined
+    const handle: Koa.Middleware = async (ctx) => {
+      const controller = new AbortController()
+      ctx.res.once('close', () => {
+        if (!ctx.res.writableFinished) controller.abort()
+      })
+      const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
+      const request: RouteRequest = {
+        body,
+        headers: ctx.headers,
+        log,
+        models,
+        params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
+        query: ctx.query,
+        signal: controller.signal,
+      }
+      const result = await definition.handler(request)
+      if (result.kind === 'json') {
+        ctx.status = result.status ?? 200
+        for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value)
+        ctx.body = result.body === undefined ? null : result.body
+        if (result.body === null || result.body === undefined) ctx.type = 'application/json'
+        return
+      }
+
+      ctx.status = 200
+      ctx.set({'Cache-Control': 'no-cache', Connection: 'keep-alive', 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no'})
+      ctx.req.socket.setNoDelay(true)
+      ctx.body = toServerSentEvents(result.events, {
+        errorEvent: result.errorEvent ?? ((error) => errorBody(definition.errorStyle ?? styleOf(definition.path), error)),
+        onError: (error) => error.status >= 500 && log.error(`${definition.method} ${definition.path} stream: ${error.message}`),
+        terminator: result.terminator,
+      })
+    }
+
+    const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
+    if (parse) router[method](definition.path, treatBodyAsJson, parse, handle)
+    else router[method](definition.path, handle)
+  }
+
+  app.use(router.routes())
+  app.use(
+    router.allowedMethods({
+      methodNotAllowed: () => new ServiceError(405, 'invalid_request', 'this route does not accept that HTTP method; see /docs.'),
+      notImplemented: () => new ServiceError(501, 'unsupported', 'that HTTP method is not supported.'),
+      throw: true,
+    }),
+  )
+  return app
+}

@@ -1,0 +1,189 @@
+/**
+ * The kernel's own routes: model lifecycle, the catalogue, engines and service information. They use the
+ * same RouteDefinition contract as plugin routes, so validation and the /docs document work the same way.
+ */
+import type {Supervisor} from '../../cluster/supervisor.js'
+import type {ModelFamily} from '../../kernel/catalogue.js'
+import type {RouteDefinition} from '../../kernel/contracts.js'
+import type {Kernel} from '../../kernel/kernel.js'
+import type {ModelRegistry} from '../../kernel/registry.js'
+
+import {launchSchema} from '../../cluster/supervisor.js'
+import {badRequest} from '../../kernel/errors.js'
+import * as s from '../../kernel/schema.js'
+
+export interface CoreRouteDependencies {
+  kernel: Kernel
+  registry: ModelRegistry
+  supervisor: Supervisor
+  version: string
+}
+
+const json = (body: unknown, status = 200) => ({body, kind: 'json' as const, status})
+
+const registerSchema = s.object(
+  {
+    model: s.union([s.string({minLength: 2}), s.record(s.unknown())], 'the model family as a JSON object, or as a JSON string of it (Xinference clients)'),
+    persist: s.optional(s.boolean({description: 'Keep the registration across restarts (default true).'}), true),
+    worker_ip: s.optional(s.nullable(s.string())),
+  },
+  {title: 'RegisterModelRequest'},
+)
+
+function familyOf(model: string | Record<string, unknown>): ModelFamily {
+  if (typeof model !== 'string') return model as ModelFamily
+  try {
+    return JSON.parse(model) as ModelFamily
+  } catch (error) {
+    throw badRequest(`\`model\` is a string but not valid JSON: ${(error as Error).message}.`, 'model')
+  }
+}
+
+export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDependencies): RouteDefinition[] {
+  const routes: Array<RouteDefinition<any>> = [
+    {
+      body: launchSchema,
+      async handler({body, signal}) {
+        return json(await supervisor.launch(body, signal))
+      },
+      method: 'POST',
+      path: '/v1/models',
+      permission: 'models:start',
+      summary: 'Launch a model; answers {model_uid} once it is ready',
+      tag: 'models',
+    },
+    {
+      async handler() {
+        return json({data: supervisor.list(), object: 'list'})
+      },
+      method: 'GET',
+      path: '/v1/models',
+      permission: 'models:list',
+      summary: 'Running models (OpenAI list shape, with model type, engine, format, size, quantization and status)',
+      tag: 'models',
+    },
+    {
+      async handler({params}) {
+        return json(supervisor.describeModel(params.model_uid))
+      },
+      method: 'GET',
+      path: '/v1/models/:model_uid',
+      permission: 'models:list',
+      summary: 'One running model',
+      tag: 'models',
+    },
+    {
+      async handler({params}) {
+        await supervisor.terminate(params.model_uid)
+        return json(null)
+      },
+      method: 'DELETE',
+      path: '/v1/models/:model_uid',
+      permission: 'models:stop',
+      summary: 'Terminate a model: its process exits and frees its memory',
+      tag: 'models',
+    },
+    {
+      async handler({params, query}) {
+        const detailed = query.detailed === 'true'
+        return json(
+          registry
+            .list(params.model_type)
+            .map((entry) => (detailed ? {...entry.family, is_builtin: entry.is_builtin} : {is_builtin: entry.is_builtin, model_name: entry.model_name})),
+        )
+      },
+      method: 'GET',
+      path: '/v1/model_registrations/:model_type',
+      permission: 'models:list',
+      summary: 'Registered models of a type (?detailed=true for full families)',
+      tag: 'registrations',
+    },
+    {
+      body: registerSchema,
+      async handler({body, params}) {
+        await registry.register(params.model_type, familyOf(body.model), body.persist)
+        return json(null)
+      },
+      method: 'POST',
+      path: '/v1/model_registrations/:model_type',
+      permission: 'models:register',
+      summary: 'Register a custom model (Xinference family JSON; model_uri may be file:///…)',
+      tag: 'registrations',
+    },
+    {
+      async handler({params}) {
+        const entry = registry.get(params.model_type, params.model_name)
+        return json({...entry.family, is_builtin: entry.builtin})
+      },
+      method: 'GET',
+      path: '/v1/model_registrations/:model_type/:model_name',
+      permission: 'models:list',
+      summary: 'One registered model family',
+      tag: 'registrations',
+    },
+    {
+      async handler({params}) {
+        await registry.unregister(params.model_type, params.model_name)
+        return json(null)
+      },
+      method: 'DELETE',
+      path: '/v1/model_registrations/:model_type/:model_name',
+      permission: 'models:unregister',
+      summary: 'Unregister a custom model',
+      tag: 'registrations',
+    },
+    {
+      async handler({params}) {
+        return json(await supervisor.engines(params.model_name))
+      },
+      method: 'GET',
+      path: '/v1/engines/:model_name',
+      permission: 'models:list',
+      summary: 'Engines, formats, sizes and quantizations a model can be launched with',
+      tag: 'registrations',
+    },
+    {
+      async handler() {
+        return json({
+          engines: [...kernel.engines.values()].map((e) => ({formats: e.definition.formats, model_types: e.definition.modelTypes, name: e.definition.name, parameters: e.definition.parameters, plugin: e.plugin})),
+          model_types: [...kernel.modelTypes.values()].map((t) => ({description: t.definition.description, name: t.definition.name, plugin: t.plugin})),
+          plugins: kernel.plugins,
+          problems: [...kernel.problems, ...registry.problems.map((message) => ({message, plugin: 'registrations'}))],
+        })
+      },
+      method: 'GET',
+      path: '/v1/cluster/plugins',
+      permission: 'models:list',
+      summary: 'Loaded plugins, their model types and engines, and any problems found while loading them',
+      tag: 'service',
+    },
+    {
+      async handler() {
+        return json({version})
+      },
+      method: 'GET',
+      path: '/v1/cluster/version',
+      summary: 'Service version',
+      tag: 'service',
+    },
+    {
+      async handler() {
+        return json({auth: false})
+      },
+      method: 'GET',
+      path: '/v1/cluster/auth',
+      summary: 'Whether access control is on',
+      tag: 'service',
+    },
+    {
+      async handler() {
+        return json({status: 'ok'})
+      },
+      method: 'GET',
+      path: '/health',
+      summary: 'Liveness check',
+      tag: 'service',
+    },
+  ]
+  return routes
+}

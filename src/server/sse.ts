@@ -1,0 +1,32 @@
+import {Readable} from 'node:stream'
+
+import {type ServiceError, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+
+/**
+ * Turns an event stream into server-sent events. An error after the stream has started can no longer change
+ * the HTTP status, so it is sent as a last `data:` event in the route family's error shape, and the stream ends.
+ * Koa destroys the returned stream when the client goes away, which returns from the iterator and so
+ * aborts the model's work.
+ */
+export function toServerSentEvents(
+  events: AsyncIterable<unknown>,
+  {errorEvent = (error) => toOpenAiErrorBody(error), onError, terminator}: {terminator?: string; errorEvent?: (error: ServiceError) => unknown; onError?: (error: ServiceError) => void},
+): Readable {
+  async function* lines() {
+    try {
+      for await (const event of events) {
+        yield typeof event === 'object' && event !== null && 'event' in event && 'data' in event
+          ? `event: ${(event as {event: string}).event}\ndata: ${JSON.stringify((event as {data: unknown}).data)}\n\n`
+          : `data: ${JSON.stringify(event)}\n\n`
+      }
+
+      if (terminator) yield `data: ${terminator}\n\n`
+    } catch (error) {
+      const shaped = toServiceError(error)
+      onError?.(shaped)
+      yield `data: ${JSON.stringify(errorEvent(shaped))}\n\n`
+    }
+  }
+
+  return Readable.from(lines(), {objectMode: false})
+}
