@@ -1,0 +1,226 @@
+/**
+ * The typed client for the service's HTTP API. `servicectl` uses it for every command, and it is the
+ * package's main export for programs:
+ *
+ * @example
+ * const client = new Client('http://127.0.0.1:9997')
+ * const uid = await client.launch({model_name: 'qwen2.5-instruct', model_engine: 'llama.cpp', size_in_billions: '0_5', quantization: 'q4_0'})
+ * const reply = await client.model(uid).chat([{role: 'user', content: 'Hello'}])
+ * for await (const chunk of client.model(uid).chatStream([{role: 'user', content: 'Hi'}])) process.stdout.write(chunk.choices[0]?.delta?.content ?? '')
+ */
+import {readFileSync} from 'node:fs'
+
+import {ServiceError} from '../kernel/errors.js'
+
+export const CLIENT_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string}).version
+export const DEFAULT_ENDPOINT = 'http://127.0.0.1:9997'
+const VERSION_HEADER = 'x-service-version'
+
+export interface ClientOptions {
+  apiKey?: string
+  /** Called once when the server's version differs from this client's (default: a warning on stderr). */
+  onVersionMismatch?: (message: string) => void
+  fetch?: typeof fetch
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | 'developer'
+  content: string
+  [field: string]: unknown
+}
+
+export interface ChatCompletion {
+  id: string
+  object: 'chat.completion'
+  created: number
+  model: string
+  choices: Array<{index: number; message: {role: 'assistant'; content: string | null}; finish_reason: string}>
+  usage: {prompt_tokens: number; completion_tokens: number; total_tokens: number}
+}
+
+export interface ChatCompletionChunk {
+  id: string
+  object: 'chat.completion.chunk'
+  created: number
+  model: string
+  choices: Array<{index: number; delta: {role?: string; content?: string}; finish_reason: string | null}>
+  usage?: ChatCompletion['usage'] | null
+}
+
+export interface LaunchOptions {
+  model_name: string
+  model_engine?: string
+  model_type?: string
+  model_uid?: string
+  model_format?: string
+  size_in_billions?: string | number
+  quantization?: string
+  [engineParameter: string]: unknown
+}
+
+export interface RunningModel {
+  id: string
+  model_type: string
+  model_name: string
+  model_engine: string
+  model_format: string
+  model_size_in_billions: string
+  quantization: string
+  status: string
+  [field: string]: unknown
+}
+
+export type ChatOptions = Record<string, unknown> & {max_tokens?: number; temperature?: number}
+
+export class Client {
+  readonly endpoint: string
+  private readonly apiKey?: string
+  private readonly fetch: typeof fetch
+  private versionChecked = false
+
+  constructor(
+    endpoint: string = DEFAULT_ENDPOINT,
+    private readonly options: ClientOptions = {},
+  ) {
+    this.endpoint = endpoint.replace(/\/+$/, '')
+    this.apiKey = options.apiKey
+    this.fetch = options.fetch ?? globalThis.fetch
+  }
+
+  async launch(options: LaunchOptions): Promise<string> {
+    const {model_uid: uid} = await this.request<{model_uid: string}>('POST', '/v1/models', options)
+    return uid
+  }
+
+  async list(): Promise<RunningModel[]> {
+    return (await this.request<{data: RunningModel[]}>('GET', '/v1/models')).data
+  }
+
+  get(uid: string): Promise<RunningModel> {
+    return this.request('GET', `/v1/models/${encodeURIComponent(uid)}`)
+  }
+
+  async terminate(uid: string): Promise<void> {
+    await this.request('DELETE', `/v1/models/${encodeURIComponent(uid)}`)
+  }
+
+  registrations(modelType: string, detailed = false): Promise<Array<Record<string, unknown> & {model_name: string; is_builtin: boolean}>> {
+    return this.request('GET', `/v1/model_registrations/${encodeURIComponent(modelType)}${detailed ? '?detailed=true' : ''}`)
+  }
+
+  registration(modelType: string, modelName: string): Promise<Record<string, unknown>> {
+    return this.request('GET', `/v1/model_registrations/${encodeURIComponent(modelType)}/${encodeURIComponent(modelName)}`)
+  }
+
+  async register(modelType: string, family: Record<string, unknown>, persist = true): Promise<void> {
+    await this.request('POST', `/v1/model_registrations/${encodeURIComponent(modelType)}`, {model: family, persist})
+  }
+
+  async unregister(modelType: string, modelName: string): Promise<void> {
+    await this.request('DELETE', `/v1/model_registrations/${encodeURIComponent(modelType)}/${encodeURIComponent(modelName)}`)
+  }
+
+  engines(modelName: string): Promise<Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>> {
+    return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
+  }
+
+  version(): Promise<{version: string}> {
+    return this.request('GET', '/v1/cluster/version')
+  }
+
+  model(uid: string): ModelClient {
+    return new ModelClient(this, uid)
+  }
+
+  /** One API call; a non-2xx answer becomes a ServiceError carrying the server's own message. */
+  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    const response = await this.send(method, path, body, signal)
+    const text = await response.text()
+    return (text ? JSON.parse(text) : null) as T
+  }
+
+  /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError. */
+  async *stream<T>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T> {
+    const response = await this.send('POST', path, body, signal)
+    const decoder = new TextDecoder()
+    let buffer = ''
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, {stream: true})
+      let boundary: number
+      while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, boundary)
+        buffer = buffer.slice(boundary + 2)
+        const data = block
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).trimStart())
+          .join('\n')
+        if (!data) continue
+        if (data === '[DONE]') return
+        const event = JSON.parse(data) as T & {error?: {message: string; code?: string}}
+        if (event.error) throw new ServiceError(500, event.error.code ?? 'internal_error', event.error.message)
+        yield event as T
+      }
+    }
+  }
+
+  private async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = {accept: 'application/json'}
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`
+    let response: Response
+    try {
+      response = await this.fetch(`${this.endpoint}${path}`, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal})
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') throw error
+      throw new ServiceError(
+        503,
+        'connection_failed',
+        `cannot reach the service at ${this.endpoint} (${((error as Error & {cause?: Error}).cause ?? (error as Error)).message}); start it with \`service-local\`, or point to it with --endpoint or SERVICE_ENDPOINT.`,
+      )
+    }
+
+    this.checkVersion(response.headers.get(VERSION_HEADER))
+    if (!response.ok) throw await errorFrom(response)
+    return response
+  }
+
+  private checkVersion(serverVersion: string | null) {
+    if (this.versionChecked || !serverVersion) return
+    this.versionChecked = true
+    if (serverVersion === CLIENT_VERSION) return
+    const message = `the service at ${this.endpoint} runs version ${serverVersion} but this client is ${CLIENT_VERSION}; upgrade whichever is older so they match.`
+    ;(this.options.onVersionMismatch ?? ((m) => process.emitWarning(m)))(message)
+  }
+}
+
+async function errorFrom(response: Response): Promise<ServiceError> {
+  const text = await response.text()
+  try {
+    const body = JSON.parse(text) as {error?: {message?: string; code?: string; param?: string} | string; detail?: string}
+    const error = typeof body.error === 'object' ? body.error : {message: body.error ?? body.detail}
+    return new ServiceError(response.status, error.code ?? String(response.status), error.message ?? text, error.param)
+  } catch {
+    return new ServiceError(response.status, String(response.status), `${response.status} ${response.statusText}: ${text.slice(0, 200)}`)
+  }
+}
+
+/** A running model: the calls its type supports. */
+export class ModelClient {
+  constructor(
+    private readonly client: Client,
+    readonly uid: string,
+  ) {}
+
+  chat(messages: ChatMessage[], options: ChatOptions = {}, signal?: AbortSignal): Promise<ChatCompletion> {
+    return this.client.request('POST', '/v1/chat/completions', {...options, messages, model: this.uid, stream: false}, signal)
+  }
+
+  chatStream(messages: ChatMessage[], options: ChatOptions = {}, signal?: AbortSignal): AsyncGenerator<ChatCompletionChunk> {
+    return this.client.stream('/v1/chat/completions', {...options, messages, model: this.uid, stream: true}, signal)
+  }
+
+  describe(): Promise<RunningModel> {
+    return this.client.get(this.uid)
+  }
+}

@@ -1,0 +1,35 @@
+import type {RunningModel} from '../client/client.js'
+
+import {ClientCommand} from '../lib/base-command.js'
+
+/** Columns per model type, as Xinference prints them; other types fall back to the common ones. */
+const COLUMNS: Record<string, Array<[string, keyof RunningModel | string]>> = {
+  LLM: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Format', 'model_format'], ['Size (in billions)', 'model_size_in_billions'], ['Quantization', 'quantization'], ['Status', 'status']],
+  embedding: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Dimensions', 'dimensions'], ['Status', 'status']],
+}
+const COMMON: Array<[string, string]> = [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Status', 'status']]
+
+export default class List extends ClientCommand<typeof List> {
+  static description = 'List running models.'
+  static examples = ['<%= config.bin %> list', '<%= config.bin %> list --json']
+
+  async run(): Promise<RunningModel[]> {
+    const models = await this.client().list()
+    if (models.length === 0) {
+      this.log('No models are running. Start one with `servicectl launch`.')
+      return models
+    }
+
+    const types = [...new Set(models.map((m) => m.model_type))].sort()
+    for (const [index, type] of types.entries()) {
+      if (index > 0) this.log('')
+      const columns = COLUMNS[type] ?? COMMON
+      this.table(
+        columns.map(([header]) => header),
+        models.filter((m) => m.model_type === type).map((m) => columns.map(([, field]) => m[field])),
+      )
+    }
+
+    return models
+  }
+}

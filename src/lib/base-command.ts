@@ -1,0 +1,69 @@
+import {Command, Flags, Interfaces} from '@oclif/core'
+
+import {Client, DEFAULT_ENDPOINT} from '../client/client.js'
+import {isServiceErrorShape} from '../kernel/errors.js'
+import {DEFAULT_PORT} from '../kernel/settings.js'
+
+/**
+ * Base of every command that talks to a running service: the global flags, the endpoint rule
+ * (-e, else SERVICE_ENDPOINT, else -H/-p, else the local service), `--json`, and one clear line on failure.
+ */
+export abstract class ClientCommand<T extends typeof Command> extends Command {
+  static baseFlags = {
+    'api-key': Flags.string({description: 'API key (also -ak), when access control is on.', env: 'SERVICE_API_KEY', helpGroup: 'GLOBAL'}),
+    endpoint: Flags.string({char: 'e', description: `Service endpoint [default: ${DEFAULT_ENDPOINT}, or SERVICE_ENDPOINT].`, helpGroup: 'GLOBAL'}),
+    host: Flags.string({char: 'H', description: 'Service host, when no endpoint is given.', helpGroup: 'GLOBAL'}),
+    'log-level': Flags.option({description: 'Log level.', helpGroup: 'GLOBAL', options: ['debug', 'info', 'warn', 'error'] as const})(),
+    port: Flags.integer({char: 'p', description: `Service port, when no endpoint is given [default: ${DEFAULT_PORT}].`, helpGroup: 'GLOBAL'}),
+  }
+  static enableJsonFlag = true
+
+  protected flags!: Interfaces.InferredFlags<(typeof ClientCommand)['baseFlags'] & T['flags']>
+  protected args!: Interfaces.InferredArgs<T['args']>
+
+  public async init(): Promise<void> {
+    await super.init()
+    const {args, flags} = await this.parse({
+      args: this.ctor.args,
+      baseFlags: (super.ctor as typeof ClientCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      flags: this.ctor.flags,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as typeof this.flags
+    this.args = args as typeof this.args
+  }
+
+  protected get endpoint(): string {
+    const {endpoint, host, port} = this.flags
+    if (endpoint) return endpoint
+    if (host || port) return `http://${host ?? '127.0.0.1'}:${port ?? DEFAULT_PORT}`
+    return process.env.SERVICE_ENDPOINT || DEFAULT_ENDPOINT
+  }
+
+  protected client(): Client {
+    return new Client(this.endpoint, {apiKey: this.flags['api-key'], onVersionMismatch: (message) => this.warn(message)})
+  }
+
+  /** Server and connection errors are one line for a person, never a stack trace. */
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) {
+      const status = (error as {status: number}).status
+      this.logToStderr(`Error: ${error.message}`)
+      if (this.jsonEnabled()) this.logJson({error: {code: (error as {code?: string}).code, message: error.message, status}})
+      this.exit(status === 503 && (error as {code?: string}).code === 'connection_failed' ? 3 : 1)
+    }
+
+    return super.catch(error)
+  }
+
+  /** A fixed-width table; `--json` output comes from the command's return value instead. */
+  protected table(headers: string[], rows: Array<Array<unknown>>): void {
+    const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined ? '' : Array.isArray(cell) ? cell.join(', ') : String(cell))))
+    const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i].length)))
+    const line = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd()
+    this.log(line(headers))
+    this.log(line(widths.map((w) => '-'.repeat(w))))
+    for (const row of cells) this.log(line(row))
+  }
+}
