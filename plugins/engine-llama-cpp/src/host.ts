@@ -1,0 +1,205 @@
+/**
+ * Runs inside a model instance's own process: loads one GGUF with node-llama-cpp and serves `chat` and
+ * `complete` on a pool of parallel context sequences, so concurrent requests share each decode batch.
+ */
+import type {
+  ChatHistoryItem,
+  ChatWrapper,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaModel,
+  Token,
+} from 'node-llama-cpp'
+import type {ChatPayload, CompletionPayload, EngineHost, FinishReason, GenerationEvent, LoadRequest, Logger, SamplingOptions} from 'service-toolkit'
+
+import {EventQueue} from './event-queue.js'
+import {SequencePool} from './sequence-pool.js'
+
+const DEFAULT_CONTEXT = 4096
+const DEFAULT_PARALLEL = 4
+
+interface Slot {
+  sequence: LlamaContextSequence
+  chat?: import('node-llama-cpp').LlamaChat
+  completion?: import('node-llama-cpp').LlamaCompletion
+}
+
+/** Errors in the shape the kernel renders (status, code, message); a plain Error would become a 500. */
+const requestError = (message: string, param?: string) => Object.assign(new Error(message), {code: 'invalid_request', param, status: 400})
+
+function finishReason(stopReason: string): FinishReason {
+  if (stopReason === 'maxTokens') return 'length'
+  if (stopReason === 'abort') return 'abort'
+  return 'stop'
+}
+
+function toHistory(messages: ChatPayload['messages']): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = []
+  for (const message of messages) {
+    if (message.role === 'system') history.push({text: message.content, type: 'system'})
+    else if (message.role === 'assistant') history.push({response: [message.content], type: 'model'})
+    else if (message.role === 'tool') history.push({text: `Tool result: ${message.content}`, type: 'user'})
+    else history.push({text: message.content, type: 'user'})
+  }
+
+  history.push({response: [], type: 'model'})
+  return history
+}
+
+function sampling(options: SamplingOptions, budget: number) {
+  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
+  return {
+    customStopTriggers: options.stop?.length ? options.stop : undefined,
+    maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
+    minP: options.minP,
+    repeatPenalty: penalize
+      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: 1, presencePenalty: options.presencePenalty}
+      : (false as const),
+    seed: options.seed,
+    temperature: options.temperature ?? 1,
+    topK: options.topK,
+    topP: options.topP,
+  }
+}
+
+async function chooseChatWrapper(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatWrapper | undefined> {
+  const {JinjaTemplateChatWrapper, resolveChatWrapper} = await import('node-llama-cpp')
+  const embedded = model.fileInfo.metadata.tokenizer?.chat_template
+  if (embedded) return resolveChatWrapper(model) ?? undefined
+  if (family.chat_template) {
+    try {
+      return new JinjaTemplateChatWrapper({template: family.chat_template})
+    } catch (error) {
+      log.warn(`the family's chat_template cannot be used: ${(error as Error).message}`)
+    }
+  }
+
+  return undefined
+}
+
+const host: EngineHost = {
+  async load(request, {log}) {
+    const {getLlama, LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
+    const {parameters} = request
+    const llama = await getLlama({
+      build: 'never',
+      gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
+      logger: (level, message) => log.debug(`llama.cpp ${level}: ${message.trimEnd()}`),
+    })
+    const gpuLayers = parameters.n_gpu_layers === undefined ? undefined : parameters.n_gpu_layers === -1 ? 'max' : (parameters.n_gpu_layers as number)
+    let model: LlamaModel
+    try {
+      model = await llama.loadModel({
+        defaultContextFlashAttention: parameters.flash_attn as boolean | undefined,
+        gpuLayers,
+        modelPath: request.modelPath,
+        useMmap: parameters.use_mmap as boolean | undefined,
+      })
+    } catch (error) {
+      throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}`)
+    }
+
+    const contextSize = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, model.trainContextSize)
+    const parallel = (parameters.n_parallel as number | undefined) ?? DEFAULT_PARALLEL
+    let context: LlamaContext
+    try {
+      context = await model.createContext({
+        batchSize: parameters.n_batch as number | undefined,
+        contextSize,
+        sequences: parallel,
+        threads: parameters.n_threads as number | undefined,
+      })
+    } catch (error) {
+      await model.dispose()
+      throw new Error(`llama.cpp could not create a context of ${contextSize} tokens × ${parallel} sequences: ${(error as Error).message}`)
+    }
+
+    const chatWrapper = await chooseChatWrapper(model, request.family, log)
+    const slots: Slot[] = Array.from({length: parallel}, () => ({sequence: context.getSequence()}))
+    const pool = new SequencePool(slots)
+    log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, chat template: ${chatWrapper?.wrapperName ?? 'none'}`)
+
+    const budgetAfter = (promptTokens: number, param: string) => {
+      const budget = context.contextSize - promptTokens
+      if (budget < 1)
+        throw requestError(
+          `the prompt is ${promptTokens} tokens, which leaves no room in this model's ${context.contextSize}-token context; shorten it, or relaunch the model with a larger --n_ctx.`,
+          param,
+        )
+      return budget
+    }
+
+    /** Runs one generation on a leased sequence and turns its callbacks into a stream of events. */
+    async function* generate(
+      signal: AbortSignal,
+      run: (slot: Slot, onTextChunk: (text: string) => void, onToken: (tokens: Token[]) => void) => Promise<{stopReason: string; promptTokens: number}>,
+    ): AsyncGenerator<GenerationEvent> {
+      const slot = await pool.acquire(signal)
+      const queue = new EventQueue<GenerationEvent>()
+      let completionTokens = 0
+      const done = run(
+        slot,
+        (text) => queue.push({text, type: 'text'}),
+        (tokens) => {
+          completionTokens += tokens.length
+        },
+      ).then(
+        ({promptTokens, stopReason}) => {
+          queue.push({completionTokens, finishReason: finishReason(stopReason), promptTokens, type: 'done'})
+          queue.end()
+        },
+        (error) => queue.fail(error),
+      )
+      try {
+        yield* queue
+      } finally {
+        await done
+        pool.release(slot)
+      }
+    }
+
+    const operations: Record<string, (payload: unknown, signal: AbortSignal) => AsyncIterable<GenerationEvent>> = {
+      complete: (payload, signal) => {
+        const request = payload as CompletionPayload
+        return generate(signal, async (slot, onTextChunk, onToken) => {
+          const promptTokens = model.tokenize(request.prompt).length
+          const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
+          slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
+          const result = await slot.completion.generateCompletionWithMeta(request.prompt, {...options, onTextChunk, onToken, signal, stopOnAbortSignal: true})
+          return {promptTokens, stopReason: result.metadata.stopReason}
+        })
+      },
+    }
+
+    if (chatWrapper) {
+      operations.chat = (payload, signal) => {
+        const request = payload as ChatPayload
+        return generate(signal, async (slot, onTextChunk, onToken) => {
+          const history = toHistory(request.messages)
+          const promptTokens = chatWrapper.generateContextState({chatHistory: history}).contextText.tokenize(model.tokenizer).length
+          const options = sampling(request, budgetAfter(promptTokens, 'messages'))
+          slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper, contextSequence: slot.sequence})
+          const result = await slot.chat.generateResponse(history, {...options, onTextChunk, onToken, signal, stopOnAbortSignal: true})
+          return {promptTokens, stopReason: result.metadata.stopReason}
+        })
+      }
+    }
+
+    return {
+      async dispose() {
+        await context.dispose()
+        await model.dispose()
+        await llama.dispose()
+      },
+      info: {
+        abilities: chatWrapper ? ['chat', 'generate'] : ['generate'],
+        chatTemplate: chatWrapper?.wrapperName ?? null,
+        contextLength: context.contextSize,
+        parallel,
+      },
+      operations,
+    }
+  },
+}
+
+export default host

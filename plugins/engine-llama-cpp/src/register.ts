@@ -1,0 +1,26 @@
+import type {RegisterHook} from 'service-toolkit'
+
+import {fileURLToPath} from 'node:url'
+
+/** Data only: the kernel spawns `host.js` in a child process per launched model. */
+const register: RegisterHook = async () => ({
+  engines: [
+    {
+      formats: ['ggufv2'],
+      hostModule: fileURLToPath(new URL('host.js', import.meta.url)),
+      modelTypes: ['LLM'],
+      name: 'llama.cpp',
+      parameters: {
+        flash_attn: {description: 'Use flash attention (default: automatic).', type: 'boolean'},
+        n_batch: {description: 'Tokens evaluated per batch during prompt processing.', minimum: 1, type: 'integer'},
+        n_ctx: {description: 'Context length available to each request, in tokens (default: the smaller of the model\'s and 4096).', minimum: 16, type: 'integer'},
+        n_gpu_layers: {description: 'Layers to offload to the GPU; -1 for all (default: as many as fit).', minimum: -1, type: 'integer'},
+        n_parallel: {description: 'Requests served at once, batched together (default 4).', maximum: 256, minimum: 1, type: 'integer'},
+        n_threads: {description: 'CPU threads for inference (default: chosen by llama.cpp).', minimum: 1, type: 'integer'},
+        use_mmap: {description: 'Memory-map the model file (default: automatic).', type: 'boolean'},
+      },
+    },
+  ],
+})
+
+export default register

@@ -1,0 +1,34 @@
+import type {ModelFamily, RegisterHook} from 'service-toolkit'
+
+import {readFile} from 'node:fs/promises'
+
+import {chatRoute} from './chat.js'
+import {completionsRoute} from './completions.js'
+
+const register: RegisterHook = async ({api}) => {
+  const families = JSON.parse(await readFile(new URL('../catalogue/llm-families.json', import.meta.url), 'utf8')) as ModelFamily[]
+  return {
+    catalogue: [{families, modelType: 'LLM'}],
+    modelTypes: [
+      {
+        defaultAbilities: ['chat', 'generate'],
+        description: 'Large language models: chat and text completion.',
+        name: 'LLM',
+        registrationColumns: [
+          ['Name', 'model_name'],
+          ['Language', 'model_lang'],
+          ['Ability', 'model_ability'],
+        ],
+        validateFamily(family) {
+          if (family.model_ability !== undefined && !Array.isArray(family.model_ability))
+            throw api.errors.badRequest('model_ability must be an array such as ["chat"] or ["generate"].', 'model_ability')
+          if (family.context_length !== undefined && (!Number.isInteger(family.context_length) || family.context_length < 1))
+            throw api.errors.badRequest('context_length must be a positive integer.', 'context_length')
+        },
+      },
+    ],
+    routes: [chatRoute(api), completionsRoute(api)],
+  }
+}
+
+export default register
