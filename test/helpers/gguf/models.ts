@@ -1,0 +1,332 @@
+/**
+ * Real, loadable llama-architecture GGUF models with random weights, generated on the fly for tests and benchmarks.
+ *
+ * They exercise the genuine llama.cpp code paths (loading, tokenization, chat templates, batching, sampling, KV cache)
+ * without downloading a model: `tiny` is written in milliseconds and generates a token in well under a millisecond,
+ * `medium` is big enough for throughput and memory measurements. What they write is gibberish made of the vocabulary's
+ * word pieces.
+ *
+ * Deliberate departures from a trained model, all so that tests behave predictably:
+ * - The output rows of the special and byte tokens are zero, so their logits are exactly 0 while the word pieces'
+ *   logits have a standard deviation of 3: sampling practically never picks them (greedy never does). A response
+ *   therefore runs until `maxTokens` or a stop string, and its text is printable. `endOfTurnLogit` makes the model end
+ *   its turns with `<|im_end|>` instead.
+ * - Weights come from a PRNG seeded by the model seed and the tensor name, so the same options give byte-identical
+ *   files, and changing e.g. `blockCount` leaves the other tensors' values unchanged.
+ */
+import {writeGguf, gguf, type GgufMetadataValue, type GgufTensor, type GgmlTensorType} from './writer.js'
+import {buildVocabulary, SPECIAL_TOKEN_IDS, TOKEN_TYPE} from './tokenizer.js'
+
+export {SPECIAL_TOKEN_IDS as TEST_LLAMA_TOKENS, byteTokenId, BASE_VOCABULARY_SIZE, MIN_VOCABULARY_SIZE} from './tokenizer.js'
+
+export interface TestLlamaOptions {
+  /** Hidden size (`llama.embedding_length`); a multiple of `headCount` with an even head size. */
+  embeddingLength?: number
+  /** Number of transformer blocks. */
+  blockCount?: number
+  headCount?: number
+  /** Fewer than `headCount` (and dividing it) gives grouped-query attention. */
+  headCountKv?: number
+  feedForwardLength?: number
+  /** Training context length stored in the file; node-llama-cpp's "auto" context size never exceeds it. */
+  contextLength?: number
+  /**
+   * Exact number of tokens. Above the built-in vocabulary ({@link BASE_VOCABULARY_SIZE}) it is padded with synthetic
+   * normal tokens (pseudo-words); below, the least frequent word pieces are dropped, down to
+   * {@link MIN_VOCABULARY_SIZE}. Special-token and byte-token ids never change.
+   */
+  vocabSize?: number
+  /** Seed of the weights; the vocabulary does not depend on it. */
+  seed?: number
+  /** Jinja chat template stored as `tokenizer.chat_template`; defaults to ChatML, `null` stores none. */
+  chatTemplate?: string | null
+  /** `general.name`. */
+  name?: string
+  /** Storage type of the weight matrices; norms stay F32 as in converted models. F16 halves the file size. */
+  weightType?: GgmlTensorType
+  /**
+   * Lets the model end its turn by itself: `<|im_end|>` gets about this logit (±30%, depending on the context) at
+   * every step, next to word-piece logits of standard deviation 3 whose maximum is typically 8 (tiny) to 12 (medium).
+   * So 25 ends the turn at once; a value a little under that maximum (about 6 for tiny, 8 for small) ends it after a
+   * seed-dependent number of tokens, from a couple to dozens; unset (the default) never ends it.
+   * This is how to reach node-llama-cpp's `stopReason: "eogToken"`: its TokenBias silently skips end-of-generation
+   * tokens, so biasing `<|im_end|>` up at run time has no effect. Only the `<|im_end|>` output row depends on this
+   * option, so greedy output matches the model without it up to the point where the turn ends.
+   */
+  endOfTurnLogit?: number | null
+}
+
+export interface TestLlamaGguf {
+  filePath: string
+  /** File size. */
+  bytes: number
+  vocabSize: number
+  /** Total number of weights in the file. */
+  parameters: number
+}
+
+/**
+ * The usual ChatML template (as shipped with e.g. Qwen and OpenHermes models); node-llama-cpp recognizes it as ChatML.
+ */
+export const CHATML_TEMPLATE =
+  '{% for message in messages %}' +
+  "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}" +
+  '{% endfor %}' +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+
+/**
+ * Preset shapes. Every option not given to {@link writeTestLlamaGguf} comes from `tiny`, so
+ * `{...TEST_MODEL_SIZES.small, seed: 7}` and `{blockCount: 4}` both work.
+ *
+ * - `tiny`: ~140k parameters, ~0.6 MB; the default for tests (loads and generates in milliseconds).
+ * - `small`: ~4.2M parameters, ~17 MB; for tests that need measurable but quick compute.
+ * - `medium`: ~137M parameters, ~550 MB in F32; for benchmarks and memory estimation. Write it once per run.
+ */
+export const TEST_MODEL_SIZES = Object.freeze({
+  tiny: Object.freeze({
+    name: 'test-llama-tiny',
+    embeddingLength: 64,
+    blockCount: 2,
+    headCount: 4,
+    headCountKv: 2,
+    feedForwardLength: 128,
+    contextLength: 2048,
+    vocabSize: 512,
+  }),
+  small: Object.freeze({
+    name: 'test-llama-small',
+    embeddingLength: 256,
+    blockCount: 4,
+    headCount: 8,
+    headCountKv: 4,
+    feedForwardLength: 768,
+    contextLength: 4096,
+    vocabSize: 2048,
+  }),
+  medium: Object.freeze({
+    name: 'test-llama-medium',
+    embeddingLength: 1024,
+    blockCount: 8,
+    headCount: 16,
+    headCountKv: 4,
+    feedForwardLength: 2048,
+    contextLength: 4096,
+    vocabSize: 32000,
+  }),
+} satisfies Record<string, Readonly<TestLlamaOptions>>)
+
+const DEFAULT_SEED = 42
+const RMS_NORM_EPSILON = 1e-5
+const ROPE_FREQ_BASE = 10_000
+/** Standard deviation of the word pieces' logits; large enough for a clear argmax, small enough to keep sampling varied. */
+const LOGIT_STD = 3
+/** Value of the constant residual channel 0; on the scale of the other channels so it does not dominate the norms. */
+const BIAS_CHANNEL_VALUE = 1
+
+/**
+ * Typical value of the bias channel after output_norm, BIAS_CHANNEL_VALUE / RMS(final residual). Each block adds its
+ * attention and feed-forward outputs to the residual, so its mean square grows about linearly with depth; the factor
+ * is fitted to logits measured with 1 to 12 blocks and 64 to 1024 channels (the result varies ±30% with the context).
+ */
+function expectedBiasInput(config: ResolvedConfig): number {
+  return BIAS_CHANNEL_VALUE / Math.sqrt(0.67 * (1 + config.blockCount))
+}
+
+/** Generates a model file (see the module comment). The directory must exist; the file is replaced atomically. */
+export async function writeTestLlamaGguf(filePath: string, options: TestLlamaOptions = {}): Promise<TestLlamaGguf> {
+  const config = resolveConfig(options)
+  const tokens = buildVocabulary(config.vocabSize)
+  const vocabSize = tokens.length
+  const {embeddingLength: d, feedForwardLength: ff} = config
+  const headSize = d / config.headCount
+  const kvLength = headSize * config.headCountKv
+  const matrixType = config.weightType
+
+  const metadata: Record<string, GgufMetadataValue> = {
+    'general.architecture': gguf.string('llama'),
+    'general.name': gguf.string(config.name),
+    // llama_ftype: 0 = ALL_F32, 1 = MOSTLY_F16
+    'general.file_type': gguf.uint32(matrixType === 'f16' ? 1 : 0),
+    'llama.vocab_size': gguf.uint32(vocabSize),
+    'llama.context_length': gguf.uint32(config.contextLength),
+    'llama.embedding_length': gguf.uint32(d),
+    'llama.block_count': gguf.uint32(config.blockCount),
+    'llama.feed_forward_length': gguf.uint32(ff),
+    'llama.attention.head_count': gguf.uint32(config.headCount),
+    'llama.attention.head_count_kv': gguf.uint32(config.headCountKv),
+    'llama.rope.dimension_count': gguf.uint32(headSize),
+    'llama.rope.freq_base': gguf.float32(ROPE_FREQ_BASE),
+    'llama.attention.layer_norm_rms_epsilon': gguf.float32(RMS_NORM_EPSILON),
+    'tokenizer.ggml.model': gguf.string('llama'),
+    'tokenizer.ggml.tokens': gguf.stringArray(tokens.map((token) => token.text)),
+    'tokenizer.ggml.scores': gguf.float32Array(Float32Array.from(tokens, (token) => token.score)),
+    'tokenizer.ggml.token_type': gguf.int32Array(Int32Array.from(tokens, (token) => token.type)),
+    'tokenizer.ggml.bos_token_id': gguf.uint32(SPECIAL_TOKEN_IDS.bos),
+    'tokenizer.ggml.eos_token_id': gguf.uint32(SPECIAL_TOKEN_IDS.eos),
+    'tokenizer.ggml.unknown_token_id': gguf.uint32(SPECIAL_TOKEN_IDS.unk),
+    'tokenizer.ggml.add_bos_token': gguf.bool(true),
+    'tokenizer.ggml.add_eos_token': gguf.bool(false),
+  }
+  if (config.chatTemplate !== null)
+    metadata['tokenizer.chat_template'] = gguf.string(config.chatTemplate)
+
+  // Scales keep activations near unit variance through every layer (fan-in initialization), so no layer drowns out
+  // the others and the logits neither collapse to one token nor flatten into uniform noise.
+  const random = (name: string, shape: [number, number], std: number, shapeRow?: RowShaper): GgufTensor => ({
+    name,
+    shape,
+    type: matrixType,
+    data: () => uniformRows(shape[0], shape[1], std, tensorSeed(config.seed, name), shapeRow),
+  })
+  const ones = (name: string, length: number): GgufTensor =>
+    ({name, shape: [length], type: 'f32', data: () => constantChunks(length, 1)})
+
+  // llama has no output bias, so residual channel 0 stands in for one: every embedding holds a constant there and
+  // no layer writes to it (row 0 of attn_output and ffn_down, the rows producing channel 0, is zero). The output
+  // rows then read it as a per-token offset: a random unigram prior for word pieces, endOfTurnLogit for <|im_end|>.
+  const embedBiasChannel: RowShaper = (_token, row) => {
+    row[0] = BIAS_CHANNEL_VALUE
+  }
+  const keepBiasChannel: RowShaper = (outputChannel, row) => {
+    if (outputChannel === 0)
+      row.fill(0)
+  }
+  const silenced = new Set(tokens.flatMap((token, id) => token.type === TOKEN_TYPE.NORMAL ? [] : [id]))
+  const shapeOutputRow: RowShaper = (token, row) => {
+    if (!silenced.has(token))
+      return
+    row.fill(0)
+    if (token === SPECIAL_TOKEN_IDS.eos && config.endOfTurnLogit !== null)
+      row[0] = config.endOfTurnLogit / expectedBiasInput(config)
+  }
+
+  const tensors: GgufTensor[] = [random('token_embd.weight', [d, vocabSize], 1, embedBiasChannel)]
+  for (let block = 0; block < config.blockCount; block++) {
+    const prefix = `blk.${block}`
+    tensors.push(
+      ones(`${prefix}.attn_norm.weight`, d),
+      random(`${prefix}.attn_q.weight`, [d, d], 1 / Math.sqrt(d)),
+      random(`${prefix}.attn_k.weight`, [d, kvLength], 1 / Math.sqrt(d)),
+      random(`${prefix}.attn_v.weight`, [d, kvLength], 1 / Math.sqrt(d)),
+      random(`${prefix}.attn_output.weight`, [d, d], 1 / Math.sqrt(d), keepBiasChannel),
+      ones(`${prefix}.ffn_norm.weight`, d),
+      random(`${prefix}.ffn_gate.weight`, [d, ff], 1 / Math.sqrt(d)),
+      random(`${prefix}.ffn_up.weight`, [d, ff], 1 / Math.sqrt(d)),
+      random(`${prefix}.ffn_down.weight`, [ff, d], 1 / Math.sqrt(ff), keepBiasChannel)
+    )
+  }
+  tensors.push(
+    ones('output_norm.weight', d),
+    // output_norm leaves a vector of RMS 1, so a row of std s gives logits of std s·√d.
+    random('output.weight', [d, vocabSize], LOGIT_STD / Math.sqrt(d), shapeOutputRow)
+  )
+
+  const written = await writeGguf(filePath, {metadata, tensors})
+  return {filePath, bytes: written.bytes, vocabSize, parameters: written.elements}
+}
+
+type ResolvedConfig = Required<Omit<TestLlamaOptions, 'chatTemplate' | 'endOfTurnLogit'>> &
+  {chatTemplate: string | null; endOfTurnLogit: number | null}
+
+function resolveConfig(options: TestLlamaOptions): ResolvedConfig {
+  const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
+  const config: ResolvedConfig = {
+    ...TEST_MODEL_SIZES.tiny,
+    seed: DEFAULT_SEED,
+    chatTemplate: CHATML_TEMPLATE,
+    weightType: 'f32',
+    endOfTurnLogit: null,
+    ...defined,
+  }
+
+  for (const key of ['embeddingLength', 'blockCount', 'headCount', 'headCountKv', 'feedForwardLength', 'contextLength', 'vocabSize'] as const) {
+    if (!Number.isSafeInteger(config[key]) || config[key] < 1)
+      throw new RangeError(`${key} must be a positive integer, got ${config[key]}`)
+  }
+  if (!Number.isSafeInteger(config.seed))
+    throw new RangeError(`seed must be an integer, got ${config.seed}`)
+  if (config.embeddingLength % config.headCount !== 0 || (config.embeddingLength / config.headCount) % 2 !== 0)
+    throw new RangeError(`embeddingLength ${config.embeddingLength} must split into ${config.headCount} heads of even size (RoPE rotates pairs)`)
+  if (config.headCountKv > config.headCount || config.headCount % config.headCountKv !== 0)
+    throw new RangeError(`headCountKv ${config.headCountKv} must divide headCount ${config.headCount} (unset options come from TEST_MODEL_SIZES.tiny)`)
+  if (config.endOfTurnLogit !== null && !Number.isFinite(config.endOfTurnLogit))
+    throw new RangeError(`endOfTurnLogit must be a finite number or null, got ${config.endOfTurnLogit}`)
+  if (config.weightType !== 'f32' && config.weightType !== 'f16')
+    throw new RangeError(`weightType must be "f32" or "f16", got ${String(config.weightType)}`)
+  return config
+}
+
+/** Elements per chunk handed to the writer: 1 MiB of F32, whole rows only. */
+const CHUNK_ELEMENTS = 256 * 1024
+
+/** Adjusts one row (ne0 contiguous values) of a tensor in place after it has been drawn. */
+type RowShaper = (rowIndex: number, row: Float32Array) => void
+
+/**
+ * Uniform values in [-√3·std, √3·std] (variance std²), row by row, from an sfc32 generator. Uniform rather than
+ * Gaussian because it is several times cheaper and the distribution's shape does not matter here. Every row consumes
+ * its random numbers even if `shapeRow` overwrites it, so shaping one row never shifts the values of the others.
+ */
+function* uniformRows(rowLength: number, rows: number, std: number, seed: number, shapeRow?: RowShaper): Generator<Float32Array> {
+  const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / rowLength))
+  const buffer = new Float32Array(Math.min(rowsPerChunk, rows) * rowLength)
+  const half = std * Math.sqrt(3)
+  const scale = (2 * half) / 2 ** 32
+
+  let [a, b, c, d] = seedSfc32(seed)
+  for (let firstRow = 0; firstRow < rows; firstRow += rowsPerChunk) {
+    const rowCount = Math.min(rowsPerChunk, rows - firstRow)
+    const chunk = buffer.subarray(0, rowCount * rowLength)
+    for (let i = 0; i < chunk.length; i++) {
+      // sfc32 (Chris Doty-Humphrey's Small Fast Counting generator), inlined because this loop is the hot path.
+      const t = (((a + b) | 0) + d) | 0
+      d = (d + 1) | 0
+      a = b ^ (b >>> 9)
+      b = (c + (c << 3)) | 0
+      c = (c << 21) | (c >>> 11)
+      c = (c + t) | 0
+      chunk[i] = (t >>> 0) * scale - half
+    }
+    if (shapeRow !== undefined) {
+      for (let row = 0; row < rowCount; row++)
+        shapeRow(firstRow + row, chunk.subarray(row * rowLength, (row + 1) * rowLength))
+    }
+    yield chunk
+  }
+}
+
+function* constantChunks(length: number, value: number): Generator<Float32Array> {
+  const buffer = new Float32Array(Math.min(length, CHUNK_ELEMENTS)).fill(value)
+  for (let done = 0; done < length; done += buffer.length)
+    yield buffer.subarray(0, Math.min(buffer.length, length - done))
+}
+
+/** Per-tensor seed: FNV-1a of the name, mixed with the model seed. */
+function tensorSeed(seed: number, name: string): number {
+  let hash = 0x811c9dc5 ^ Math.imul(seed | 0, 0x9e3779b1) ^ Math.floor(seed / 2 ** 32)
+  for (const byte of Buffer.from(name, 'utf8'))
+    hash = Math.imul(hash ^ byte, 0x01000193)
+  return hash >>> 0
+}
+
+/** Expands a 32-bit seed into sfc32's 128-bit state with splitmix32, then discards the first outputs as sfc32 advises. */
+function seedSfc32(seed: number): [number, number, number, number] {
+  let state = seed | 0
+  const splitmix32 = () => {
+    state = (state + 0x9e3779b9) | 0
+    let z = state
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b)
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35)
+    return (z ^ (z >>> 16)) | 0
+  }
+  let a = splitmix32(), b = splitmix32(), c = splitmix32(), d = splitmix32()
+  for (let i = 0; i < 12; i++) {
+    const t = (((a + b) | 0) + d) | 0
+    d = (d + 1) | 0
+    a = b ^ (b >>> 9)
+    b = (c + (c << 3)) | 0
+    c = (c << 21) | (c >>> 11)
+    c = (c + t) | 0
+  }
+  return [a, b, c, d]
+}
