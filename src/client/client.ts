@@ -47,6 +47,15 @@ export interface ChatCompletionChunk {
   usage?: ChatCompletion['usage'] | null
 }
 
+export interface Completion {
+  id: string
+  object: 'text_completion'
+  created: number
+  model: string
+  choices: Array<{index: number; text: string; finish_reason: string | null}>
+  usage?: ChatCompletion['usage']
+}
+
 export interface LaunchOptions {
   model_name: string
   model_engine?: string
@@ -218,6 +227,14 @@ export class ModelClient {
 
   chatStream(messages: ChatMessage[], options: ChatOptions = {}, signal?: AbortSignal): AsyncGenerator<ChatCompletionChunk> {
     return this.client.stream('/v1/chat/completions', {...options, messages, model: this.uid, stream: true}, signal)
+  }
+
+  generate(prompt: string, options: ChatOptions = {}, signal?: AbortSignal): Promise<Completion> {
+    return this.client.request('POST', '/v1/completions', {...options, model: this.uid, prompt, stream: false}, signal)
+  }
+
+  generateStream(prompt: string, options: ChatOptions = {}, signal?: AbortSignal): AsyncGenerator<Completion> {
+    return this.client.stream('/v1/completions', {...options, model: this.uid, prompt, stream: true}, signal)
   }
 
   describe(): Promise<RunningModel> {

@@ -4,8 +4,6 @@
  * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
  * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
  */
-import type {ChildProcess} from 'node:child_process'
-
 import {createWriteStream, mkdirSync, type WriteStream} from 'node:fs'
 import {dirname} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -52,31 +50,37 @@ export const spawnInstanceProcess: SpawnInstance = ({env, logFile}) => {
     stdin: 'ignore',
     stdout: 'pipe',
   })
-  // execa's types leave out the IPC methods of the ChildProcess it returns; the plain Node channel is used
-  // directly because it costs no acknowledgement round trip per message.
-  const channel = child as unknown as ChildProcess
   child.stdout.pipe(log, {end: false})
   child.stderr.on('data', (chunk: Buffer) => {
     log.write(chunk)
     tail.push(chunk.toString())
     if (tail.length > STDERR_TAIL_LINES) tail.shift()
   })
+  let connected = true
+  const exited = child.then(async (result) => {
+    connected = false
+    await new Promise<void>((resolve) => log.end(resolve))
+    return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
+  })
   return {
     get connected() {
-      return channel.connected
+      return connected
     },
-    exited: child.then(async (result) => {
-      await new Promise<void>((resolve) => log.end(resolve))
-      return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
-    }),
+    exited,
     kill: (signal) => child.kill(signal),
     on(_event, listener) {
-      channel.on('message', (message) => listener(message as FromInstance))
+      void (async () => {
+        try {
+          for await (const message of child.getEachMessage()) listener(message as FromInstance)
+        } catch {
+          // The channel closes when the process exits; `exited` reports that.
+        }
+      })()
     },
     pid: child.pid,
     send(message) {
-      if (!channel.connected) return false
-      channel.send(message)
+      if (!connected) return false
+      child.sendMessage(message as never).catch(() => {})
       return true
     },
     stderrTail: () => tail.join(''),

@@ -285,6 +285,7 @@ export class Supervisor implements ModelDirectory {
       replica: 1,
       status: record.status,
       worker: record.worker.id,
+      pid: record.pid ?? null,
       ...(record.error ? {error: record.error.message} : {}),
     }
   }

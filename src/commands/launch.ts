@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import type {LaunchOptions} from '../client/client.js'
 
 import {ClientCommand} from '../lib/base-command.js'
-import {engineOptionsFrom} from '../lib/extra-options.js'
+import {splitEngineOptions} from '../lib/extra-options.js'
 
 export default class Launch extends ClientCommand<typeof Launch> {
   static description = 'Launch a model. Any other `--name value` pair is passed to the engine (for example --n_ctx 4096).'
@@ -23,12 +23,20 @@ export default class Launch extends ClientCommand<typeof Launch> {
     replica: Flags.integer({char: 'r', description: 'Number of instances.', min: 1}),
     'size-in-billions': Flags.string({char: 's', description: 'Size in billions, e.g. 7 or 0_5.'}),
   }
-  static strict = false
+  private engineOptions: Record<string, string> = {}
+
+  /** Engine parameters are taken out of argv before oclif parses it, since oclif refuses undeclared flags. */
+  async init(): Promise<void> {
+    const {engineOptions, rest} = splitEngineOptions(this.argv, Launch.flags, ClientCommand.baseFlags)
+    this.engineOptions = engineOptions
+    this.argv = rest
+    await super.init()
+  }
 
   async run(): Promise<{model_uid: string}> {
     const {flags} = this
     const options: LaunchOptions = {
-      ...engineOptionsFrom(this.argv, Launch.flags, ClientCommand.baseFlags),
+      ...this.engineOptions,
       download_hub: flags['download-hub'],
       model_engine: flags['model-engine'],
       model_format: flags['model-format'],

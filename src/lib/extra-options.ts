@@ -3,31 +3,37 @@
  * not declare. They are collected as strings; the service converts each to the type the engine declares
  * and names any it does not know.
  */
-export function engineOptionsFrom(argv: string[], ...declared: Array<Record<string, {char?: string}>>): Record<string, string> {
-  const known = new Set<string>()
+export function splitEngineOptions(
+  argv: string[],
+  ...declared: Array<Record<string, {char?: string; aliases?: string[]; type?: string}>>
+): {engineOptions: Record<string, string>; rest: string[]} {
+  const known = new Map<string, boolean>([['--help', false], ['--json', false]])
   for (const flags of declared) {
     for (const [name, flag] of Object.entries(flags)) {
-      known.add(`--${name}`)
-      if (flag.char) known.add(`-${flag.char}`)
+      const takesValue = flag.type !== 'boolean'
+      known.set(`--${name}`, takesValue)
+      if (flag.type === 'boolean') known.set(`--no-${name}`, false)
+      for (const alias of flag.aliases ?? []) known.set(`--${alias}`, takesValue)
+      if (flag.char) known.set(`-${flag.char}`, takesValue)
     }
   }
 
-  known.add('--json')
-  const out: Record<string, string> = {}
+  const engineOptions: Record<string, string> = {}
+  const rest: string[] = []
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     const [flag, inline] = arg.split(/=(.*)/s, 2)
-    if (known.has(flag)) {
-      if (inline === undefined && flag !== '--json') i++
+    if (known.has(flag) || !flag.startsWith('--') || flag.length < 3) {
+      rest.push(arg)
+      if (known.get(flag) && inline === undefined && i + 1 < argv.length) rest.push(argv[++i])
       continue
     }
 
-    if (!flag.startsWith('--') || flag.length < 3) continue
     const name = flag.slice(2)
-    if (inline !== undefined) out[name] = inline
-    else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) out[name] = argv[++i]
-    else out[name] = 'true'
+    if (inline !== undefined) engineOptions[name] = inline
+    else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) engineOptions[name] = argv[++i]
+    else engineOptions[name] = 'true'
   }
 
-  return out
+  return {engineOptions, rest}
 }

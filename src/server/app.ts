@@ -92,8 +92,14 @@ export function createApp(options: AppOptions): Koa {
       if (result.kind === 'json') {
         ctx.status = result.status ?? 200
         for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value)
-        ctx.body = result.body === undefined ? null : result.body
-        if (result.body === null || result.body === undefined) ctx.type = 'application/json'
+        // Koa turns a null body into 204; Xinference clients expect 200 with a JSON `null`.
+        if (result.body === null || result.body === undefined) {
+          ctx.type = 'application/json'
+          ctx.body = 'null'
+        } else {
+          ctx.body = result.body
+        }
+
         return
       }
 

@@ -12,6 +12,8 @@ import type {
 } from 'node-llama-cpp'
 import type {ChatPayload, CompletionPayload, EngineHost, FinishReason, GenerationEvent, LoadRequest, Logger, SamplingOptions} from 'service-toolkit'
 
+import {open} from 'node:fs/promises'
+
 import {EventQueue} from './event-queue.js'
 import {SequencePool} from './sequence-pool.js'
 
@@ -77,14 +79,37 @@ async function chooseChatWrapper(model: LlamaModel, family: LoadRequest['family'
   return undefined
 }
 
+/**
+ * node-llama-cpp reads a file with a wrong magic or version as "GGUF version 3" and never returns, so the
+ * header is checked first: a launch of the wrong file must fail with a reason, not hang.
+ */
+async function checkGgufHeader(path: string) {
+  const file = await open(path, 'r')
+  try {
+    const {buffer, bytesRead} = await file.read(Buffer.alloc(8), 0, 8, 0)
+    const magic = buffer.subarray(0, 4).toString('latin1')
+    const version = buffer.readUInt32LE(4)
+    if (bytesRead < 8 || magic !== 'GGUF') throw new Error(`${path} is not a GGUF file (it does not start with "GGUF")`)
+    if (version < 2 || version > 3) throw new Error(`${path} is GGUF version ${version}; llama.cpp reads versions 2 and 3`)
+  } finally {
+    await file.close()
+  }
+}
+
 const host: EngineHost = {
   async load(request, {log}) {
+    await checkGgufHeader(request.modelPath)
     const {getLlama, LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
     const {parameters} = request
+    // llama.cpp explains a failed load only in its log; the last errors are kept to say why.
+    const recentErrors: string[] = []
     const llama = await getLlama({
       build: 'never',
       gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
-      logger: (level, message) => log.debug(`llama.cpp ${level}: ${message.trimEnd()}`),
+      logger(level, message) {
+        log.debug(`llama.cpp ${level}: ${message.trimEnd()}`)
+        if (level === 'error' || level === 'fatal') recentErrors.splice(0, recentErrors.length - 2, message.trim())
+      },
     })
     const gpuLayers = parameters.n_gpu_layers === undefined ? undefined : parameters.n_gpu_layers === -1 ? 'max' : (parameters.n_gpu_layers as number)
     let model: LlamaModel
@@ -96,7 +121,8 @@ const host: EngineHost = {
         useMmap: parameters.use_mmap as boolean | undefined,
       })
     } catch (error) {
-      throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}`)
+      const detail = recentErrors.length > 0 ? ` (${recentErrors.join('; ')})` : ''
+      throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}${detail}`)
     }
 
     const contextSize = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, model.trainContextSize)
@@ -139,12 +165,13 @@ const host: EngineHost = {
       let completionTokens = 0
       const done = run(
         slot,
-        (text) => queue.push({text, type: 'text'}),
+        (text) => text && queue.push({text, type: 'text'}),
         (tokens) => {
           completionTokens += tokens.length
         },
       ).then(
         ({promptTokens, stopReason}) => {
+          log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
           queue.push({completionTokens, finishReason: finishReason(stopReason), promptTokens, type: 'done'})
           queue.end()
         },

@@ -1,0 +1,72 @@
+/**
+ * Starts `service-local` as a real process on a free port with its own temporary SERVICE_HOME, and runs
+ * `servicectl` as a real process against it, as a user would.
+ */
+import {execa, type ResultPromise} from 'execa'
+import {mkdtemp, rm} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join, resolve} from 'node:path'
+
+export const ROOT = resolve(import.meta.dirname, '../..')
+const SERVICE_LOCAL = join(ROOT, 'bin/service-local.js')
+const SERVICECTL = join(ROOT, 'bin/servicectl.js')
+
+export async function temporaryDirectory(prefix = 'service-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix))
+}
+
+export interface RunningService {
+  url: string
+  home: string
+  process: ResultPromise
+  output(): string
+  stop(): Promise<void>
+}
+
+export async function startService({args = [], env = {}, home}: {home?: string; env?: Record<string, string>; args?: string[]} = {}): Promise<RunningService> {
+  const serviceHome = home ?? (await temporaryDirectory())
+  const child = execa('node', [SERVICE_LOCAL, '--port', '0', ...args], {
+    all: true,
+    buffer: false,
+    env: {...env, SERVICE_HOME: serviceHome},
+    reject: false,
+  })
+  let output = ''
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service-local did not start within 30 s:\n${output}`)), 30_000)
+    child.all!.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /Service running at (http:\/\/\S+) /.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolveUrl(match[1])
+      }
+    })
+    void child.then(() => {
+      clearTimeout(timer)
+      reject(new Error(`service-local exited before it started:\n${output}`))
+    })
+  })
+  return {
+    home: serviceHome,
+    output: () => output,
+    process: child,
+    async stop() {
+      child.kill('SIGTERM')
+      await child
+      if (!home) await rm(serviceHome, {force: true, recursive: true})
+    },
+    url,
+  }
+}
+
+export interface CliResult {
+  stdout: string
+  stderr: string
+  exitCode: number
+}
+
+export async function servicectl(args: string[], {env = {}, input}: {env?: Record<string, string>; input?: string} = {}): Promise<CliResult> {
+  const result = await execa('node', [SERVICECTL, ...args], {env: {NO_COLOR: '1', ...env}, input, reject: false})
+  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout)}
+}
