@@ -10,3 +10,6 @@ if (major < 22) {
 }
 
 process.env.SERVICECTL_DATA_DIR ??= join(resolve(process.env.SERVICE_HOME || join(homedir(), '.service')), 'plugins')
+// Plain-JavaScript plugins linked with `servicectl plugins link` need no transpiling; oclif would otherwise
+// warn about each of them on every start.
+process.env.OCLIF_DISABLE_LINKED_ESM_WARNING ??= '1'
