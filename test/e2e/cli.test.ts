@@ -1,0 +1,102 @@
+/** `servicectl` as a real process against a real `service-local`, as in the README's quickstart. */
+import {expect} from 'chai'
+import {createServer} from 'node:net'
+
+import {writeTinyChatModel} from '../helpers/models.js'
+import {type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+describe('servicectl (real processes)', function () {
+  let service: RunningService
+  let registrationPath: string
+  const cli = (args: string[], input?: string) => servicectl([...args], {env: {SERVICE_ENDPOINT: service.url}, input})
+
+  before(async () => {
+    ;({registrationPath} = await writeTinyChatModel(await temporaryDirectory(), 'my-model'))
+    service = await startService()
+  })
+
+  after(async () => service?.stop())
+
+  it('prints its version with -v and --version', async () => {
+    for (const flag of ['-v', '--version']) {
+      const {exitCode, stdout} = await servicectl([flag])
+      expect(exitCode).to.equal(0)
+      expect(stdout).to.match(/^service-toolkit\/\d+\.\d+\.\d+ /)
+    }
+  })
+
+  it('says in one line how to reach the service when it is not running', async () => {
+    const {exitCode, stderr} = await servicectl(['list', '-e', `http://127.0.0.1:${await closedPort()}`])
+    expect(exitCode).to.equal(3)
+    expect(stderr.trim().split('\n')).to.have.length(1)
+    expect(stderr).to.match(/^Error: cannot reach the service at http:\/\/127.0.0.1:\d+ .*start it with `service-local`/)
+  })
+
+  it('runs the quickstart: register, launch with engine parameters, list, chat, generate, terminate, unregister', async () => {
+    const registered = await cli(['register', '-t', 'LLM', '-f', registrationPath])
+    expect(registered.stdout).to.contain('Registered my-model (LLM).')
+
+    const registrations = await cli(['registrations', '-t', 'LLM'])
+    expect(registrations.stdout).to.match(/LLM\s+my-model\s+en\s+chat, generate\s+2048\s+false/)
+    expect(registrations.stdout).to.match(/LLM\s+qwen2.5-instruct\s+en, zh\s+.*true/)
+
+    const launched = await cli(['launch', '-n', 'my-model', '-en', 'llama.cpp', '-f', 'ggufv2', '-s', '0_5', '-q', 'q4_0', '--n_ctx', '2048', '--n_threads=1'])
+    expect(launched.stderr).to.equal('')
+    expect(launched.stdout.trim()).to.equal('Model uid: my-model')
+
+    const listed = await cli(['list'])
+    expect(listed.stdout.split('\n')[0]).to.match(/^UID\s+Type\s+Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization\s+Status$/)
+    expect(listed.stdout).to.match(/my-model\s+LLM\s+my-model\s+llama.cpp\s+ggufv2\s+0_5\s+q4_0\s+ready/)
+    const json = JSON.parse((await cli(['list', '--json'])).stdout)
+    expect(json[0]).to.include({engine_parameters: json[0].engine_parameters, id: 'my-model', model_engine: 'llama.cpp'})
+    expect(json[0].engine_parameters).to.deep.equal({n_ctx: 2048, n_threads: 1})
+
+    const chat = await cli(['chat', '--model-uid', 'my-model', '--max-tokens', '5', '--temperature', '0'], 'Hello\nAnd again\n')
+    expect(chat.exitCode).to.equal(0)
+    const answers = chat.stdout.trim().split('\n')
+    expect(answers).to.have.length(2)
+    for (const answer of answers) expect(answer).to.match(/^Assistant: \S/)
+    const quiet = await cli(['chat', '--model-uid', 'my-model', '--max_tokens', '5', '--temperature', '0', '--no-stream'], 'Hello\n')
+    expect(quiet.stdout.trim()).to.equal(answers[0])
+
+    const generated = await cli(['generate', '--model-uid', 'my-model', '--max-tokens', '4', '--json'], 'Once upon a time\n')
+    const result = JSON.parse(generated.stdout.slice(generated.stdout.indexOf('{')))
+    expect(result.completions[0].prompt).to.equal('Once upon a time')
+    expect(result.completions[0].completion).to.be.a('string').and.not.equal('')
+
+    expect((await cli(['terminate', '--model-uid', 'my-model'])).stdout).to.contain('Terminated my-model.')
+    expect((await cli(['list'])).stdout).to.contain('No models are running.')
+    expect((await cli(['unregister', '-t', 'LLM', '-n', 'my-model'])).stdout).to.contain('Unregistered my-model.')
+  })
+
+  it('shows a server error as one line with a non-zero exit code, or as JSON with --json', async () => {
+    const failed = await cli(['launch', '-n', 'qwen2.5-instruct', '--model-engine', 'llama.cpp', '--n_bogus', '1'])
+    expect(failed.exitCode).to.equal(1)
+    expect(failed.stderr.trim()).to.equal('Error: unknown parameter "n_bogus" for engine llama.cpp; it accepts: flash_attn, n_batch, n_ctx, n_gpu_layers, n_parallel, n_threads, use_mmap.')
+    const json = await cli(['terminate', '--model-uid', 'ghost', '--json'])
+    expect(json.exitCode).to.equal(1)
+    expect(JSON.parse(json.stdout).error).to.deep.include({code: 'model_not_found', status: 404})
+  })
+
+  it('shows which engines, formats, sizes and quantizations a catalogue model can use', async () => {
+    const {stdout} = await cli(['engine', '-n', 'qwen2.5-instruct', '--model-engine', 'llama.cpp', '-s', '0.5'])
+    expect(stdout.split('\n')[0]).to.match(/^Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization$/)
+    expect(stdout).to.match(/qwen2.5-instruct\s+llama.cpp\s+ggufv2\s+0_5\s+q4_k_m/)
+    expect(stdout).not.to.match(/\s1_5\s/)
+  })
+
+  it('finds the service from -H and -p, and accepts -ak', async () => {
+    const {port} = new URL(service.url)
+    const {exitCode, stdout} = await servicectl(['list', '-H', '127.0.0.1', '-p', port, '-ak', 'sk-0123456789abc'])
+    expect(exitCode).to.equal(0)
+    expect(stdout).to.contain('No models are running.')
+  })
+})
