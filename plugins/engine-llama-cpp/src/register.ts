@@ -16,7 +16,7 @@ const register: RegisterHook = async () => ({
         n_ctx: {description: 'Context length available to each request, in tokens (default: the smaller of the model\'s and 4096).', minimum: 16, type: 'integer'},
         n_gpu_layers: {description: 'Layers to offload to the GPU; -1 for all (default: as many as fit).', minimum: -1, type: 'integer'},
         n_parallel: {description: 'Requests served at once, batched together (default 4).', maximum: 256, minimum: 1, type: 'integer'},
-        n_threads: {description: 'CPU threads for inference (default: chosen by llama.cpp).', minimum: 1, type: 'integer'},
+        n_threads: {description: 'CPU threads for inference (default: 1 below 2 GiB of weights, else the physical cores).', minimum: 1, type: 'integer'},
         use_mmap: {description: 'Memory-map the model file (default: automatic).', type: 'boolean'},
       },
     },

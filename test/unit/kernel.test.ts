@@ -1,0 +1,47 @@
+import {expect} from 'chai'
+
+import type {Contribution} from '../../src/kernel/contracts.js'
+
+import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
+
+const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+const api = createKernelApi('0.0.0', quiet)
+const handler = async () => ({body: null, kind: 'json' as const})
+
+describe('kernel', () => {
+  it('registers contributions whatever order plugins finished in, model types first', () => {
+    const engine: Contribution = {engines: [{formats: ['ggufv2'], hostModule: '/x.js', modelTypes: ['LLM'], name: 'llama.cpp', parameters: {}}]}
+    const type: Contribution = {
+      catalogue: [{families: [{model_name: 'm', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1}]}], modelType: 'LLM'}],
+      modelTypes: [{defaultAbilities: ['chat'], description: 'LLM', name: 'LLM'}],
+      routes: [{handler, method: 'POST', path: '/v1/chat/completions', summary: 'chat'}],
+    }
+    const kernel = Kernel.fromContributions(api, [
+      {contribution: engine, plugin: 'a-engine'},
+      {contribution: type, plugin: 'b-model'},
+    ])
+    expect(kernel.problems).to.deep.equal([])
+    expect(kernel.engine('LLAMA.CPP')?.plugin).to.equal('a-engine')
+    expect(kernel.enginesFor('LLM').map((e) => e.name)).to.deep.equal(['llama.cpp'])
+    expect(kernel.builtins.get('LLM')?.has('m')).to.equal(true)
+    expect(kernel.modelType('llm')?.definition.name).to.equal('LLM')
+  })
+
+  it('skips bad items and reports each one by plugin, keeping the good ones', () => {
+    const kernel = Kernel.fromContributions(api, [
+      {contribution: {modelTypes: [{defaultAbilities: [], description: 'LLM', name: 'LLM'}]}, plugin: 'core'},
+      {
+        contribution: {
+          catalogue: [{families: [{model_name: 'no specs'} as never], modelType: 'LLM'}, {families: [], modelType: 'video'}],
+          engines: [{formats: ['x'], hostModule: '/x.js', modelTypes: ['audio'], name: 'whisper', parameters: {}}],
+          routes: [{handler, method: 'PATCH' as never, path: '/v1/x', summary: ''}, {handler, method: 'GET', path: '/v1/ok', summary: 'ok'}],
+        },
+        plugin: 'messy',
+      },
+      {contribution: {modelTypes: [{defaultAbilities: [], description: 'again', name: 'llm'}]}, plugin: 'twin'},
+    ])
+    expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/ok'])
+    expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy'])
+    expect(kernel.problems.map((p) => p.message).join('\n')).to.match(/already provided by core[\s\S]*unknown model types: audio[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/)
+  })
+})

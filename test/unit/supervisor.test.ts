@@ -1,0 +1,97 @@
+import {expect} from 'chai'
+import {mkdtemp} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import type {InstanceLaunch, InstanceSummary, WorkerApi} from '../../src/cluster/worker.js'
+
+import {Supervisor} from '../../src/cluster/supervisor.js'
+import {ServiceError} from '../../src/kernel/errors.js'
+import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
+import {ModelRegistry} from '../../src/kernel/registry.js'
+
+const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+
+/** A worker whose launches succeed or fail on demand; records what it was asked to do. */
+class FakeWorker implements WorkerApi {
+  readonly id = 'fake'
+  launches: InstanceLaunch[] = []
+  failNext?: ServiceError
+  running = new Set<string>()
+
+  async launch(launch: InstanceLaunch): Promise<InstanceSummary> {
+    this.launches.push(launch)
+    if (this.failNext) throw this.failNext
+    this.running.add(launch.load.modelUid)
+    return {info: {abilities: ['generate'], contextLength: 512}, pid: 1234, state: 'ready', uid: launch.load.modelUid}
+  }
+
+  async terminate(uid: string) {
+    this.running.delete(uid)
+  }
+
+  async *invoke() {
+    yield {type: 'text', text: 'hi'}
+  }
+
+  instances(): InstanceSummary[] {
+    return []
+  }
+
+  async dispose() {}
+}
+
+async function setup() {
+  const api = createKernelApi('0.0.0', quiet)
+  const kernel = Kernel.fromContributions(api, [
+    {
+      contribution: {
+        catalogue: [{families: [{model_ability: ['chat', 'generate'], model_name: 'demo', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_src: {huggingface: {model_file_name_template: 'demo-{quantization}.gguf', model_id: 'org/demo', quantizations: ['q4_0']}}}]}], modelType: 'LLM'}],
+        engines: [{formats: ['ggufv2'], hostModule: '/x.js', modelTypes: ['LLM'], name: 'llama.cpp', parameters: {n_ctx: {description: '', minimum: 16, type: 'integer'}, use_mmap: {description: '', type: 'boolean'}}}],
+        modelTypes: [{defaultAbilities: ['chat'], description: 'LLM', name: 'LLM'}],
+      },
+      plugin: 'core',
+    },
+  ])
+  const registry = new ModelRegistry(kernel, join(await mkdtemp(join(tmpdir(), 'supervisor-')), 'registrations'), quiet)
+  const worker = new FakeWorker()
+  const supervisor = new Supervisor({kernel, log: quiet, now: () => 1000, registry, workers: [worker]})
+  return {supervisor, worker}
+}
+
+describe('supervisor', () => {
+  it('launches with converted engine parameters and the engine-reported abilities', async () => {
+    const {supervisor, worker} = await setup()
+    expect(await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', n_ctx: '512', use_mmap: 'false'})).to.deep.equal({model_uid: 'demo'})
+    expect(worker.launches[0].load.parameters).to.deep.equal({n_ctx: 512, use_mmap: false})
+    expect(worker.launches[0].load.spec).to.include({model_id: 'org/demo', quantization: 'q4_0'})
+    expect(supervisor.describeModel('demo')).to.include({context_length: 512, created: 1000, pid: 1234, status: 'ready'})
+    expect(supervisor.get('demo').abilities).to.deep.equal(['generate'])
+  })
+
+  it('leaves no uid behind when a launch fails, and keeps the cause', async () => {
+    const {supervisor, worker} = await setup()
+    worker.failNext = new ServiceError(500, 'launch_failed', 'out of memory')
+    const error = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)
+    expect(error.message).to.equal('failed to launch demo: out of memory')
+    expect(supervisor.list()).to.deep.equal([])
+  })
+
+  it('shows a crash on the model and answers its requests with the cause', async () => {
+    const {supervisor} = await setup()
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
+    supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process exited with code 134'))
+    expect(supervisor.describeModel('demo')).to.include({error: 'process exited with code 134', status: 'error'})
+    expect(() => supervisor.get('demo').invoke('chat', {}, new AbortController().signal)).to.throw('process exited with code 134')
+    await supervisor.terminate('demo')
+    expect(supervisor.list()).to.deep.equal([])
+  })
+
+  it('refuses replica > 1 in local mode, and unknown uids with the running ones listed', async () => {
+    const {supervisor} = await setup()
+    const replica = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2}).catch((e) => e)
+    expect(replica).to.include({param: 'replica', status: 400})
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
+    expect(() => supervisor.get('other')).to.throw('model "other" is not running. Running models: demo.')
+  })
+})
