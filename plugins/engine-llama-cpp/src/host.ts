@@ -8,7 +8,6 @@ import type {
   LlamaContext,
   LlamaContextSequence,
   LlamaModel,
-  Token,
 } from 'node-llama-cpp'
 import type {ChatPayload, CompletionPayload, EngineHost, FinishReason, GenerationEvent, LoadRequest, Logger, SamplingOptions} from 'service-toolkit'
 
@@ -167,22 +166,21 @@ const host: EngineHost = {
       return budget
     }
 
-    /** Runs one generation on a leased sequence and turns its callbacks into a stream of events. */
+    /**
+     * Runs one generation on a leased sequence and turns its callbacks into a stream of events. Generated
+     * tokens are counted by the sequence's own meter: `onToken` re-emits text held back for stop-trigger
+     * checks as re-tokenized pieces, so counting its calls over-counts.
+     */
     async function* generate(
       signal: AbortSignal,
-      run: (slot: Slot, onTextChunk: (text: string) => void, onToken: (tokens: Token[]) => void) => Promise<{stopReason: string; promptTokens: number}>,
+      run: (slot: Slot, onTextChunk: (text: string) => void) => Promise<{stopReason: string; promptTokens: number}>,
     ): AsyncGenerator<GenerationEvent> {
       const slot = await pool.acquire(signal)
       const queue = new EventQueue<GenerationEvent>()
-      let completionTokens = 0
-      const done = run(
-        slot,
-        (text) => text && queue.push({text, type: 'text'}),
-        (tokens) => {
-          completionTokens += tokens.length
-        },
-      ).then(
+      const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
+      const done = run(slot, (text) => text && queue.push({text, type: 'text'})).then(
         ({promptTokens, stopReason}) => {
+          const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
           log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
           queue.push({completionTokens, finishReason: finishReason(stopReason), promptTokens, type: 'done'})
           queue.end()
@@ -200,11 +198,11 @@ const host: EngineHost = {
     const operations: Record<string, (payload: unknown, signal: AbortSignal) => AsyncIterable<GenerationEvent>> = {
       complete: (payload, signal) => {
         const request = payload as CompletionPayload
-        return generate(signal, async (slot, onTextChunk, onToken) => {
+        return generate(signal, async (slot, onTextChunk) => {
           const promptTokens = model.tokenize(request.prompt).length
           const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
           slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
-          const result = await slot.completion.generateCompletionWithMeta(request.prompt, {...options, onTextChunk, onToken, signal, stopOnAbortSignal: true})
+          const result = await slot.completion.generateCompletionWithMeta(request.prompt, {...options, onTextChunk, signal, stopOnAbortSignal: true})
           return {promptTokens, stopReason: result.metadata.stopReason}
         })
       },
@@ -213,12 +211,12 @@ const host: EngineHost = {
     if (chatWrapper) {
       operations.chat = (payload, signal) => {
         const request = payload as ChatPayload
-        return generate(signal, async (slot, onTextChunk, onToken) => {
+        return generate(signal, async (slot, onTextChunk) => {
           const history = toHistory(request.messages)
           const promptTokens = chatWrapper.generateContextState({chatHistory: history}).contextText.tokenize(model.tokenizer).length
           const options = sampling(request, budgetAfter(promptTokens, 'messages'))
           slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper, contextSequence: slot.sequence})
-          const result = await slot.chat.generateResponse(history, {...options, onTextChunk, onToken, signal, stopOnAbortSignal: true})
+          const result = await slot.chat.generateResponse(history, {...options, onTextChunk, signal, stopOnAbortSignal: true})
           return {promptTokens, stopReason: result.metadata.stopReason}
         })
       }
