@@ -21,6 +21,8 @@ export interface ClientOptions {
   /** Called once when the server's version differs from this client's (default: a warning on stderr). */
   onVersionMismatch?: (message: string) => void
   fetch?: typeof fetch
+  /** Receives one line per HTTP call (method, URL, status, time), e.g. for `--log-level debug`. */
+  trace?: (line: string) => void
 }
 
 export interface ChatMessage {
@@ -178,8 +180,10 @@ export class Client {
     if (body !== undefined) headers['content-type'] = 'application/json'
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`
     let response: Response
+    const started = performance.now()
     try {
       response = await this.fetch(`${this.endpoint}${path}`, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal})
+      this.options.trace?.(`${method} ${this.endpoint}${path} → ${response.status} (${(performance.now() - started).toFixed(0)} ms)`)
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error
       throw new ServiceError(

@@ -16,6 +16,7 @@ export interface ServiceSettings {
 }
 
 export const DEFAULT_PORT = 9997
+const CONFIG_FILES = ['service.config.json', '.servicerc', '.servicerc.json', '.servicerc.yaml', '.servicerc.yml', 'service.config.js', 'service.config.mjs']
 export const DEFAULT_HOST = '127.0.0.1'
 
 export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -34,7 +35,7 @@ export function homePaths(home: string) {
 export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promise<ServiceSettings> {
   const home = serviceHome(env)
   const {cosmiconfig} = await import('cosmiconfig')
-  const explorer = cosmiconfig('service', {searchStrategy: 'none'})
+  const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
   const file = (found?.config ?? {}) as Partial<Record<'host' | 'port' | 'log_level' | 'model_src', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()

@@ -42,7 +42,11 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
   }
 
   protected client(): Client {
-    return new Client(this.endpoint, {apiKey: this.flags['api-key'], onVersionMismatch: (message) => this.warn(message)})
+    return new Client(this.endpoint, {
+      apiKey: this.flags['api-key'],
+      onVersionMismatch: (message) => this.warn(message),
+      trace: this.flags['log-level'] === 'debug' ? (line) => this.logToStderr(line) : undefined,
+    })
   }
 
   /** Server and connection errors are one line for a person, never a stack trace. */

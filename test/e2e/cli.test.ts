@@ -93,6 +93,11 @@ describe('servicectl (real processes)', function () {
     expect(stdout).not.to.match(/\s1_5\s/)
   })
 
+  it('traces its HTTP calls with --log-level debug', async () => {
+    const {stderr} = await cli(['list', '--log-level', 'debug'])
+    expect(stderr).to.match(/^GET http:\/\/127.0.0.1:\d+\/v1\/models → 200 \(\d+ ms\)$/m)
+  })
+
   it('finds the service from -H and -p, and accepts -ak', async () => {
     const {port} = new URL(service.url)
     const {exitCode, stdout} = await servicectl(['list', '-H', '127.0.0.1', '-p', port, '-ak', 'sk-0123456789abc'])

@@ -9,19 +9,11 @@ import OpenAI from 'openai'
 
 import {assertOpenAiSchema} from '../helpers/conformance.js'
 import {writeTinyChatModel} from '../helpers/models.js'
-import {type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 const MODEL = 'tiny-chat'
 
-async function api(service: RunningService, method: string, path: string, body?: unknown): Promise<{status: number; body: any}> {
-  const response = await fetch(`${service.url}${path}`, {
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    headers: {'content-type': 'application/json'},
-    method,
-  })
-  const text = await response.text()
-  return {body: text ? JSON.parse(text) : null, status: response.status}
-}
+const api = callApi
 
 async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs

@@ -8,19 +8,11 @@ import {rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {ROOT, callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const FIXTURES = join(ROOT, 'test/fixtures/plugins')
 
-async function api(service: RunningService, method: string, path: string, body?: unknown): Promise<{status: number; body: any}> {
-  const response = await fetch(`${service.url}${path}`, {
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: {'content-type': 'application/json'},
-    method,
-  })
-  const text = await response.text()
-  return {body: text ? JSON.parse(text) : null, status: response.status}
-}
+const api = callApi
 
 /** The `data:` payloads of a server-sent event stream, without the `[DONE]` terminator. */
 async function sse(service: RunningService, path: string, body: unknown): Promise<any[]> {

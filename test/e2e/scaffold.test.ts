@@ -8,7 +8,7 @@ import {execa} from 'execa'
 import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {ROOT, callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const ENGINE = 'Mock.Engine'
 const ENGINE_SLUG = 'mock-engine'
@@ -18,15 +18,7 @@ const MODEL_TYPE_SLUG = 'classifier'
 /** oclif wraps error messages to the terminal width (even inside a path) behind `›`; compare without that. */
 const squash = (text: string) => text.replaceAll(/[\s›]+/g, '')
 
-async function api(service: RunningService, method: string, path: string, body?: unknown): Promise<{status: number; body: any}> {
-  const response = await fetch(`${service.url}${path}`, {
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: {'content-type': 'application/json'},
-    method,
-  })
-  const text = await response.text()
-  return {body: text ? JSON.parse(text) : null, status: response.status}
-}
+const api = callApi
 
 describe('servicectl scaffold', function () {
   let work: string

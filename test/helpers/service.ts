@@ -70,3 +70,14 @@ export async function servicectl(args: string[], {env = {}, input}: {env?: Recor
   const result = await execa('node', [SERVICECTL, ...args], {env: {NO_COLOR: '1', ...env}, input, reject: false})
   return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout)}
 }
+
+/** One JSON call to the service; the status and the parsed body, whatever the status. */
+export async function callApi(service: {url: string}, method: string, path: string, body?: unknown): Promise<{status: number; body: any}> {
+  const response = await fetch(`${service.url}${path}`, {
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    headers: {'content-type': 'application/json'},
+    method,
+  })
+  const text = await response.text()
+  return {body: text ? JSON.parse(text) : null, status: response.status}
+}
