@@ -1,0 +1,264 @@
+/**
+ * `npm run bench`: serving speed of our API against node-llama-cpp used directly, in the same run, on
+ * generated models of three sizes. Prints medians (min–max) and writes JSON to bench/results/.
+ *
+ *   npm run bench                                   all sizes, 1/2/4/8 concurrent streams
+ *   npm run bench -- --sizes small --concurrency 1,4 --repeats 5
+ *   npm run bench -- --target http://127.0.0.1:8080/v1 --model qwen   also run the workload against any
+ *                                                   OpenAI-compatible server and print the ratios
+ *
+ * Metrics follow vLLM's `bench serve`: TTFT (request sent → first content), TPOT ((end − first) /
+ * (tokens − 1)), ITL (gaps between content chunks), end-to-end latency and output tokens/s.
+ */
+import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {cpus} from 'node:os'
+import {join} from 'node:path'
+import {parseArgs} from 'node:util'
+
+import {TEST_MODEL_SIZES, writeTestLlamaGguf} from '../test/helpers/gguf/models.js'
+import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
+
+const PROMPT = 'Write a long story about a lighthouse keeper who finds a map, and tell it slowly, with every detail of the sea and sky.'
+const MAX_TOKENS = 128
+
+const {values: options} = parseArgs({
+  options: {
+    concurrency: {default: '1,2,4,8', type: 'string'},
+    model: {type: 'string'},
+    repeats: {default: '3', type: 'string'},
+    sizes: {default: 'tiny,small,medium', type: 'string'},
+    target: {type: 'string'},
+    threads: {type: 'string'},
+  },
+})
+const sizes = options.sizes.split(',') as Array<keyof typeof TEST_MODEL_SIZES>
+const levels = options.concurrency.split(',').map(Number)
+const repeats = Number(options.repeats)
+
+interface Sample {
+  ttft: number
+  tpot: number
+  itl: number[]
+  latency: number
+  tokens: number
+}
+
+interface Round {
+  samples: Sample[]
+  wall: number
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+const summary = (values: number[]) => ({max: Math.max(...values), median: median(values), min: Math.min(...values)})
+const show = (s: {median: number; min: number; max: number}, digits = 1) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`
+
+function sampleFrom(start: number, stamps: number[], end: number, tokens: number): Sample {
+  const ttft = (stamps[0] ?? end) - start
+  return {
+    itl: stamps.slice(1).map((t, i) => t - stamps[i]),
+    latency: end - start,
+    tokens,
+    tpot: tokens > 1 ? (end - (stamps[0] ?? end)) / (tokens - 1) : 0,
+    ttft,
+  }
+}
+
+/**
+ * One streamed chat completion against an OpenAI-compatible server, timed on the client. Other servers
+ * get `ignore_eos` so that real models produce all MAX_TOKENS; our generated models never end a turn.
+ */
+async function streamOnce(baseUrl: string, model: string, extra: Record<string, unknown> = {}): Promise<Sample> {
+  const start = performance.now()
+  const response = await fetch(`${baseUrl}/chat/completions`, {
+    body: JSON.stringify({
+      ...extra,
+      max_tokens: MAX_TOKENS,
+      messages: [{content: PROMPT, role: 'user'}],
+      model,
+      stream: true,
+      stream_options: {include_usage: true},
+      temperature: 0,
+    }),
+    headers: {'content-type': 'application/json'},
+    method: 'POST',
+  })
+  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`)
+  const stamps: number[] = []
+  let tokens = 0
+  let buffer = ''
+  const decoder = new TextDecoder()
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, {stream: true})
+    let boundary
+    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+      const line = buffer.slice(0, boundary).replace(/^data: /, '')
+      buffer = buffer.slice(boundary + 2)
+      if (line === '[DONE]') continue
+      const event = JSON.parse(line)
+      if (event.choices?.[0]?.delta?.content) stamps.push(performance.now())
+      if (event.usage) tokens = event.usage.completion_tokens
+    }
+  }
+
+  return sampleFrom(start, stamps, performance.now(), tokens || stamps.length)
+}
+
+async function rounds(run: () => Promise<Sample>, concurrency: number): Promise<Round[]> {
+  await run()
+  const out: Round[] = []
+  for (let i = 0; i < repeats; i++) {
+    const start = performance.now()
+    const samples = await Promise.all(Array.from({length: concurrency}, () => run()))
+    out.push({samples, wall: performance.now() - start})
+  }
+
+  return out
+}
+
+function describeRounds(list: Round[]) {
+  const all = list.flatMap((r) => r.samples)
+  return {
+    e2e_ms: summary(all.map((s) => s.latency)),
+    itl_ms: summary(all.flatMap((s) => s.itl).length > 0 ? all.flatMap((s) => s.itl) : [0]),
+    tokens_per_s: summary(list.map((r) => r.samples.reduce((n, s) => n + s.tokens, 0) / (r.wall / 1000))),
+    tpot_ms: summary(all.map((s) => s.tpot)),
+    ttft_ms: summary(all.map((s) => s.ttft)),
+  }
+}
+
+type Measured = ReturnType<typeof describeRounds>
+
+/** The same workload on node-llama-cpp in this process, with the chat template and sampling our engine uses. */
+async function direct(modelPath: string, concurrency: number, threads: number | undefined) {
+  const {getLlama, LlamaChat} = await import('node-llama-cpp')
+  const llama = await getLlama({build: 'never', gpu: false})
+  const model = await llama.loadModel({modelPath})
+  const context = await model.createContext({contextSize: 1024, sequences: concurrency, threads: threads ?? 1})
+  const chats = Array.from({length: concurrency}, () => new LlamaChat({autoDisposeSequence: false, contextSequence: context.getSequence()}))
+  let next = 0
+  const run = async (): Promise<Sample> => {
+    const chat = chats[next++ % concurrency]
+    const stamps: number[] = []
+    const start = performance.now()
+    const before = chat.sequence.tokenMeter.usedOutputTokens
+    await chat.generateResponse([{text: PROMPT, type: 'user'}, {response: [], type: 'model'}], {
+      maxTokens: MAX_TOKENS,
+      onTextChunk: (text) => text && stamps.push(performance.now()),
+      temperature: 0,
+    })
+    return sampleFrom(start, stamps, performance.now(), chat.sequence.tokenMeter.usedOutputTokens - before)
+  }
+
+  const result = describeRounds(await rounds(run, concurrency))
+  await context.dispose()
+  await model.dispose()
+  await llama.dispose()
+  return result
+}
+
+async function loadOnly(modelPath: string): Promise<number> {
+  const {getLlama} = await import('node-llama-cpp')
+  const start = performance.now()
+  const llama = await getLlama({build: 'never', gpu: false})
+  const model = await llama.loadModel({modelPath})
+  const context = await model.createContext({contextSize: 1024, sequences: 8, threads: 1})
+  const elapsed = performance.now() - start
+  await context.dispose()
+  await model.dispose()
+  await llama.dispose()
+  return elapsed
+}
+
+async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024
+}
+
+async function wallTime(args: string[], env: Record<string, string>): Promise<number[]> {
+  const times: number[] = []
+  for (let i = 0; i < repeats + 1; i++) {
+    const start = performance.now()
+    const result = await servicectl(args, {env})
+    if (result.exitCode !== 0) throw new Error(result.stderr)
+    if (i > 0) times.push(performance.now() - start)
+  }
+
+  return times
+}
+
+async function main() {
+  const work = await temporaryDirectory('service-bench-')
+  const service = await startService()
+  const env = {SERVICE_ENDPOINT: service.url}
+  const results: Record<string, unknown> = {cpus: cpus().length, max_tokens: MAX_TOKENS, node: process.version, repeats}
+  const lines: string[] = []
+  const print = (line: string) => {
+    lines.push(line)
+    console.log(line)
+  }
+
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const idle = await rssOf(service.process.pid!)
+    results.cli = {list_ms: summary(await wallTime(['list'], env)), version_ms: summary(await wallTime(['--version'], env))}
+    print(`servicectl list ${show((results.cli as any).list_ms, 0)} ms, --version ${show((results.cli as any).version_ms, 0)} ms; idle service RSS ${idle.toFixed(0)} MB`)
+    results.idle_rss_mb = idle
+
+    for (const size of sizes) {
+      const modelPath = join(work, `${size}.gguf`)
+      const written = await writeTestLlamaGguf(modelPath, TEST_MODEL_SIZES[size])
+      const name = `bench-${size}`
+      const family = {model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: `file://${modelPath}`, quantization: 'f32'}]}
+      await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})
+      const launchStart = performance.now()
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, n_ctx: 1024, n_parallel: 8, ...(options.threads ? {n_threads: Number(options.threads)} : {})})
+      if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
+      const launchMs = performance.now() - launchStart
+      const loadMs = await loadOnly(modelPath)
+      const {pid} = (await callApi(service, 'GET', `/v1/models/${name}`)).body
+      const instanceRss = await rssOf(pid)
+      print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp load ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
+      print('streams | ours tok/s        | direct tok/s      | ours/direct | ours TTFT ms   | direct TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target' : ''))
+      const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, parameters: written.parameters}
+      for (const concurrency of levels) {
+        const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency))
+        const directly: Measured = await direct(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
+        const target = options.target ? describeRounds(await rounds(() => streamOnce(options.target!, options.model ?? name, {ignore_eos: true}), concurrency)) : undefined
+        bySize[`c${concurrency}`] = {direct: directly, ours, target}
+        print(
+          [
+            String(concurrency).padStart(7),
+            show(ours.tokens_per_s).padEnd(17),
+            show(directly.tokens_per_s).padEnd(17),
+            (ours.tokens_per_s.median / directly.tokens_per_s.median).toFixed(2).padEnd(11),
+            show(ours.ttft_ms).padEnd(14),
+            show(directly.ttft_ms).padEnd(14),
+            show(ours.tpot_ms, 2).padEnd(12),
+            show(ours.itl_ms, 2),
+            ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2)] : []),
+          ].join(' | '),
+        )
+      }
+
+      results[size] = bySize
+      await callApi(service, 'DELETE', `/v1/models/${name}`)
+      await rm(modelPath, {force: true})
+    }
+  } finally {
+    await service.stop()
+    await rm(work, {force: true, recursive: true})
+  }
+
+  const directory = join(ROOT, 'bench/results')
+  await mkdir(directory, {recursive: true})
+  const file = join(directory, `${new Date().toISOString().replaceAll(':', '-')}.json`)
+  await writeFile(file, JSON.stringify({...results, table: lines}, null, 2))
+  console.log(`\nwrote ${file}`)
+}
+
+await main()
