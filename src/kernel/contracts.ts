@@ -167,7 +167,11 @@ export interface RouteDefinition<Body = unknown> {
   body?: Schema<Body>
   /** JSON Schema of the success response, for /docs. */
   response?: JsonSchema
-  /** The permission a caller needs when access control is on (`models:read` for inference). */
+  /**
+   * The permission a caller needs when access control is on: `models:list`, `models:read` (inference),
+   * `models:register`, `models:unregister`, `models:start`, `models:stop` or `admin`; `public` for routes anyone
+   * may call. A route that declares none (or an unknown one) is admin-only.
+   */
   permission?: string
   errorStyle?: ErrorStyle
   handler(request: RouteRequest<Body>): Promise<RouteResult>

@@ -10,6 +10,7 @@ import type {ModelRegistry} from '../../kernel/registry.js'
 
 import {launchSchema} from '../../cluster/supervisor.js'
 import {badRequest} from '../../kernel/errors.js'
+import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
 
 export interface CoreRouteDependencies {
@@ -163,6 +164,7 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
       },
       method: 'GET',
       path: '/v1/cluster/version',
+      permission: PUBLIC,
       summary: 'Service version',
       tag: 'service',
     },
@@ -172,6 +174,7 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
       },
       method: 'GET',
       path: '/v1/cluster/auth',
+      permission: PUBLIC,
       summary: 'Whether access control is on',
       tag: 'service',
     },
@@ -181,6 +184,7 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
       },
       method: 'GET',
       path: '/health',
+      permission: PUBLIC,
       summary: 'Liveness check',
       tag: 'service',
     },

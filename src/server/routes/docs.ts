@@ -5,6 +5,8 @@
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
 
+import {PUBLIC, requiredPermission} from '../../kernel/permissions.js'
+
 const openApiPath = (path: string) => path.replaceAll(/:(\w+)/g, '{$1}')
 
 export function openApiDocument(routes: Array<{definition: RouteDefinition; plugin: string}>, version: string) {
@@ -22,7 +24,7 @@ export function openApiDocument(routes: Array<{definition: RouteDefinition; plug
       },
       summary: definition.summary,
       tags: [definition.tag ?? plugin],
-      'x-permission': definition.permission ?? 'public',
+      'x-permission': requiredPermission(definition),
       'x-plugin': plugin,
     }
   }
@@ -58,6 +60,7 @@ export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): 
       },
       method: 'GET',
       path: '/openapi.json',
+      permission: PUBLIC,
       summary: 'OpenAPI document of every route',
       tag: 'service',
     },
@@ -67,6 +70,7 @@ export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): 
       },
       method: 'GET',
       path: '/docs',
+      permission: PUBLIC,
       summary: 'API reference page',
       tag: 'service',
     },
