@@ -61,7 +61,7 @@ export class AccessControl {
   async login(username: string, password: string): Promise<TokenResponse> {
     const entry = this.users.get(username)
     const matches = timingSafeEqual(digest(password), entry?.passwordDigest ?? this.decoy)
-    if (!entry || !matches) throw new ServiceError(401, 'invalid_credentials', 'incorrect username or password.')
+    if (!entry || !matches) throw new ServiceError(401, 'login_failed', 'incorrect username or password.')
     const issuedAt = Math.floor(this.now() / 1000)
     const lifetime = this.config.tokenExpireInMinutes * 60
     const token = await new SignJWT({scopes: entry.user.permissions})

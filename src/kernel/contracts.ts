@@ -173,6 +173,8 @@ export interface RouteDefinition<Body = unknown> {
    * may call. A route that declares none (or an unknown one) is admin-only.
    */
   permission?: string
+  /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
+  acceptsForm?: boolean
   errorStyle?: ErrorStyle
   handler(request: RouteRequest<Body>): Promise<RouteResult>
 }

@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'launch_failed'
   | 'unauthorized'
   | 'invalid_credentials'
+  | 'login_failed'
   | 'token_expired'
   | 'forbidden'
   | 'auth_disabled'

@@ -30,7 +30,7 @@ describe('access control', () => {
   it('refuses a wrong password and an unknown user with the same answer', async () => {
     for (const [username, password] of [['root', 'wrong'], ['ghost', passwordOf('root')], ['root', '']]) {
       const error = await refused(access.login(username, password))
-      expect(error).to.include({code: 'invalid_credentials', message: 'incorrect username or password.', status: 401})
+      expect(error).to.include({code: 'login_failed', message: 'incorrect username or password.', status: 401})
     }
   })
 
