@@ -78,6 +78,17 @@ describe('access control (service-local --auth-config)', function () {
       expect(routes.filter((r) => r.permission === 'public').map((r) => `${r.method} ${r.path}`)).to.have.members(PUBLIC_ROUTES)
     })
 
+    it("matches the README's permission table, route for route", async () => {
+      const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
+      const table = readme.slice(readme.indexOf('<!-- permission table -->')).split('\n\n')[0]
+      const documented = table.split('\n').flatMap((row) => {
+        const [, permission, cell] = /^\| `?([\w:]+)`? \| (.*) \|$/.exec(row) ?? []
+        return permission ? [...cell.matchAll(/`(\w+ \/\S*)`/g)].map(([, route]) => `${route} ${permission}`) : []
+      })
+      const actual = routes.map((r) => `${r.method} ${r.path} ${r.permission}`)
+      expect(documented, 'add each route to the permission table in README.md').to.have.members(actual)
+    })
+
     it('answers the public routes to anyone, whatever credential comes along', async () => {
       for (const route of routes.filter((r) => r.permission === 'public')) {
         const anonymous = await callRoute(route)
