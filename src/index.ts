@@ -3,11 +3,12 @@
  * implement (type-only; plugins receive runtime helpers through the `service:register` hook).
  */
 export {Client, CLIENT_VERSION, DEFAULT_ENDPOINT, ModelClient} from './client/client.js'
-export type {ChatCompletion, ChatCompletionChunk, ChatMessage, Completion, ChatOptions, ClientOptions, LaunchOptions, RunningModel} from './client/client.js'
+export type {AccessToken, ChatCompletion, ChatCompletionChunk, ChatMessage, Completion, ChatOptions, ClientOptions, LaunchOptions, RunningModel} from './client/client.js'
 export type {FamilySpec, HubSource, ModelFamily, ResolvedSpec} from './kernel/catalogue.js'
 export type * from './kernel/contracts.js'
 export {ServiceError} from './kernel/errors.js'
 export type {ErrorCode, ServiceErrorShape} from './kernel/errors.js'
 export type * from './kernel/generation.js'
 export type {RegisterHook, ServiceHooks} from './kernel/hooks.js'
+export type {Permission} from './kernel/permissions.js'
 export type {Infer, JsonSchema, Schema} from './kernel/schema.js'

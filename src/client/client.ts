@@ -7,6 +7,8 @@
  * const uid = await client.launch({model_name: 'qwen2.5-instruct', model_engine: 'llama.cpp', size_in_billions: '0_5', quantization: 'q4_0'})
  * const reply = await client.model(uid).chat([{role: 'user', content: 'Hello'}])
  * for await (const chunk of client.model(uid).chatStream([{role: 'user', content: 'Hi'}])) process.stdout.write(chunk.choices[0]?.delta?.content ?? '')
+ *
+ * With access control on, pass `{apiKey: 'sk-…'}` as the second argument, or call `await client.login(username, password)` first.
  */
 import {readFileSync} from 'node:fs'
 
@@ -17,6 +19,7 @@ export const DEFAULT_ENDPOINT = 'http://127.0.0.1:9997'
 const VERSION_HEADER = 'x-service-version'
 
 export interface ClientOptions {
+  /** An API key, or an access token from `login`, sent as `Authorization: Bearer` (ignored when access control is off). */
   apiKey?: string
   /** Called once when the server's version differs from this client's (default: a warning on stderr). */
   onVersionMismatch?: (message: string) => void
@@ -81,11 +84,19 @@ export interface RunningModel {
   [field: string]: unknown
 }
 
+/** The answer to `login`: an OAuth2 bearer token. */
+export interface AccessToken {
+  access_token: string
+  token_type: 'bearer'
+  /** Seconds until it expires. */
+  expires_in: number
+}
+
 export type ChatOptions = Record<string, unknown> & {max_tokens?: number; temperature?: number}
 
 export class Client {
   readonly endpoint: string
-  private readonly apiKey?: string
+  private credential?: string
   private readonly fetch: typeof fetch
   private versionChecked = false
 
@@ -94,8 +105,15 @@ export class Client {
     private readonly options: ClientOptions = {},
   ) {
     this.endpoint = endpoint.replace(/\/+$/, '')
-    this.apiKey = options.apiKey
+    this.credential = options.apiKey
     this.fetch = options.fetch ?? globalThis.fetch
+  }
+
+  /** Logs in with a username and password; the client then sends the access token on every call. */
+  async login(username: string, password: string): Promise<AccessToken> {
+    const token = await this.request<AccessToken>('POST', '/token', {password, username})
+    this.credential = token.access_token
+    return token
   }
 
   async launch(options: LaunchOptions): Promise<string> {
@@ -178,7 +196,7 @@ export class Client {
   private async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
     const headers: Record<string, string> = {accept: 'application/json'}
     if (body !== undefined) headers['content-type'] = 'application/json'
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`
+    if (this.credential) headers.authorization = `Bearer ${this.credential}`
     let response: Response
     const started = performance.now()
     try {

@@ -6,9 +6,11 @@ import type {Config} from '@oclif/core'
 
 import {join} from 'node:path'
 
+import type {AuthConfig} from '../auth/config.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 import type {ServiceSettings} from '../kernel/settings.js'
 
+import {AccessControl} from '../auth/access-control.js'
 import {collectContributions} from '../kernel/hooks.js'
 import {createKernelApi, Kernel} from '../kernel/kernel.js'
 import {ModelRegistry} from '../kernel/registry.js'
@@ -28,7 +30,8 @@ export interface RunningService {
   stop(): Promise<void>
 }
 
-export async function startLocalService(config: Config, settings: ServiceSettings): Promise<RunningService> {
+/** `auth`: a checked access-control config turns access control on; without one every route is open. */
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth}: {auth?: AuthConfig} = {}): Promise<RunningService> {
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, 'service-local.log'), level: settings.logLevel, name: 'local'})
   const version = config.version
@@ -49,14 +52,16 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
     resolveWeights: createWeightsResolver(paths.cache),
   })
+  const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
+  log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers: [worker]})
   const routes = [
-    ...coreRoutes({kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({log, models: supervisor, routes: all, version})
+  const app = createApp({access, log, models: supervisor, routes: all, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   log.info(`service ${version} listening on ${listening.url} (home ${settings.home})`)
 

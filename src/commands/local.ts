@@ -1,33 +1,47 @@
 import {Command, Flags} from '@oclif/core'
 
+import {loadAuthConfig} from '../auth/config.js'
 import {startLocalService} from '../cluster/local.js'
+import {isServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
 
 export default class Local extends Command {
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
-  static examples = ['service-local', 'service-local --host 0.0.0.0 --port 9997 --log-level debug']
+  static examples = ['service-local', 'service-local --host 0.0.0.0 --port 9997 --log-level debug', 'service-local --auth-config auth.json']
   static flags = {
+    'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); every call then needs an API key or a login.'}),
     host: Flags.string({char: 'H', description: 'Address to listen on (0.0.0.0 for all interfaces) [default: 127.0.0.1].'}),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
-  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>]'
+  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--auth-config <file>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Local)
     const settings = await loadSettings()
-    const service = await startLocalService(this.config, {
-      ...settings,
-      host: flags.host ?? settings.host,
-      logLevel: flags['log-level'] ?? settings.logLevel,
-      port: flags.port ?? settings.port,
-    })
+    // Checked before anything starts, so a bad config costs nothing and leaves no service half up.
+    const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
+    const service = await startLocalService(
+      this.config,
+      {...settings, host: flags.host ?? settings.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {auth},
+    )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
     await new Promise<void>((resolve) => {
       const stop = () => void service.stop().then(resolve)
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)
     })
+  }
+
+  /** A refused config or a port in use is a message for the person starting the service, not a stack trace. */
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) {
+      this.logToStderr(`service-local: ${error.message}`)
+      this.exit(1)
+    }
+
+    return super.catch(error)
   }
 }

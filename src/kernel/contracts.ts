@@ -167,8 +167,14 @@ export interface RouteDefinition<Body = unknown> {
   body?: Schema<Body>
   /** JSON Schema of the success response, for /docs. */
   response?: JsonSchema
-  /** The permission a caller needs when access control is on (`models:read` for inference). */
+  /**
+   * The permission a caller needs when access control is on: `models:list`, `models:read` (inference),
+   * `models:register`, `models:unregister`, `models:start`, `models:stop` or `admin`; `public` for routes anyone
+   * may call. A route that declares none (or an unknown one) is admin-only.
+   */
   permission?: string
+  /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
+  acceptsForm?: boolean
   errorStyle?: ErrorStyle
   handler(request: RouteRequest<Body>): Promise<RouteResult>
 }

@@ -17,6 +17,7 @@ import type {PluginContribution, PluginFailure} from './hooks.js'
 import {flattenFamily} from './catalogue.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
+import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
 
 export interface Registered<T> {
@@ -125,6 +126,9 @@ export class Kernel {
       } else if (this.routes.some((r) => `${r.definition.method} ${r.definition.path}` === key)) {
         this.report(plugin, `route ${key} is already provided by ${this.routes.find((r) => `${r.definition.method} ${r.definition.path}` === key)!.plugin}`)
       } else {
+        // Still registered: admin-only is safe, and the route works for administrators while the plugin is fixed.
+        if (requiredPermission(route) !== route.permission)
+          this.report(plugin, `route ${key} declares ${route.permission === undefined ? 'no permission' : `the unknown permission ${JSON.stringify(route.permission)}`}, so only admin may call it when access control is on; set \`permission\` to one of ${[...PERMISSIONS, PUBLIC].join(', ')}`)
         this.routes.push({definition: route as RouteDefinition, plugin})
       }
     }

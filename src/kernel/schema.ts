@@ -55,6 +55,14 @@ export function string(options: Common & {enum?: readonly string[]; minLength?: 
   })
 }
 
+/** A password or other secret: an error names the field but never repeats its value. */
+export function secret(options: Common = {}): Schema<string> {
+  return make({description: options.description, format: 'password', minLength: 1, type: 'string', writeOnly: true}, (value, path) => {
+    if (typeof value !== 'string' || value === '') throw badRequest(`\`${path || 'body'}\` must be a non-empty string.`, path || undefined)
+    return value
+  })
+}
+
 export function number(options: Common & {integer?: boolean; minimum?: number; maximum?: number} = {}): Schema<number> {
   const {description, integer = false, maximum, minimum} = options
   const kind = integer ? 'an integer' : 'a number'

@@ -2,11 +2,13 @@ import {Command, Flags, Interfaces} from '@oclif/core'
 
 import {Client, DEFAULT_ENDPOINT} from '../client/client.js'
 import {isServiceErrorShape} from '../kernel/errors.js'
-import {DEFAULT_PORT} from '../kernel/settings.js'
+import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
+import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 
 /**
  * Base of every command that talks to a running service: the global flags, the endpoint rule
- * (-e, else SERVICE_ENDPOINT, else -H/-p, else the local service), `--json`, and one clear line on failure.
+ * (-e, else SERVICE_ENDPOINT, else -H/-p, else the local service), the credential (--api-key, else the login
+ * `servicectl login` saved for the endpoint), `--json`, and one clear line on failure.
  */
 export abstract class ClientCommand<T extends typeof Command> extends Command {
   static baseFlags = {
@@ -20,6 +22,7 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
 
   protected flags!: Interfaces.InferredFlags<(typeof ClientCommand)['baseFlags'] & T['flags']>
   protected args!: Interfaces.InferredArgs<T['args']>
+  private credentialSource: CredentialSource
 
   public async init(): Promise<void> {
     await super.init()
@@ -36,14 +39,16 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
 
   protected get endpoint(): string {
     const {endpoint, host, port} = this.flags
-    if (endpoint) return endpoint
-    if (host || port) return `http://${host ?? '127.0.0.1'}:${port ?? DEFAULT_PORT}`
-    return process.env.SERVICE_ENDPOINT || DEFAULT_ENDPOINT
+    const chosen = endpoint || (host || port ? `http://${host ?? '127.0.0.1'}:${port ?? DEFAULT_PORT}` : process.env.SERVICE_ENDPOINT || DEFAULT_ENDPOINT)
+    return chosen.replace(/\/+$/, '')
   }
 
   protected client(): Client {
+    const apiKey = this.flags['api-key']
+    const saved = apiKey ? undefined : readLogin(serviceHome(), this.endpoint)
+    this.credentialSource = apiKey ? {kind: 'api-key'} : saved ? {kind: 'login', username: saved.username} : undefined
     return new Client(this.endpoint, {
-      apiKey: this.flags['api-key'],
+      apiKey: apiKey ?? saved?.access_token,
       onVersionMismatch: (message) => this.warn(message),
       trace: this.flags['log-level'] === 'debug' ? (line) => this.logToStderr(line) : undefined,
     })
@@ -53,8 +58,9 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
     if (isServiceErrorShape(error) && !('oclif' in error)) {
       const status = (error as {status: number}).status
-      this.logToStderr(`Error: ${error.message}`)
-      if (this.jsonEnabled()) this.logJson({error: {code: (error as {code?: string}).code, message: error.message, status}})
+      const message = authFailureLine(error, this.endpoint, this.credentialSource) ?? error.message
+      this.logToStderr(`Error: ${message}`)
+      if (this.jsonEnabled()) this.logJson({error: {code: (error as {code?: string}).code, message, status}})
       this.exit(status === 503 && (error as {code?: string}).code === 'connection_failed' ? 3 : 1)
     }
 

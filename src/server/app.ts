@@ -1,14 +1,17 @@
 /**
  * `createApp` composes the Koa application from the kernel's routes (core and plugin alike); it never
- * listens. Order: error boundary → request logging and version header → routes → method checks → 404.
+ * listens. Order: error boundary → request logging and version header → access control for requests no
+ * route takes → routes (each guarded by its permission first) → method checks → 404.
  */
 import Router from '@koa/router'
 import Koa from 'koa'
 import {koaBody} from 'koa-body'
 
+import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {accessGuards, ANTHROPIC_PREFIX} from './access.js'
 import {toServerSentEvents} from './sse.js'
 
 export const VERSION_HEADER = 'x-service-version'
@@ -20,6 +23,8 @@ export interface AppOptions {
   models: ModelDirectory
   log: Logger
   version: string
+  /** When absent, access control is off: every route is open and credentials are ignored. */
+  access?: AccessControl
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -34,24 +39,32 @@ function bodyError(error: unknown): ServiceError | undefined {
   const candidate = error as {status?: number; type?: string; message?: string; name?: string}
   if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
     return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)
+  // The parser quotes the text around the mistake, which may be a password or a key: only the cause is kept.
   if (candidate?.name === 'SyntaxError' || candidate?.type === 'entity.parse.failed' || /JSON/i.test(candidate?.message ?? ''))
-    return new ServiceError(400, 'invalid_json', `the request body is not valid JSON: ${candidate.message}. Send a JSON object with Content-Type: application/json.`)
+    return new ServiceError(400, 'invalid_json', `the request body is not valid JSON: ${candidate.message?.replace(/,? (\.\.\.)?".*$/s, '')}. Send a JSON object with Content-Type: application/json.`)
   return undefined
 }
 
 /**
  * JSON routes read the body as JSON whatever Content-Type says: `curl -d '{…}'` sends form encoding by
  * default, and answering that with "model is required" would send the person looking in the wrong place.
+ * Routes that also accept form encoding (the OAuth2 token request) read a body that says so as a form.
  */
-const treatBodyAsJson: Koa.Middleware = async (ctx, next) => {
-  if (!ctx.is('json') && ctx.request.length !== 0) ctx.request.headers['content-type'] = 'application/json'
-  await next()
-}
+const treatBodyAsJson =
+  (acceptsForm: boolean): Koa.Middleware =>
+  async (ctx, next) => {
+    if (!ctx.is('json') && !(acceptsForm && ctx.is('urlencoded')) && ctx.request.length !== 0) ctx.request.headers['content-type'] = 'application/json'
+    await next()
+  }
+
+/** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
+const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
 export function createApp(options: AppOptions): Koa {
-  const {log, models, routes, version} = options
+  const {access, log, models, routes, version} = options
   const app = new Koa()
-  const styleOf = (path: string): ErrorStyle => (path.startsWith('/anthropic') ? 'anthropic' : 'openai')
+  const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
+  const guards = access ? accessGuards(access) : undefined
 
   app.use(async (ctx, next) => {
     const started = performance.now()
@@ -64,15 +77,20 @@ export function createApp(options: AppOptions): Koa {
       const shaped = bodyError(error) ?? toServiceError(error)
       if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
       ctx.status = shaped.status
+      if (shaped.status === 401) ctx.set('WWW-Authenticate', challenge(shaped))
       ctx.body = errorBody(styleOf(ctx.path), shaped)
     } finally {
       log.debug(`${ctx.method} ${ctx.path} ${ctx.status} ${(performance.now() - started).toFixed(1)}ms`)
     }
   })
 
+  if (guards) app.use(guards.unrouted)
   const router = new Router()
   for (const {definition} of routes) {
-    const parse = definition.body ? koaBody({encoding: 'utf-8', json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: false}) : undefined
+    const acceptsForm = definition.acceptsForm === true
+    const parse = definition.body
+      ? koaBody({encoding: 'utf-8', formLimit: JSON_LIMIT, json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm})
+      : undefined
     const handle: Koa.Middleware = async (ctx) => {
       const controller = new AbortController()
       ctx.res.once('close', () => {
@@ -114,8 +132,8 @@ export function createApp(options: AppOptions): Koa {
     }
 
     const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
-    if (parse) router[method](definition.path, treatBodyAsJson, parse, handle)
-    else router[method](definition.path, handle)
+    const chain: Koa.Middleware[] = [...(guards ? [guards.route(definition)] : []), ...(parse ? [treatBodyAsJson(acceptsForm), parse] : []), handle]
+    router[method](definition.path, ...chain)
   }
 
   app.use(router.routes())

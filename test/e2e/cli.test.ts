@@ -98,6 +98,12 @@ describe('servicectl (real processes)', function () {
     expect(stderr).to.match(/^GET http:\/\/127.0.0.1:\d+\/v1\/models → 200 \(\d+ ms\)$/m)
   })
 
+  it('says no login is needed when access control is off', async () => {
+    const {exitCode, stdout} = await cli(['login', '--username', 'alice', '--password', 'secret'])
+    expect(exitCode).to.equal(0)
+    expect(stdout.trim()).to.equal(`Access control is off at ${service.url}; every command works without logging in.`)
+  })
+
   it('finds the service from -H and -p, and accepts -ak', async () => {
     const {port} = new URL(service.url)
     const {exitCode, stdout} = await servicectl(['list', '-H', '127.0.0.1', '-p', port, '-ak', 'sk-0123456789abc'])

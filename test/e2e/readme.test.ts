@@ -1,12 +1,15 @@
 /**
- * The README's examples are run as written: the quickstart shell block with `servicectl` on PATH, and the
- * OpenAI client example with node. Only the model path and the port differ from what a reader runs.
+ * The README's examples are run as written: the quickstart shell block with `servicectl` on PATH, the
+ * OpenAI client example with node, and the access-control config with its login example. Only the model
+ * path, the port and the secret (which the reader generates) differ from what a reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {randomBytes} from 'node:crypto'
 import {join} from 'node:path'
 
+import {loadAuthConfig} from '../../src/auth/config.js'
 import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -57,5 +60,39 @@ describe('README examples', () => {
 
     const stopped = await execa('bash', ['-euo', 'pipefail', '-c', terminate], {cwd: directory, env, reject: false})
     expect(stopped.stdout).to.contain('Terminated my-model.')
+  })
+})
+
+describe('README access-control example', () => {
+  let service: RunningService
+  let directory: string
+
+  before(async () => {
+    directory = await temporaryDirectory()
+    const config = join(directory, 'auth.json')
+    await writeFile(config, (await readmeBlock('auth-config')).replace('<openssl rand -hex 32>', randomBytes(32).toString('hex')))
+    service = await startService({args: ['--auth-config', config]})
+  })
+
+  after(async () => service?.stop())
+
+  it('refuses the config until the secret is filled in', async () => {
+    const template = join(directory, 'template.json')
+    await writeFile(template, await readmeBlock('auth-config'))
+    expect(await loadAuthConfig(template).catch((error) => error.message)).to.match(/auth_config.secret_key is too weak: .*; generate one with `openssl rand -hex 32`$/)
+  })
+
+  it('logs in, lists and calls with an API key as written', async () => {
+    const bin = join(directory, 'bin')
+    await mkdir(bin)
+    await writeFile(join(bin, 'servicectl'), `#!/bin/sh\nexec node ${join(ROOT, 'bin/servicectl.js')} "$@"\n`)
+    await chmod(join(bin, 'servicectl'), 0o755)
+    const script = (await readmeBlock('auth-login')).replace('http://127.0.0.1:9997', service.url)
+    const env = {PATH: `${bin}:${process.env.PATH}`, SERVICE_ENDPOINT: service.url, SERVICE_HOME: join(directory, 'home')}
+    const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env, reject: false})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.match(new RegExp(`^Logged in to ${service.url} as reader until `))
+    expect(run.stdout).to.contain('No models are running.')
+    expect(run.stdout.trim().split('\n').at(-1)).to.equal('{"data":[],"object":"list"}')
   })
 })

@@ -72,10 +72,16 @@ export async function servicectl(args: string[], {env = {}, input}: {env?: Recor
 }
 
 /** One JSON call to the service; the status and the parsed body, whatever the status. */
-export async function callApi(service: {url: string}, method: string, path: string, body?: unknown): Promise<{status: number; body: any}> {
+export async function callApi(
+  service: {url: string},
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{status: number; body: any}> {
   const response = await fetch(`${service.url}${path}`, {
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    headers: {'content-type': 'application/json'},
+    headers: {'content-type': 'application/json', ...headers},
     method,
   })
   const text = await response.text()

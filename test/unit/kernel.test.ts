@@ -14,7 +14,7 @@ describe('kernel', () => {
     const type: Contribution = {
       catalogue: [{families: [{model_name: 'm', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1}]}], modelType: 'LLM'}],
       modelTypes: [{defaultAbilities: ['chat'], description: 'LLM', name: 'LLM'}],
-      routes: [{handler, method: 'POST', path: '/v1/chat/completions', summary: 'chat'}],
+      routes: [{handler, method: 'POST', path: '/v1/chat/completions', permission: 'models:read', summary: 'chat'}],
     }
     const kernel = Kernel.fromContributions(api, [
       {contribution: engine, plugin: 'a-engine'},
@@ -34,7 +34,7 @@ describe('kernel', () => {
         contribution: {
           catalogue: [{families: [{model_name: 'no specs'} as never], modelType: 'LLM'}, {families: [], modelType: 'video'}],
           engines: [{formats: ['x'], hostModule: '/x.js', modelTypes: ['audio'], name: 'whisper', parameters: {}}],
-          routes: [{handler, method: 'PATCH' as never, path: '/v1/x', summary: ''}, {handler, method: 'GET', path: '/v1/ok', summary: 'ok'}],
+          routes: [{handler, method: 'PATCH' as never, path: '/v1/x', summary: ''}, {handler, method: 'GET', path: '/v1/ok', permission: 'public', summary: 'ok'}],
         },
         plugin: 'messy',
       },
@@ -43,5 +43,24 @@ describe('kernel', () => {
     expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/ok'])
     expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy'])
     expect(kernel.problems.map((p) => p.message).join('\n')).to.match(/already provided by core[\s\S]*unknown model types: audio[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/)
+  })
+
+  it('keeps a route that declares no permission, or an unknown one, as admin-only and says so', () => {
+    const kernel = Kernel.fromContributions(api, [
+      {
+        contribution: {
+          routes: [
+            {handler, method: 'GET', path: '/v1/forgot', summary: 'no permission'},
+            {handler, method: 'POST', path: '/v1/typo', permission: 'models:write', summary: 'unknown permission'},
+          ],
+        },
+        plugin: 'careless',
+      },
+    ])
+    expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/forgot', '/v1/typo'])
+    expect(kernel.problems.map((p) => p.message)).to.deep.equal([
+      'route GET /v1/forgot declares no permission, so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, admin, public',
+      'route POST /v1/typo declares the unknown permission "models:write", so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, admin, public',
+    ])
   })
 })

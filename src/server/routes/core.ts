@@ -2,6 +2,7 @@
  * The kernel's own routes: model lifecycle, the catalogue, engines and service information. They use the
  * same RouteDefinition contract as plugin routes, so validation and the /docs document work the same way.
  */
+import type {AccessControl} from '../../auth/access-control.js'
 import type {Supervisor} from '../../cluster/supervisor.js'
 import type {ModelFamily} from '../../kernel/catalogue.js'
 import type {RouteDefinition} from '../../kernel/contracts.js'
@@ -9,7 +10,8 @@ import type {Kernel} from '../../kernel/kernel.js'
 import type {ModelRegistry} from '../../kernel/registry.js'
 
 import {launchSchema} from '../../cluster/supervisor.js'
-import {badRequest} from '../../kernel/errors.js'
+import {badRequest, ServiceError} from '../../kernel/errors.js'
+import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
 
 export interface CoreRouteDependencies {
@@ -17,6 +19,8 @@ export interface CoreRouteDependencies {
   registry: ModelRegistry
   supervisor: Supervisor
   version: string
+  /** Present when access control is on. */
+  access?: AccessControl
 }
 
 const json = (body: unknown, status = 200) => ({body, kind: 'json' as const, status})
@@ -30,6 +34,19 @@ const registerSchema = s.object(
   {title: 'RegisterModelRequest'},
 )
 
+/** OAuth2's password grant (RFC 6749 §4.3.2), which Xinference's clients send as JSON with only the credentials. */
+const tokenSchema = s.object(
+  {
+    client_id: s.optional(s.string({description: 'Accepted and ignored.'})),
+    client_secret: s.optional(s.secret({description: 'Accepted and ignored.'})),
+    grant_type: s.optional(s.string({description: 'OAuth2 grant type; only `password` is supported.', enum: ['password']})),
+    password: s.secret(),
+    scope: s.optional(s.string({description: "Accepted and ignored: a token carries all of the user's permissions."})),
+    username: s.string({minLength: 1}),
+  },
+  {title: 'TokenRequest'},
+)
+
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
   if (typeof model !== 'string') return model as ModelFamily
   try {
@@ -39,7 +56,7 @@ function familyOf(model: string | Record<string, unknown>): ModelFamily {
   }
 }
 
-export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDependencies): RouteDefinition[] {
+export function coreRoutes({access, kernel, registry, supervisor, version}: CoreRouteDependencies): RouteDefinition[] {
   const routes: Array<RouteDefinition<any>> = [
     {
       body: launchSchema,
@@ -163,16 +180,40 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
       },
       method: 'GET',
       path: '/v1/cluster/version',
+      permission: PUBLIC,
       summary: 'Service version',
       tag: 'service',
     },
     {
       async handler() {
-        return json({auth: false})
+        return json({auth: access !== undefined})
       },
       method: 'GET',
       path: '/v1/cluster/auth',
+      permission: PUBLIC,
       summary: 'Whether access control is on',
+      tag: 'service',
+    },
+    {
+      acceptsForm: true,
+      body: tokenSchema,
+      async handler({body, log}) {
+        if (!access) throw new ServiceError(400, 'auth_disabled', 'access control is off on this service, so there is nothing to log in to; every call works without credentials.')
+        try {
+          const token = await access.login(body.username, body.password)
+          log.info(`user "${body.username}" logged in`)
+          // RFC 6749 §5.1: a response carrying a token must not be cached.
+          return {body: token, headers: {'Cache-Control': 'no-store', Pragma: 'no-cache'}, kind: 'json' as const}
+        } catch (error) {
+          log.warn(`login refused for user "${body.username}": ${(error as Error).message}`)
+          throw error
+        }
+      },
+      method: 'POST',
+      path: '/token',
+      permission: PUBLIC,
+      response: {properties: {access_token: {type: 'string'}, expires_in: {type: 'integer'}, token_type: {const: 'bearer'}}, type: 'object'},
+      summary: 'Log in with a username and password (OAuth2 password grant, form-encoded or JSON) for an access token',
       tag: 'service',
     },
     {
@@ -181,6 +222,7 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
       },
       method: 'GET',
       path: '/health',
+      permission: PUBLIC,
       summary: 'Liveness check',
       tag: 'service',
     },

@@ -5,7 +5,10 @@
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
 
+import {PUBLIC, requiredPermission} from '../../kernel/permissions.js'
+
 const openApiPath = (path: string) => path.replaceAll(/:(\w+)/g, '{$1}')
+const bodyTypes = (definition: RouteDefinition) => (definition.acceptsForm ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'])
 
 export function openApiDocument(routes: Array<{definition: RouteDefinition; plugin: string}>, version: string) {
   const paths: Record<string, Record<string, unknown>> = {}
@@ -15,14 +18,16 @@ export function openApiDocument(routes: Array<{definition: RouteDefinition; plug
     paths[path] ??= {}
     paths[path][definition.method.toLowerCase()] = {
       parameters: parameters.length > 0 ? parameters : undefined,
-      requestBody: definition.body ? {content: {'application/json': {schema: definition.body.json}}, required: true} : undefined,
+      requestBody: definition.body
+        ? {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {schema: definition.body!.json}])), required: true}
+        : undefined,
       responses: {
         200: {content: {'application/json': {schema: definition.response ?? {}}}, description: 'Success'},
         default: {description: 'An error in the OpenAI envelope {error: {message, type, param, code}} (Anthropic shape under /anthropic)'},
       },
       summary: definition.summary,
       tags: [definition.tag ?? plugin],
-      'x-permission': definition.permission ?? 'public',
+      'x-permission': requiredPermission(definition),
       'x-plugin': plugin,
     }
   }
@@ -58,6 +63,7 @@ export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): 
       },
       method: 'GET',
       path: '/openapi.json',
+      permission: PUBLIC,
       summary: 'OpenAPI document of every route',
       tag: 'service',
     },
@@ -67,6 +73,7 @@ export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): 
       },
       method: 'GET',
       path: '/docs',
+      permission: PUBLIC,
       summary: 'API reference page',
       tag: 'service',
     },

@@ -1,0 +1,118 @@
+/**
+ * Who a caller is and what they may do, when the service runs with `--auth-config`. Callers prove who they
+ * are with an API key from the config, or with an access token (a JWT signed with the config's secret) that
+ * `login` hands out for a username and password. Knows nothing of HTTP: the server passes it the credential
+ * and the permission a route needs.
+ */
+import {createHash, randomBytes, timingSafeEqual} from 'node:crypto'
+import {jwtVerify, SignJWT} from 'jose'
+
+import type {AuthConfig, AuthUser} from './config.js'
+
+import {ServiceError} from '../kernel/errors.js'
+import {ADMIN, type Permission} from '../kernel/permissions.js'
+import {API_KEY} from './config.js'
+
+export interface Caller {
+  username: string
+  permissions: ReadonlySet<Permission>
+  /** How the caller proved who they are. */
+  via: 'api_key' | 'token'
+}
+
+/** The OAuth2 token response (RFC 6749 §5.1). */
+export interface TokenResponse {
+  access_token: string
+  token_type: 'bearer'
+  /** Seconds until the token expires. */
+  expires_in: number
+}
+
+
+/** Fixed-length digests, so that comparing them in constant time does not reveal lengths either. */
+const digest = (text: string) => createHash('sha256').update(text).digest()
+
+export class AccessControl {
+  private readonly key: Uint8Array
+  private readonly users = new Map<string, {passwordDigest: Buffer; user: AuthUser}>()
+  private readonly apiKeys: Array<{digest: Buffer; user: AuthUser}> = []
+  /** Compared against when the username is unknown, so a failed login takes as long whether or not the user exists. */
+  private readonly decoy = digest(randomBytes(32).toString('hex'))
+  private readonly now: () => number
+
+  constructor(
+    private readonly config: AuthConfig,
+    options: {now?: () => number} = {},
+  ) {
+    this.now = options.now ?? Date.now
+    this.key = new TextEncoder().encode(config.secretKey)
+    for (const user of config.users) {
+      this.users.set(user.username, {passwordDigest: digest(user.password), user})
+      for (const key of user.apiKeys) this.apiKeys.push({digest: digest(key), user})
+    }
+  }
+
+  /** For the service log; names no secret. */
+  get summary(): string {
+    return `${this.users.size} users, ${this.apiKeys.length} API keys, ${this.config.algorithm} tokens valid for ${this.config.tokenExpireInMinutes} minutes (${this.config.file})`
+  }
+
+  /** Checks a username and password and issues an access token carrying the user and their permissions. */
+  async login(username: string, password: string): Promise<TokenResponse> {
+    const entry = this.users.get(username)
+    const matches = timingSafeEqual(digest(password), entry?.passwordDigest ?? this.decoy)
+    if (!entry || !matches) throw new ServiceError(401, 'login_failed', 'incorrect username or password.')
+    const issuedAt = Math.floor(this.now() / 1000)
+    const lifetime = this.config.tokenExpireInMinutes * 60
+    const token = await new SignJWT({scopes: entry.user.permissions})
+      .setProtectedHeader({alg: this.config.algorithm, typ: 'JWT'})
+      .setSubject(username)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(issuedAt + lifetime)
+      .sign(this.key)
+    return {access_token: token, expires_in: lifetime, token_type: 'bearer'}
+  }
+
+  /**
+   * The caller a bearer credential belongs to: an API key (`sk-` and 13 letters or digits), else an access
+   * token. A token's permissions are read from the config, not from the token, so a token issued before the
+   * config changed cannot keep permissions the user no longer has.
+   */
+  async authenticate(credential: string): Promise<Caller> {
+    if (API_KEY.test(credential)) {
+      const candidate = digest(credential)
+      let owner: AuthUser | undefined
+      // Every key is compared, so the time taken does not depend on which key (if any) matched.
+      for (const key of this.apiKeys) if (timingSafeEqual(key.digest, candidate)) owner = key.user
+      if (!owner) throw new ServiceError(401, 'invalid_credentials', 'the API key is not valid for this service.')
+      return {permissions: new Set(owner.permissions), username: owner.username, via: 'api_key'}
+    }
+
+    let subject: string
+    try {
+      const {payload} = await jwtVerify(credential, this.key, {algorithms: [this.config.algorithm], currentDate: new Date(this.now()), requiredClaims: ['sub', 'exp']})
+      subject = payload.sub!
+    } catch (error) {
+      // jose checks the signature before the claims, so only a token this service signed can be "expired".
+      const {code, payload} = error as {code?: string; payload?: {exp?: number}}
+      if (code === 'ERR_JWT_EXPIRED' && payload?.exp !== undefined)
+        throw new ServiceError(401, 'token_expired', `the access token expired at ${new Date(payload.exp * 1000).toISOString()}; log in again for a new one (POST /token, or \`servicectl login\`).`)
+      throw new ServiceError(
+        401,
+        'invalid_credentials',
+        'the bearer credential is neither an API key nor an access token issued by this service (a password is not accepted here); send an API key, or log in for an access token (POST /token, or `servicectl login`).',
+      )
+    }
+
+    const entry = this.users.get(subject)
+    if (!entry) throw new ServiceError(401, 'invalid_credentials', `the access token is for the user "${subject}", who is no longer in the access-control config.`)
+    return {permissions: new Set(entry.user.permissions), username: subject, via: 'token'}
+  }
+
+  /** Throws a 403 naming the permission unless the caller has it (or is admin). `what` names the route. */
+  authorize(caller: Caller, permission: Permission, what: string): void {
+    if (caller.permissions.has(ADMIN) || caller.permissions.has(permission)) return
+    const who = caller.via === 'api_key' ? `the API key of user "${caller.username}"` : `user "${caller.username}"`
+    throw new ServiceError(403, 'forbidden', `${who} does not have the permission ${permission}, which ${what} needs; ask an administrator to add it to the user's permissions in the access-control config.`)
+  }
+}

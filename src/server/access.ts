@@ -1,0 +1,67 @@
+/**
+ * Access control at the HTTP edge. Every route's middleware chain starts with its guard, so no handler (nor
+ * body parser) runs before the caller is checked against the route's permission. A request that no route
+ * takes must authenticate too: anonymous callers get 401 for every path that is not public, and only
+ * authenticated ones learn that a path does not exist (404) or takes another method (405).
+ */
+import type Koa from 'koa'
+
+import type {AccessControl, Caller} from '../auth/access-control.js'
+import type {RouteDefinition} from '../kernel/contracts.js'
+
+import {ServiceError} from '../kernel/errors.js'
+import {PUBLIC, requiredPermission} from '../kernel/permissions.js'
+
+/** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
+export const ANTHROPIC_PREFIX = '/anthropic'
+
+interface AccessState {
+  caller?: Promise<Caller>
+  routed?: boolean
+}
+
+export function accessGuards(access: AccessControl) {
+  const credentialOf = (ctx: Koa.Context): string | undefined => {
+    const header = ctx.get('authorization')
+    if (header) {
+      const match = /^Bearer +(\S+) *$/i.exec(header)
+      if (!match) throw new ServiceError(401, 'invalid_credentials', 'the Authorization header must be `Bearer <API key or access token>`.')
+      return match[1]
+    }
+
+    return ctx.path.startsWith(ANTHROPIC_PREFIX) ? ctx.get('x-api-key') || undefined : undefined
+  }
+
+  /** Who is calling; worked out once per request, when first needed. */
+  const callerOf = (ctx: Koa.Context): Promise<Caller> => {
+    const state = ctx.state as AccessState
+    state.caller ??= (async () => {
+      const credential = credentialOf(ctx)
+      if (credential) return access.authenticate(credential)
+      const bearer = '`Authorization: Bearer <credential>` with an API key or an access token from POST /token'
+      const how = ctx.path.startsWith(ANTHROPIC_PREFIX) ? `\`x-api-key: <API key>\`, or ${bearer}` : bearer
+      throw new ServiceError(401, 'unauthorized', `this service has access control on: send ${how} (servicectl: --api-key, or \`servicectl login\`).`)
+    })()
+    return state.caller
+  }
+
+  const route =
+    (definition: RouteDefinition): Koa.Middleware =>
+    async (ctx, next) => {
+      ;(ctx.state as AccessState).routed = true
+      const permission = requiredPermission(definition)
+      if (permission !== PUBLIC) access.authorize(await callerOf(ctx), permission, `${definition.method} ${definition.path}`)
+      await next()
+    }
+
+  const unrouted: Koa.Middleware = async (ctx, next) => {
+    try {
+      await next()
+    } finally {
+      // Replaces the 404 or 405 with a 401 when the caller is not authenticated.
+      if (!(ctx.state as AccessState).routed) await callerOf(ctx)
+    }
+  }
+
+  return {route, unrouted}
+}
