@@ -31,6 +31,7 @@ const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'a
 
 /** koa-body's own failures, reworded for the person who sent the request. */
 function bodyError(error: unknown): ServiceError | undefined {
+  if (error instanceof ServiceError) return undefined
   const candidate = error as {status?: number; type?: string; message?: string; name?: string}
   if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
     return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)

@@ -54,7 +54,7 @@ export function coreRoutes({kernel, registry, supervisor, version}: CoreRouteDep
     },
     {
       async handler() {
-        return json({data: supervisor.list(), object: 'list'})
+        return json({data: supervisor.describeAll(), object: 'list'})
       },
       method: 'GET',
       path: '/v1/models',
