@@ -2,6 +2,7 @@ import type {ModelFamily, RegisterHook} from 'service-toolkit'
 
 import {readFile} from 'node:fs/promises'
 
+import {anthropicRoutes} from './anthropic.js'
 import {chatRoute} from './chat.js'
 import {completionsRoute} from './completions.js'
 
@@ -27,7 +28,7 @@ const register: RegisterHook = async ({api}) => {
         },
       },
     ],
-    routes: [chatRoute(api), completionsRoute(api)],
+    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api)],
   }
 }
 
