@@ -222,7 +222,10 @@ export async function loadGenerator(options: {
         const tokens = typeof request.prompt === 'string' ? undefined : request.prompt
         const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
         if (bad >= 0) throw requestError(`prompt[${bad}] is not a token id of this model (its vocabulary has ${vocabularySize} tokens).`, 'prompt')
-        const promptTokens = tokens ? tokens.length : model.tokenize(request.prompt as string).length
+        // Counted as LlamaCompletion evaluates it: the BOS token (when the model wants one), then the prompt, text
+        // tokenized without the leading space SentencePiece would add.
+        const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0
+        const promptTokens = bos + (tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined)).length
         const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
         yield* generate(requestSignal, {
           prompt: tokens ? model.detokenize(tokens as never) : undefined,
