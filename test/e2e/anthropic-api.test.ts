@@ -242,6 +242,25 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
   })
 
   describe('models and errors', () => {
+    it('reports a model crash mid-stream as an error event, which the SDK raises', async () => {
+      const {family} = await writeTinyChatModel(await temporaryDirectory(), 'doomed')
+      expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
+      expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'doomed', n_threads: 1})).status).to.equal(200)
+      const {pid} = (await callApi(service, 'GET', '/v1/models/doomed')).body
+      const stream = client.messages.stream({max_tokens: 1500, messages: [{content: 'Go on forever.', role: 'user'}], model: 'doomed'})
+      const failure = await (async () => {
+        try {
+          for await (const event of stream) if (event.type === 'content_block_delta') process.kill(pid, 'SIGKILL')
+        } catch (error) {
+          return error as InstanceType<typeof Anthropic.APIError>
+        }
+      })()
+      expect(failure).to.be.instanceOf(Anthropic.APIError)
+      expect(failure!.error).to.deep.include({type: 'error'})
+      expect((failure!.error as {error: {type: string; message: string}}).error.message).to.match(/killed by SIGKILL/)
+      expect((await callApi(service, 'DELETE', '/v1/models/doomed')).status).to.equal(200)
+    })
+
     it('lists and describes running chat models in the SDK\'s ModelInfo shape', async () => {
       const listed = []
       for await (const model of client.models.list()) listed.push(model)

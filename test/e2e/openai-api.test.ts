@@ -294,6 +294,10 @@ describe('OpenAI API (service-local, openai client)', function () {
       const response = await chat({messages: [{content: long, role: 'user'}], model: MODEL})
       expect(response.status).to.equal(400)
       expect(response.body.error.message).to.match(/context.*--n_ctx/)
+      // A stream is refused the same way, before it starts, rather than with an error inside a 200 stream.
+      const streamed = await chat({messages: [{content: long, role: 'user'}], model: MODEL, stream: true})
+      expect(streamed.status).to.equal(400)
+      expect(streamed.body.error.message).to.match(/context.*--n_ctx/)
       expect((await chat({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL})).status).to.equal(200)
     })
 
