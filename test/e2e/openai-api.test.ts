@@ -422,6 +422,7 @@ describe('OpenAI API (service-local, openai client)', function () {
         [{model: '{not json'}, /not valid JSON/],
         [{model: {model_name: 'x y', model_specs: []}}, /model_name must be/],
         [{model: {model_name: 'no-specs', model_specs: []}}, /model_specs must be a non-empty array/],
+        [{model: {model_name: 'unsized', model_specs: [{model_format: 'ggufv2', quantization: 'q4_0'}]}}, /model_specs\[0\].model_size_in_billions is required for LLM models/],
         [{model: {model_name: 'gone', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: 'file:///no/such/file.gguf', quantization: 'q4_0'}]}}, /does not exist/],
         [{model: {model_name: 'qwen2.5-instruct', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'q4_0'}]}}, /conflicts with the built-in/],
       ]

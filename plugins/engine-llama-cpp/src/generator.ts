@@ -3,7 +3,7 @@
  * (with tools and structured output), `complete` and `count_tokens`. Every request is checked and measured before it
  * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first.
  */
-import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel} from 'node-llama-cpp'
+import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
 import type {
   ChatPayload,
   CompletionPayload,
@@ -182,7 +182,8 @@ export async function loadGenerator(options: {
           const result = await slot.chat.generateResponse(history, {...common, grammar, onTextChunk: (text) => parser.push(text)})
           const outcome = outcomeOf(result.metadata)
           const complete = outcome.finishReason === 'stop'
-          return parser.finish(complete) && complete ? {...outcome, finishReason: 'tool_calls'} : outcome
+          const called = parser.finish(complete)
+          return called && complete ? {...outcome, finishReason: 'tool_calls'} : outcome
         }
 
         const onTextChunk = (text: string) => text && emit({text, type: 'text'})
@@ -196,6 +197,7 @@ export async function loadGenerator(options: {
         const streamed = new Map<number, string>()
         const result = await slot.chat.generateResponse(history, {
           ...common,
+          documentFunctionParams: true,
           functions,
           onFunctionCallParamsChunk({callIndex, functionName, paramsChunk}) {
             if (!streamed.has(callIndex)) emit({index: callIndex, name: functionName, type: 'tool_call'})
@@ -219,7 +221,7 @@ export async function loadGenerator(options: {
     complete: (payload, requestSignal) => {
       const request = payload as CompletionPayload
       return (async function* () {
-        const tokens = typeof request.prompt === 'string' ? undefined : request.prompt
+        const tokens = typeof request.prompt === 'string' ? undefined : (request.prompt as Token[])
         const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
         if (bad >= 0) throw requestError(`prompt[${bad}] is not a token id of this model (its vocabulary has ${vocabularySize} tokens).`, 'prompt')
         // Counted as LlamaCompletion evaluates it: the BOS token (when the model wants one), then the prompt, text
@@ -228,12 +230,12 @@ export async function loadGenerator(options: {
         const promptTokens = bos + (tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined)).length
         const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
         yield* generate(requestSignal, {
-          prompt: tokens ? model.detokenize(tokens as never) : undefined,
+          prompt: tokens ? model.detokenize(tokens) : undefined,
           promptTokens,
           async run(slot, emit) {
             slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
             const onTextChunk = (text: string) => text && emit({text, type: 'text'})
-            const result = await slot.completion.generateCompletionWithMeta((tokens ?? request.prompt) as string, {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})
+            const result = await slot.completion.generateCompletionWithMeta(tokens ?? (request.prompt as string), {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})
             return outcomeOf(result.metadata)
           },
         })
