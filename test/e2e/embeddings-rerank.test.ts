@@ -85,6 +85,8 @@ describe('embeddings and rerank (service-local, openai client)', function () {
       fromTokens.data[0].embedding.forEach((value, index) => expect(value).to.be.closeTo(data[0].embedding[index], 1e-6))
       const twoInputs = await client.embeddings.create({encoding_format: 'float', input: [tokens, [tokenId('▁water')]], model: EMBEDDER})
       expect(twoInputs.data).to.have.length(2)
+      const mixed = await embed({encoding_format: 'float', input: [tokens, 'hello world']})
+      expect(mixed.body.data[0].embedding).to.deep.equal(mixed.body.data[1].embedding)
     })
 
     it('shortens vectors to the Matryoshka sizes the model allows, and refuses others', async () => {
@@ -103,7 +105,7 @@ describe('embeddings and rerank (service-local, openai client)', function () {
     it('refuses empty, too long or foreign inputs with 400 naming the input and the limit', async () => {
       const cases: Array<[unknown, string, RegExp]> = [
         ['', 'input', /`input` is empty/],
-        [[], 'input', /must be a string, an array of strings/],
+        [[], 'input', /must be a string, an array of token ids, or an array of 1 to 2048 inputs/],
         [['fine', '  '], 'input[1]', /`input\[1\]` is empty/],
         ['the '.repeat(200), 'input', new RegExp(`the input is 202 tokens; this model embeds at most ${MAX_TOKENS} tokens`)],
         [['ok', 'the '.repeat(200)], 'input[1]', /input\[1\] is 202 tokens/],

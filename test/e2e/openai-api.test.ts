@@ -247,6 +247,8 @@ describe('OpenAI API (service-local, openai client)', function () {
       const several = await client.completions.create({max_tokens: 2, model: MODEL, prompt: [ids, ids.slice(0, 1)], temperature: 0})
       expect(several.choices.map((choice) => choice.index)).to.deep.equal([0, 1])
       expect(several.usage!.prompt_tokens).to.equal(3 + 2)
+      const mixed = await api(service, 'POST', '/v1/completions', {max_tokens: 3, model: MODEL, prompt: [ids, ' Hello world'], temperature: 0})
+      expect(mixed.body.choices.map((choice: {text: string}) => choice.text)).to.deep.equal([text.choices[0].text, text.choices[0].text])
 
       const refused = await api(service, 'POST', '/v1/completions', {model: MODEL, prompt: [1, 99_999]})
       expect(refused.status).to.equal(400)

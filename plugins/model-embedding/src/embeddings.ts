@@ -14,8 +14,8 @@ function embeddingSchema(s: KernelApi['schema']) {
       dimensions: s.optional(s.integer({description: 'Shorter vectors, for models trained to allow them (Matryoshka).', minimum: 1})),
       encoding_format: s.optional(s.string({description: 'float (default) or base64 of little-endian float32.', enum: ['float', 'base64']})),
       input: s.union(
-        [s.string(), s.array(s.string(), {maxItems: MAX_INPUTS, minItems: 1}), tokens, s.array(tokens, {maxItems: MAX_INPUTS, minItems: 1})],
-        `a string, an array of strings, an array of token ids, or an array of token-id arrays (1 to ${MAX_INPUTS} inputs)`,
+        [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_INPUTS, minItems: 1})],
+        `a string, an array of token ids, or an array of 1 to ${MAX_INPUTS} inputs, each a string or an array of token ids`,
       ),
       model: s.string({description: 'Uid of a running embedding model.', minLength: 1}),
       user: s.optional(s.unknown()),
@@ -26,7 +26,7 @@ function embeddingSchema(s: KernelApi['schema']) {
 
 type EmbeddingRequest = Infer<ReturnType<typeof embeddingSchema>>
 
-/** `[1, 2]` is one input of two tokens, `[[1], [2]]` two inputs. */
+/** `[1, 2]` is one input of two tokens, `[[1], "text"]` two inputs. */
 function inputsOf(input: EmbeddingRequest['input']): TextInput[] {
   if (typeof input === 'string') return [input]
   if (input.every((item) => typeof item === 'number')) return [input as number[]]

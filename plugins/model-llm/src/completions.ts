@@ -20,8 +20,8 @@ function completionSchema(s: KernelApi['schema']) {
       echo: s.optional(s.nullable(s.boolean({description: 'Return the prompt before the completion.'}))),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
       prompt: s.union(
-        [s.string(), s.array(s.string(), {maxItems: MAX_PROMPTS, minItems: 1}), tokens, s.array(tokens, {maxItems: MAX_PROMPTS, minItems: 1})],
-        `a string, an array of strings, an array of token ids, or an array of token-id arrays (at most ${MAX_PROMPTS} prompts)`,
+        [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_PROMPTS, minItems: 1})],
+        `a string, an array of token ids, or an array of up to ${MAX_PROMPTS} prompts, each a string or an array of token ids`,
       ),
       suffix: s.optional(s.nullable(s.string({description: 'Not supported: fill-in-the-middle needs a model with infill tokens.'}))),
     },
@@ -31,7 +31,7 @@ function completionSchema(s: KernelApi['schema']) {
 
 type CompletionRequest = Infer<ReturnType<typeof completionSchema>>
 
-/** The request's prompts, one per choice: `[1, 2]` is one prompt of two tokens, `[[1], [2]]` two prompts. */
+/** The request's prompts, one per choice: `[1, 2]` is one prompt of two tokens, `[[1], "text"]` two prompts. */
 function promptsOf(prompt: CompletionRequest['prompt']): Array<string | number[]> {
   if (typeof prompt === 'string') return [prompt]
   if (prompt.every((item) => typeof item === 'number')) return [prompt as number[]]
