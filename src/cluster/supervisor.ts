@@ -5,7 +5,7 @@
  */
 import {randomBytes} from 'node:crypto'
 
-import type {EngineDefinition, EngineParameter, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
+import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
 import type {WorkerApi} from './worker.js'
@@ -55,6 +55,8 @@ interface InstanceRecord {
   error?: ServiceError
   created: number
   contextLength?: number
+  /** What the engine reported when the model loaded. */
+  info: LoadedModelInfo
   pid?: number
 }
 
@@ -98,6 +100,7 @@ export class Supervisor implements ModelDirectory {
       created: this.now(),
       engine: engine.name,
       family: entry.family,
+      info: {},
       modelName: entry.family.model_name,
       modelType: entry.modelType,
       parameters,
@@ -115,6 +118,7 @@ export class Supervisor implements ModelDirectory {
       )
       record.status = 'ready'
       record.pid = summary.pid
+      record.info = summary.info
       record.contextLength = typeof summary.info.contextLength === 'number' ? summary.info.contextLength : undefined
       if (Array.isArray(summary.info.abilities)) record.abilities = summary.info.abilities as string[]
     } catch (error) {
@@ -141,8 +145,9 @@ export class Supervisor implements ModelDirectory {
     }
   }
 
-  list(): Array<Record<string, unknown>> {
-    return [...this.instances.values()].sort((a, b) => a.uid.localeCompare(b.uid)).map((record) => this.describe(record))
+  /** Every running model's description, by uid (the `GET /v1/models` entries). */
+  describeAll(): Array<Record<string, unknown>> {
+    return this.sorted().map((record) => this.describe(record))
   }
 
   describeModel(uid: string): Record<string, unknown> {
@@ -158,7 +163,19 @@ export class Supervisor implements ModelDirectory {
   }
 
   get(uid: string): ModelHandle {
-    const record = this.require(uid)
+    return this.handle(this.require(uid))
+  }
+
+  list(): ModelHandle[] {
+    return this.sorted().map((record) => this.handle(record))
+  }
+
+  private sorted(): InstanceRecord[] {
+    return [...this.instances.values()].sort((a, b) => a.uid.localeCompare(b.uid))
+  }
+
+  private handle(record: InstanceRecord): ModelHandle {
+    const {uid} = record
     return {
       abilities: record.abilities,
       description: this.describe(record),
@@ -264,7 +281,11 @@ export class Supervisor implements ModelDirectory {
   }
 
   private describe(record: InstanceRecord): Record<string, unknown> {
-    const family = record.family as {model_lang?: unknown; model_description?: unknown; context_length?: unknown}
+    const family = record.family as {model_lang?: unknown; language?: unknown; model_description?: unknown; context_length?: unknown; dimensions?: unknown; max_tokens?: unknown}
+    // Embedding and rerank families say `language`, `dimensions` and `max_tokens` (Xinference's names); the engine's
+    // own figures win, because they describe the file actually loaded.
+    const dimensions = record.info.dimensions ?? family.dimensions
+    const maxTokens = record.info.maxTokens ?? family.max_tokens
     return {
       id: record.uid,
       object: 'model',
@@ -278,9 +299,11 @@ export class Supervisor implements ModelDirectory {
       quantization: record.spec.quantization,
       model_hub: record.spec.model_hub,
       model_ability: record.abilities,
-      model_lang: family.model_lang ?? [],
+      model_lang: family.model_lang ?? family.language ?? [],
       model_description: family.model_description ?? '',
       context_length: record.contextLength ?? family.context_length ?? null,
+      ...(dimensions === undefined ? {} : {dimensions}),
+      ...(maxTokens === undefined ? {} : {max_tokens: maxTokens}),
       engine_parameters: record.parameters,
       replica: 1,
       status: record.status,

@@ -9,12 +9,16 @@ import {fileURLToPath} from 'node:url'
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {ResolveWeights} from './worker.js'
 
-import {specFileNames} from '../kernel/catalogue.js'
+import {NO_SIZE, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 
-/** `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses. */
+/**
+ * `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses; models without a size
+ * (embedding, rerank) leave that part out: `bge-small-en-v1.5--ggufv2--q8_0`.
+ */
 export function cacheEntryName(modelName: string, spec: ResolvedSpec): string {
-  return `${modelName}--${spec.model_size_in_billions}B--${spec.model_format}--${spec.quantization}`
+  const size = spec.model_size_in_billions === NO_SIZE ? '' : `--${spec.model_size_in_billions}B`
+  return `${modelName}${size}--${spec.model_format}--${spec.quantization}`
 }
 
 export function createWeightsResolver(cacheDir: string): ResolveWeights {

@@ -4,8 +4,8 @@ import {ClientCommand} from '../lib/base-command.js'
 
 const COLUMNS: Record<string, Array<[string, string]>> = {
   LLM: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'model_lang'], ['Ability', 'model_ability'], ['Context', 'context_length'], ['Is-built-in', 'is_builtin']],
-  embedding: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Dimensions', 'dimensions'], ['Is-built-in', 'is_builtin']],
-  rerank: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Is-built-in', 'is_builtin']],
+  embedding: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Dimensions', 'dimensions'], ['Max tokens', 'max_tokens'], ['Is-built-in', 'is_builtin']],
+  rerank: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Max tokens', 'max_tokens'], ['Is-built-in', 'is_builtin']],
 }
 const COMMON: Array<[string, string]> = [['Type', 'model_type'], ['Name', 'model_name'], ['Is-built-in', 'is_builtin']]
 

@@ -17,7 +17,8 @@ export interface HubSource {
 
 export interface FamilySpec extends HubSource {
   model_format: string
-  model_size_in_billions: number | string
+  /** Absent for embedding and rerank models, which Xinference does not size; they flatten to size `none`. */
+  model_size_in_billions?: number | string
   model_src?: Record<string, HubSource>
   /** Flattened (custom registration) form: one quantization per spec. */
   quantization?: string
@@ -52,6 +53,9 @@ export interface ResolvedSpec {
   quantization_parts: string[] | null
 }
 
+/** The size of specs that give none, as `none` is the quantization of specs that have none. */
+export const NO_SIZE = 'none'
+
 /** Sizes are written `0_5` by Xinference and its users, `0.5` by others; both mean the same model. */
 export function normalizeSize(size: number | string): string {
   const text = String(size).trim().replace('.', '_')
@@ -64,7 +68,7 @@ export function normalizeSize(size: number | string): string {
 export function flattenFamily(family: ModelFamily): ResolvedSpec[] {
   const out: ResolvedSpec[] = []
   for (const spec of family.model_specs ?? []) {
-    const size = normalizeSize(spec.model_size_in_billions)
+    const size = spec.model_size_in_billions === undefined ? NO_SIZE : normalizeSize(spec.model_size_in_billions)
     const sources: Array<[string, HubSource]> = spec.model_src
       ? Object.entries(spec.model_src)
       : [[spec.model_hub ?? (spec.model_uri ? 'local' : 'huggingface'), spec]]
@@ -134,7 +138,7 @@ export function matchSpec(
   }
 
   if (query.size_in_billions !== undefined) {
-    const wanted = normalizeSize(query.size_in_billions)
+    const wanted = query.size_in_billions === NO_SIZE ? NO_SIZE : normalizeSize(query.size_in_billions)
     const next = candidates.filter((spec) => spec.model_size_in_billions === wanted)
     if (next.length === 0)
       throw badRequest(

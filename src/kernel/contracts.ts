@@ -29,6 +29,11 @@ export interface KernelApi {
     notFound(message: string): ServiceError
     create(status: number, code: string, message: string, param?: string): ServiceError
   }
+  /**
+   * Throws a 400 naming the model's type and what it can do unless it has `ability` (`chat`, `embed`, `rerank`…):
+   * how a route answers a request sent to a model of the wrong type. `what` completes "cannot …".
+   */
+  requireAbility(model: ModelHandle, ability: string, what: string): void
   log: Logger
 }
 
@@ -138,6 +143,8 @@ export interface ModelHandle {
 export interface ModelDirectory {
   /** The model with this uid, or a 404 ServiceError that lists the running models. */
   get(uid: string): ModelHandle
+  /** Every running model, by uid. */
+  list(): ModelHandle[]
 }
 
 export interface RouteRequest<Body = unknown> {
@@ -153,7 +160,10 @@ export interface RouteRequest<Body = unknown> {
 
 export type RouteResult =
   | {kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>}
-  /** Server-sent events: each item becomes one `data:` line; `terminator` (e.g. `[DONE]`) is sent last. */
+  /**
+   * Server-sent events: each item becomes one `data:` line, or a named event when it is `{event, data}`;
+   * `terminator` (e.g. `[DONE]`) is sent last.
+   */
   | {kind: 'sse'; events: AsyncIterable<unknown>; terminator?: string; errorEvent?: (error: ServiceError) => unknown}
 
 export type ErrorStyle = 'openai' | 'anthropic'

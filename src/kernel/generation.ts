@@ -16,21 +16,77 @@ export interface SamplingOptions {
   frequencyPenalty?: number
 }
 
+/** A call the assistant made in an earlier turn; `arguments` is the JSON text of its arguments. */
+export interface ToolCall {
+  id: string
+  name: string
+  arguments: string
+}
+
 export interface ChatTurn {
   role: 'system' | 'user' | 'assistant' | 'tool'
   content: string
+  /** Assistant turns: the tools it called, in order. */
+  toolCalls?: ToolCall[]
+  /** Tool turns: the id of the call this is the result of. */
+  toolCallId?: string
 }
+
+/**
+ * A tool the model may call. `param` names where the schema sits in the request (`tools[0].function.parameters`),
+ * so an engine that cannot enforce part of it can say exactly which field to change.
+ */
+export interface ToolDefinition {
+  name: string
+  description?: string
+  parameters?: Record<string, unknown>
+  param?: string
+}
+
+/** `auto`: the model decides; `none`: no calls; `required`: at least one call; `{name}`: a call of that tool. */
+export type ToolChoice = 'auto' | 'none' | 'required' | {name: string}
+
+/** Output the engine must produce: free text, any JSON value, or JSON matching a schema. */
+export type ResponseFormat =
+  | {type: 'text'}
+  | {type: 'json_object'}
+  | {type: 'json_schema'; schema: Record<string, unknown>; param?: string}
 
 export interface ChatPayload extends SamplingOptions {
   messages: ChatTurn[]
+  tools?: ToolDefinition[]
+  toolChoice?: ToolChoice
+  responseFormat?: ResponseFormat
 }
 
 export interface CompletionPayload extends SamplingOptions {
-  prompt: string
+  /** Text, or token ids of the model's vocabulary. */
+  prompt: string | number[]
 }
 
-export type FinishReason = 'stop' | 'length' | 'abort'
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort'
 
+/**
+ * What `chat` and `complete` yield: `start` once the prompt is accepted (so a bad request fails before any output and
+ * a stream can announce the prompt's size), then text and tool calls as they are generated, then exactly one `done`.
+ * A tool call is announced by `tool_call` and its JSON arguments follow as `tool_arguments` pieces.
+ */
 export type GenerationEvent =
+  | {type: 'start'; promptTokens: number; /** The prompt as text, when it was given as token ids. */ prompt?: string}
   | {type: 'text'; text: string}
-  | {type: 'done'; finishReason: FinishReason; promptTokens: number; completionTokens: number}
+  | {type: 'tool_call'; index: number; name: string}
+  | {type: 'tool_arguments'; index: number; text: string}
+  | {
+      type: 'done'
+      finishReason: FinishReason
+      promptTokens: number
+      completionTokens: number
+      /** The stop sequence that ended the generation, when one did. */
+      stopSequence?: string
+    }
+
+/** What `count_tokens` (payload: a ChatPayload) yields: the prompt size the same request to `chat` would have. */
+export interface TokenCountEvent {
+  type: 'tokens'
+  count: number
+}

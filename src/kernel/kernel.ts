@@ -43,6 +43,13 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
       notFound: (message) => notFound(message),
     },
     log,
+    requireAbility(model, ability, what) {
+      if (model.abilities.includes(ability)) return
+      throw badRequest(
+        `model ${model.uid} (${model.modelType} ${model.modelName}) cannot ${what}; it can: ${model.abilities.join(', ') || 'nothing yet'}.`,
+        'model',
+      )
+    },
     schema,
     version,
   }
@@ -140,11 +147,16 @@ export class Kernel {
       return
     }
 
-    const unknownTypes = (engine.modelTypes ?? []).filter((t) => !this.modelType(t))
-    if (!Array.isArray(engine.modelTypes) || engine.modelTypes.length === 0 || unknownTypes.length > 0) {
+    const types = Array.isArray(engine.modelTypes) ? engine.modelTypes : []
+    const unknownTypes = types.filter((t) => !this.modelType(t))
+    if (types.length === unknownTypes.length) {
       this.report(plugin, `engine ${engine.name} serves unknown model types: ${unknownTypes.join(', ') || '(none given)'}`)
       return
     }
+
+    // An engine that also serves a type whose plugin is missing still runs the types that are installed.
+    if (unknownTypes.length > 0)
+      this.report(plugin, `engine ${engine.name} serves unknown model types: ${unknownTypes.join(', ')}; it runs only ${types.filter((t) => this.modelType(t)).join(', ')}`)
 
     if (typeof engine.hostModule !== 'string' || !Array.isArray(engine.formats)) {
       this.report(plugin, `engine ${engine.name} needs a hostModule path and a list of formats`)
@@ -157,7 +169,8 @@ export class Kernel {
       return
     }
 
-    this.engines.set(engine.name.toLowerCase(), {definition: {...engine, parameters: engine.parameters ?? {}}, plugin})
+    const modelTypes = types.filter((t) => this.modelType(t))
+    this.engines.set(engine.name.toLowerCase(), {definition: {...engine, modelTypes, parameters: engine.parameters ?? {}}, plugin})
   }
 }
 

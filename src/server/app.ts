@@ -33,9 +33,12 @@ export function toAnthropicErrorBody(error: ServiceErrorShape) {
 }
 
 const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? toAnthropicErrorBody(error) : toOpenAiErrorBody(error))
+/** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
+const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
 /** koa-body's own failures, reworded for the person who sent the request. */
 function bodyError(error: unknown): ServiceError | undefined {
+  if (error instanceof ServiceError) return undefined
   const candidate = error as {status?: number; type?: string; message?: string; name?: string}
   if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
     return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)
@@ -125,7 +128,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.set({'Cache-Control': 'no-cache', Connection: 'keep-alive', 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no'})
       ctx.req.socket.setNoDelay(true)
       ctx.body = toServerSentEvents(result.events, {
-        errorEvent: result.errorEvent ?? ((error) => errorBody(definition.errorStyle ?? styleOf(definition.path), error)),
+        errorEvent: result.errorEvent ?? ((error) => errorEvent(definition.errorStyle ?? styleOf(definition.path), error)),
         onError: (error) => error.status >= 500 && log.error(`${definition.method} ${definition.path} stream: ${error.message}`),
         terminator: result.terminator,
       })

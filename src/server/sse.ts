@@ -12,19 +12,19 @@ export function toServerSentEvents(
   events: AsyncIterable<unknown>,
   {errorEvent = (error) => toOpenAiErrorBody(error), onError, terminator}: {terminator?: string; errorEvent?: (error: ServiceError) => unknown; onError?: (error: ServiceError) => void},
 ): Readable {
+  // An item `{event, data}` is a named event (Anthropic's streams, whose clients skip unnamed ones).
+  const format = (event: unknown) =>
+    typeof event === 'object' && event !== null && 'event' in event && 'data' in event
+      ? `event: ${(event as {event: string}).event}\ndata: ${JSON.stringify((event as {data: unknown}).data)}\n\n`
+      : `data: ${JSON.stringify(event)}\n\n`
   async function* lines() {
     try {
-      for await (const event of events) {
-        yield typeof event === 'object' && event !== null && 'event' in event && 'data' in event
-          ? `event: ${(event as {event: string}).event}\ndata: ${JSON.stringify((event as {data: unknown}).data)}\n\n`
-          : `data: ${JSON.stringify(event)}\n\n`
-      }
-
+      for await (const event of events) yield format(event)
       if (terminator) yield `data: ${terminator}\n\n`
     } catch (error) {
       const shaped = toServiceError(error)
       onError?.(shaped)
-      yield `data: ${JSON.stringify(errorEvent(shaped))}\n\n`
+      yield format(errorEvent(shaped))
     }
   }
 

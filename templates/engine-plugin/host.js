@@ -6,7 +6,8 @@
  *
  * This demo engine "runs" a model by streaming the last user message back word by word. Replace the body of
  * `load()` with your engine: load the weights from request.modelPath, and make `chat` and `complete` yield
- * GenerationEvents: any number of {type: 'text'} events, then exactly one {type: 'done'}.
+ * GenerationEvents: optionally first {type: 'start', promptTokens} once the request is accepted, then any number of
+ * {type: 'text'} events, then exactly one {type: 'done'}.
  */
 import {stat} from 'node:fs/promises'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -68,6 +69,10 @@ const host = {
         },
         complete(payload, signal) {
           const {maxTokens, prompt} = /** @type {CompletionPayload} */ (payload)
+          // A prompt may also come as token ids of the model's vocabulary; this demo has no vocabulary. An error with
+          // a status (and code, param) reaches the client as that HTTP error.
+          if (typeof prompt !== 'string')
+            throw Object.assign(new Error('this engine takes text prompts only'), {code: 'invalid_request', param: 'prompt', status: 400})
           return streamWords(prompt, words(prompt).length, maxTokens, delay, signal)
         },
       },

@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {assertOpenAiSchema} from '../helpers/conformance.js'
+import {buildVocabulary} from '../helpers/gguf/tokenizer.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -204,6 +205,58 @@ describe('OpenAI API (service-local, openai client)', function () {
       const completion = await client.completions.create({model: MODEL, prompt: 'A', temperature: 0})
       expect(completion.usage!.completion_tokens).to.be.at.most(16)
     })
+
+    it('answers several prompts with one choice each, in prompt order, streaming or not', async () => {
+      const prompts = ['Once upon a time', 'Hello world', 'The water']
+      const single = await Promise.all(prompts.map(async (prompt) => (await client.completions.create({max_tokens: 4, model: MODEL, prompt, temperature: 0})).choices[0].text))
+      const batch = await client.completions.create({max_tokens: 4, model: MODEL, prompt: prompts, temperature: 0})
+      assertOpenAiSchema('CreateCompletionResponse', batch)
+      expect(batch.choices.map((choice) => choice.index)).to.deep.equal([0, 1, 2])
+      expect(batch.choices.map((choice) => choice.text)).to.deep.equal(single)
+      expect(batch.usage!.completion_tokens).to.equal(12)
+
+      const texts = ['', '', '']
+      const finished: number[] = []
+      for await (const chunk of await client.completions.create({max_tokens: 4, model: MODEL, prompt: prompts, stream: true, stream_options: {include_usage: true}, temperature: 0})) {
+        // The description has no stream type for this route and types finish_reason as non-null; OpenAI's own
+        // stream sends null until a choice ends, so only the chunks that end choices (and the usage chunk) are checked.
+        if (chunk.choices.every((choice) => choice.finish_reason)) assertOpenAiSchema('CreateCompletionResponse', chunk)
+        for (const choice of chunk.choices) {
+          texts[choice.index] += choice.text
+          if (choice.finish_reason) finished.push(choice.index)
+        }
+
+        if (chunk.usage) expect(chunk.usage).to.deep.equal(batch.usage)
+      }
+
+      expect(texts).to.deep.equal(single)
+      expect(finished.sort()).to.deep.equal([0, 1, 2])
+    })
+
+    it('takes prompts as token ids, one list or several, and echoes them as text', async () => {
+      // " Hello world" is "▁Hello", "▁world" in the generated vocabulary (see test/helpers/gguf/tokenizer.ts); the
+      // engine puts <s> before either form.
+      const vocabulary = buildVocabulary(512).map((token) => token.text)
+      const ids = [vocabulary.indexOf('▁Hello'), vocabulary.indexOf('▁world')]
+      const text = await client.completions.create({max_tokens: 3, model: MODEL, prompt: ' Hello world', temperature: 0})
+      const tokens = await client.completions.create({echo: true, max_tokens: 3, model: MODEL, prompt: ids, temperature: 0})
+      expect(tokens.choices).to.have.length(1)
+      expect(tokens.choices[0].text).to.equal('Hello world' + text.choices[0].text)
+      expect(tokens.usage).to.deep.equal(text.usage)
+      expect(tokens.usage!.prompt_tokens).to.equal(3)
+      const several = await client.completions.create({max_tokens: 2, model: MODEL, prompt: [ids, ids.slice(0, 1)], temperature: 0})
+      expect(several.choices.map((choice) => choice.index)).to.deep.equal([0, 1])
+      expect(several.usage!.prompt_tokens).to.equal(3 + 2)
+      const mixed = await api(service, 'POST', '/v1/completions', {max_tokens: 3, model: MODEL, prompt: [ids, ' Hello world'], temperature: 0})
+      expect(mixed.body.choices.map((choice: {text: string}) => choice.text)).to.deep.equal([text.choices[0].text, text.choices[0].text])
+
+      const refused = await api(service, 'POST', '/v1/completions', {model: MODEL, prompt: [1, 99_999]})
+      expect(refused.status).to.equal(400)
+      expect(refused.body.error.message).to.match(/prompt\[1\] is not a token id of this model \(its vocabulary has 512 tokens\)/)
+      const suffix = await api(service, 'POST', '/v1/completions', {model: MODEL, prompt: 'a', suffix: 'b'})
+      expect(suffix.status).to.equal(400)
+      expect(suffix.body.error).to.include({param: 'suffix'})
+    })
   })
 
   describe('errors', () => {
@@ -243,6 +296,10 @@ describe('OpenAI API (service-local, openai client)', function () {
       const response = await chat({messages: [{content: long, role: 'user'}], model: MODEL})
       expect(response.status).to.equal(400)
       expect(response.body.error.message).to.match(/context.*--n_ctx/)
+      // A stream is refused the same way, before it starts, rather than with an error inside a 200 stream.
+      const streamed = await chat({messages: [{content: long, role: 'user'}], model: MODEL, stream: true})
+      expect(streamed.status).to.equal(400)
+      expect(streamed.body.error.message).to.match(/context.*--n_ctx/)
       expect((await chat({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL})).status).to.equal(200)
     })
 
@@ -367,6 +424,7 @@ describe('OpenAI API (service-local, openai client)', function () {
         [{model: '{not json'}, /not valid JSON/],
         [{model: {model_name: 'x y', model_specs: []}}, /model_name must be/],
         [{model: {model_name: 'no-specs', model_specs: []}}, /model_specs must be a non-empty array/],
+        [{model: {model_name: 'unsized', model_specs: [{model_format: 'ggufv2', quantization: 'q4_0'}]}}, /model_specs\[0\].model_size_in_billions is required for LLM models/],
         [{model: {model_name: 'gone', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: 'file:///no/such/file.gguf', quantization: 'q4_0'}]}}, /does not exist/],
         [{model: {model_name: 'qwen2.5-instruct', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'q4_0'}]}}, /conflicts with the built-in/],
       ]

@@ -1,15 +1,16 @@
 /**
- * The README's examples are run as written: the quickstart shell block with `servicectl` on PATH, the
- * OpenAI client example with node, and the access-control config with its login example. Only the model
- * path, the port and the secret (which the reader generates) differ from what a reader runs.
+ * The README's examples are run as written: the shell blocks with `servicectl` on PATH, the client examples with
+ * node, and the access-control config with its login example. Only the model paths (generated GGUFs instead of
+ * downloaded ones), the port and the secret (which the reader generates) differ from what a reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {randomBytes} from 'node:crypto'
+import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
+import {writeTestBertGguf} from '../helpers/gguf/bert.js'
 import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -37,7 +38,14 @@ describe('README examples', () => {
 
   after(async () => service?.stop())
 
-  it('runs the quickstart and the OpenAI client example as written', async () => {
+  const runNode = async (marker: string) => {
+    const example = (await readmeBlock(marker)).replaceAll('http://127.0.0.1:9997', service.url)
+    const result = await execa('node', ['--input-type=module', '-e', example], {cwd: ROOT, reject: false})
+    expect(result.exitCode, result.stderr).to.equal(0)
+    return result.stdout
+  }
+
+  it('runs the quickstart, the client, Anthropic, tools and embedding examples as written', async () => {
     const model = join(directory, 'model.gguf')
     await writeTestLlamaGguf(model)
     const script = (await readmeBlock('quickstart')).replace('/path/to/model.gguf', model)
@@ -53,10 +61,23 @@ describe('README examples', () => {
     expect(quickstart.stdout).to.match(/Assistant: \S/)
     expect(quickstart.stdout).to.match(/Completion: \S/)
 
-    const example = (await readmeBlock('openai-client')).replace('http://127.0.0.1:9997', service.url)
-    const client = await execa('node', ['--input-type=module', '-e', example], {cwd: ROOT, reject: false})
-    expect(client.exitCode, client.stderr).to.equal(0)
-    expect(client.stdout.length).to.be.greaterThan(0)
+    expect((await runNode('openai-client')).length).to.be.greaterThan(0)
+    expect(await runNode('anthropic-client')).to.match(/^.+ max_tokens 32\n\d+$/)
+    expect(await runNode('tools')).to.match(/^get_weather \{ city: '.*' \}\n\{ name: '.*', indoor: (true|false) \}$/)
+
+    const embedder = join(directory, 'embedder.gguf')
+    const reranker = join(directory, 'reranker.gguf')
+    await writeTestBertGguf(embedder)
+    await writeTestBertGguf(reranker, {kind: 'reranker'})
+    const retrieval = (await readmeBlock('embeddings-rerank'))
+      .replace('/path/to/bge-small-en-v1.5-q8_0.gguf', embedder)
+      .replace('/path/to/bge-reranker-v2-m3-Q4_0.gguf', reranker)
+      .replaceAll('http://127.0.0.1:9997', service.url)
+    const embedded = await execa('bash', ['-euo', 'pipefail', '-c', retrieval], {cwd: directory, env, reject: false})
+    expect(embedded.exitCode, embedded.stderr).to.equal(0)
+    expect(embedded.stdout).to.match(/my-embedder\s+embedding\s+my-embedder\s+llama.cpp\s+q8_0\s+64\s+127\s+ready/)
+    // The generated embedding model has 64 dimensions where bge-small has 384.
+    expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
 
     const stopped = await execa('bash', ['-euo', 'pipefail', '-c', terminate], {cwd: directory, env, reject: false})
     expect(stopped.stdout).to.contain('Terminated my-model.')

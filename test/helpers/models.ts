@@ -1,13 +1,19 @@
-/** A generated tiny GGUF registered as a custom LLM, the fixture most end-to-end tests launch. */
+/** Generated tiny GGUFs registered as custom models: the fixtures end-to-end tests launch. */
 import {writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {writeTestLlamaGguf} from './gguf/models.js'
+import {writeTestBertGguf} from './gguf/bert.js'
+import {type TestLlamaOptions, writeTestLlamaGguf} from './gguf/models.js'
 
-export async function writeTinyChatModel(directory: string, name = 'tiny-chat'): Promise<{ggufPath: string; registrationPath: string; family: Record<string, unknown>}> {
+/** A generated llama chat model registered as an LLM; `options` shape the model (e.g. `endOfTurnLogit`). */
+export async function writeTinyChatModel(
+  directory: string,
+  name = 'tiny-chat',
+  options: TestLlamaOptions = {},
+): Promise<{ggufPath: string; registrationPath: string; family: Record<string, unknown>}> {
   const ggufPath = join(directory, `${name}.gguf`)
-  await writeTestLlamaGguf(ggufPath)
+  await writeTestLlamaGguf(ggufPath, options)
   const family = {
     context_length: 2048,
     model_ability: ['chat', 'generate'],
@@ -16,6 +22,33 @@ export async function writeTinyChatModel(directory: string, name = 'tiny-chat'):
     model_name: name,
     model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_5', model_uri: pathToFileURL(ggufPath).href, quantization: 'q4_0'}],
     version: 2,
+  }
+  const registrationPath = join(directory, `${name}.json`)
+  await writeFile(registrationPath, JSON.stringify(family, null, 2))
+  return {family, ggufPath, registrationPath}
+}
+
+/**
+ * A generated BERT embedding model (64 dimensions, 128 positions) or cross-encoder reranker, as an embedding or
+ * rerank registration in Xinference's format (no model size). `matryoshkaDimensions` lets the embedding model
+ * shorten its vectors.
+ */
+export async function writeTinyRetrievalModel(
+  directory: string,
+  kind: 'embedding' | 'rerank',
+  name = `tiny-${kind}`,
+  {matryoshkaDimensions}: {matryoshkaDimensions?: number[]} = {},
+): Promise<{ggufPath: string; registrationPath: string; family: Record<string, unknown>}> {
+  const ggufPath = join(directory, `${name}.gguf`)
+  const written = await writeTestBertGguf(ggufPath, {kind: kind === 'rerank' ? 'reranker' : 'embedding'})
+  const family = {
+    language: ['en'],
+    max_tokens: written.contextLength,
+    model_name: name,
+    model_specs: [{model_format: 'ggufv2', model_uri: pathToFileURL(ggufPath).href, quantization: 'f32'}],
+    version: 2,
+    ...(kind === 'embedding' ? {dimensions: written.embeddingLength} : {type: 'normal'}),
+    ...(matryoshkaDimensions ? {matryoshka_dimensions: matryoshkaDimensions} : {}),
   }
   const registrationPath = join(directory, `${name}.json`)
   await writeFile(registrationPath, JSON.stringify(family, null, 2))

@@ -33,7 +33,10 @@ describe('kernel', () => {
       {
         contribution: {
           catalogue: [{families: [{model_name: 'no specs'} as never], modelType: 'LLM'}, {families: [], modelType: 'video'}],
-          engines: [{formats: ['x'], hostModule: '/x.js', modelTypes: ['audio'], name: 'whisper', parameters: {}}],
+          engines: [
+            {formats: ['x'], hostModule: '/x.js', modelTypes: ['audio'], name: 'whisper', parameters: {}},
+            {formats: ['x'], hostModule: '/y.js', modelTypes: ['LLM', 'rerank'], name: 'partial', parameters: {}},
+          ],
           routes: [{handler, method: 'PATCH' as never, path: '/v1/x', summary: ''}, {handler, method: 'GET', path: '/v1/ok', permission: 'public', summary: 'ok'}],
         },
         plugin: 'messy',
@@ -41,8 +44,11 @@ describe('kernel', () => {
       {contribution: {modelTypes: [{defaultAbilities: [], description: 'again', name: 'llm'}]}, plugin: 'twin'},
     ])
     expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/ok'])
-    expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy'])
-    expect(kernel.problems.map((p) => p.message).join('\n')).to.match(/already provided by core[\s\S]*unknown model types: audio[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/)
+    expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy', 'messy'])
+    expect(kernel.problems.map((p) => p.message).join('\n')).to.match(
+      /already provided by core[\s\S]*unknown model types: audio[\s\S]*unknown model types: rerank; it runs only LLM[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/,
+    )
+    expect(kernel.enginesFor('LLM').map((e) => e.name)).to.deep.equal(['partial'])
   })
 
   it('keeps a route that declares no permission, or an unknown one, as admin-only and says so', () => {

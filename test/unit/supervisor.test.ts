@@ -74,7 +74,7 @@ describe('supervisor', () => {
     worker.failNext = new ServiceError(500, 'launch_failed', 'out of memory')
     const error = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)
     expect(error.message).to.equal('failed to launch demo: out of memory')
-    expect(supervisor.list()).to.deep.equal([])
+    expect(supervisor.describeAll()).to.deep.equal([])
   })
 
   it('shows a crash on the model and answers its requests with the cause', async () => {
@@ -84,7 +84,7 @@ describe('supervisor', () => {
     expect(supervisor.describeModel('demo')).to.include({error: 'process exited with code 134', status: 'error'})
     expect(() => supervisor.get('demo').invoke('chat', {}, new AbortController().signal)).to.throw('process exited with code 134')
     await supervisor.terminate('demo')
-    expect(supervisor.list()).to.deep.equal([])
+    expect(supervisor.describeAll()).to.deep.equal([])
   })
 
   it('refuses replica > 1 in local mode, and unknown uids with the running ones listed', async () => {

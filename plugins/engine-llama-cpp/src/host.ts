@@ -1,23 +1,19 @@
 /**
- * Runs inside a model instance's own process: loads one GGUF with node-llama-cpp and serves `chat` and
- * `complete` on a pool of parallel context sequences, so concurrent requests share each decode batch.
+ * Runs inside a model instance's own process: loads one GGUF with node-llama-cpp and serves it according to the
+ * model's type: LLMs generate (generator.ts), embedding models embed and rerankers rank (retrieval.ts).
  */
-import type {
-  ChatHistoryItem,
-  ChatWrapper,
-  LlamaContext,
-  LlamaContextSequence,
-  LlamaModel,
-} from 'node-llama-cpp'
-import type {ChatPayload, CompletionPayload, EngineHost, FinishReason, GenerationEvent, LoadRequest, Logger, SamplingOptions} from 'service-toolkit'
+import type {ChatWrapper, LlamaModel} from 'node-llama-cpp'
+import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit'
 
 import {open, stat} from 'node:fs/promises'
 
-import {EventQueue} from './event-queue.js'
-import {SequencePool} from './sequence-pool.js'
+import {loadGenerator} from './generator.js'
+import {loadEmbedder, loadRanker} from './retrieval.js'
 
 const DEFAULT_CONTEXT = 4096
 const DEFAULT_PARALLEL = 4
+/** An embedding or ranking context evaluates one input at a time; more of them cost memory, so one by default. */
+const DEFAULT_RETRIEVAL_PARALLEL = 1
 /**
  * node-llama-cpp's prebuilt binaries start and join worker threads on every decode step, which costs more
  * than a small model's whole token: measured on 2 cores, a 135M-parameter F32 model decodes at 57 tok/s on
@@ -29,50 +25,6 @@ const SINGLE_THREAD_BELOW_BYTES = 2 * 1024 ** 3
 async function defaultThreads(modelPath: string, cores: number): Promise<number> {
   const {size} = await stat(modelPath)
   return size < SINGLE_THREAD_BELOW_BYTES ? 1 : Math.max(1, cores)
-}
-
-interface Slot {
-  sequence: LlamaContextSequence
-  chat?: import('node-llama-cpp').LlamaChat
-  completion?: import('node-llama-cpp').LlamaCompletion
-}
-
-/** Errors in the shape the kernel renders (status, code, message); a plain Error would become a 500. */
-const requestError = (message: string, param?: string) => Object.assign(new Error(message), {code: 'invalid_request', param, status: 400})
-
-function finishReason(stopReason: string): FinishReason {
-  if (stopReason === 'maxTokens') return 'length'
-  if (stopReason === 'abort') return 'abort'
-  return 'stop'
-}
-
-function toHistory(messages: ChatPayload['messages']): ChatHistoryItem[] {
-  const history: ChatHistoryItem[] = []
-  for (const message of messages) {
-    if (message.role === 'system') history.push({text: message.content, type: 'system'})
-    else if (message.role === 'assistant') history.push({response: [message.content], type: 'model'})
-    else if (message.role === 'tool') history.push({text: `Tool result: ${message.content}`, type: 'user'})
-    else history.push({text: message.content, type: 'user'})
-  }
-
-  history.push({response: [], type: 'model'})
-  return history
-}
-
-function sampling(options: SamplingOptions, budget: number) {
-  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
-  return {
-    customStopTriggers: options.stop?.length ? options.stop : undefined,
-    maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
-    minP: options.minP,
-    repeatPenalty: penalize
-      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: 1, presencePenalty: options.presencePenalty}
-      : (false as const),
-    seed: options.seed,
-    temperature: options.temperature ?? 1,
-    topK: options.topK,
-    topP: options.topP,
-  }
 }
 
 async function chooseChatWrapper(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatWrapper | undefined> {
@@ -110,7 +62,7 @@ async function checkGgufHeader(path: string) {
 const host: EngineHost = {
   async load(request, {log}) {
     await checkGgufHeader(request.modelPath)
-    const {getLlama, LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
+    const {getLlama} = await import('node-llama-cpp')
     const {parameters} = request
     // llama.cpp explains a failed load only in its log; the last errors are kept to say why.
     const recentErrors: string[] = []
@@ -136,106 +88,33 @@ const host: EngineHost = {
       throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}${detail}`)
     }
 
-    const contextSize = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, model.trainContextSize)
-    const parallel = (parameters.n_parallel as number | undefined) ?? DEFAULT_PARALLEL
-    let context: LlamaContext
+    const retrieval = request.modelType === 'embedding' || request.modelType === 'rerank'
+    const options = {
+      contextSize: Math.min((parameters.n_ctx as number | undefined) ?? (retrieval ? model.trainContextSize : DEFAULT_CONTEXT), model.trainContextSize),
+      log,
+      model,
+      parallel: (parameters.n_parallel as number | undefined) ?? (retrieval ? DEFAULT_RETRIEVAL_PARALLEL : DEFAULT_PARALLEL),
+      request,
+      threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama.cpuMathCores)),
+    }
+    let loaded: LoadedModel
     try {
-      context = await model.createContext({
-        batchSize: parameters.n_batch as number | undefined,
-        contextSize,
-        sequences: parallel,
-        threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama.cpuMathCores)),
-      })
+      if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
+      else if (request.modelType === 'rerank') loaded = await loadRanker(options)
+      else loaded = await loadGenerator({...options, chatWrapper: await chooseChatWrapper(model, request.family, log), llama})
     } catch (error) {
       await model.dispose()
-      throw new Error(`llama.cpp could not create a context of ${contextSize} tokens × ${parallel} sequences: ${(error as Error).message}`)
-    }
-
-    const chatWrapper = await chooseChatWrapper(model, request.family, log)
-    const slots: Slot[] = Array.from({length: parallel}, () => ({sequence: context.getSequence()}))
-    const pool = new SequencePool(slots)
-    log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatWrapper?.wrapperName ?? 'none'}`)
-
-    const budgetAfter = (promptTokens: number, param: string) => {
-      const budget = context.contextSize - promptTokens
-      if (budget < 1)
-        throw requestError(
-          `the prompt is ${promptTokens} tokens, which leaves no room in this model's ${context.contextSize}-token context; shorten it, or relaunch the model with a larger --n_ctx.`,
-          param,
-        )
-      return budget
-    }
-
-    /**
-     * Runs one generation on a leased sequence and turns its callbacks into a stream of events. Generated
-     * tokens are counted by the sequence's own meter: `onToken` re-emits text held back for stop-trigger
-     * checks as re-tokenized pieces, so counting its calls over-counts.
-     */
-    async function* generate(
-      signal: AbortSignal,
-      run: (slot: Slot, onTextChunk: (text: string) => void) => Promise<{stopReason: string; promptTokens: number}>,
-    ): AsyncGenerator<GenerationEvent> {
-      const slot = await pool.acquire(signal)
-      const queue = new EventQueue<GenerationEvent>()
-      const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
-      const done = run(slot, (text) => text && queue.push({text, type: 'text'})).then(
-        ({promptTokens, stopReason}) => {
-          const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
-          log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
-          queue.push({completionTokens, finishReason: finishReason(stopReason), promptTokens, type: 'done'})
-          queue.end()
-        },
-        (error) => queue.fail(error),
-      )
-      try {
-        yield* queue
-      } finally {
-        await done
-        pool.release(slot)
-      }
-    }
-
-    const operations: Record<string, (payload: unknown, signal: AbortSignal) => AsyncIterable<GenerationEvent>> = {
-      complete: (payload, signal) => {
-        const request = payload as CompletionPayload
-        return generate(signal, async (slot, onTextChunk) => {
-          const promptTokens = model.tokenize(request.prompt).length
-          const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
-          slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
-          const result = await slot.completion.generateCompletionWithMeta(request.prompt, {...options, onTextChunk, signal, stopOnAbortSignal: true})
-          return {promptTokens, stopReason: result.metadata.stopReason}
-        })
-      },
-    }
-
-    if (chatWrapper) {
-      operations.chat = (payload, signal) => {
-        const request = payload as ChatPayload
-        return generate(signal, async (slot, onTextChunk) => {
-          const history = toHistory(request.messages)
-          const promptTokens = chatWrapper.generateContextState({chatHistory: history}).contextText.tokenize(model.tokenizer).length
-          const options = sampling(request, budgetAfter(promptTokens, 'messages'))
-          slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper, contextSequence: slot.sequence})
-          const result = await slot.chat.generateResponse(history, {...options, onTextChunk, signal, stopOnAbortSignal: true})
-          return {promptTokens, stopReason: result.metadata.stopReason}
-        })
-      }
+      await llama.dispose()
+      throw error
     }
 
     return {
+      ...loaded,
       async dispose() {
-        await context.dispose()
+        await loaded.dispose()
         await model.dispose()
         await llama.dispose()
       },
-      info: {
-        abilities: chatWrapper ? ['chat', 'generate'] : ['generate'],
-        chatTemplate: chatWrapper?.wrapperName ?? null,
-        contextLength: context.contextSize,
-        parallel,
-        threads: context.currentThreads,
-      },
-      operations,
     }
   },
 }

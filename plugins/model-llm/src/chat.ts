@@ -1,28 +1,66 @@
-/** `POST /v1/chat/completions`, the OpenAI chat API, streaming or not. */
-import type {ChatTurn, GenerationEvent, Infer, KernelApi, ModelHandle, RouteDefinition} from 'service-toolkit'
+/** `POST /v1/chat/completions`, the OpenAI chat API, streaming or not, with tools and structured output. */
+import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, ResponseFormat, RouteDefinition, ToolChoice} from 'service-toolkit'
 
-import {randomUUID} from 'node:crypto'
+import {randomBytes, randomUUID} from 'node:crypto'
 
-import {samplingFields, toSampling, usageOf} from './openai-shapes.js'
+import {samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+
+/** OpenAI's rule for function names. */
+const TOOL_NAME = /^[\w-]{1,64}$/
 
 function chatSchema(s: KernelApi['schema']) {
   const textPart = s.object({text: s.string(), type: s.literal('text')}, {unknownKeys: 'strip'})
+  const toolCall = s.object({
+    function: s.object({arguments: s.string(), name: s.string({minLength: 1})}),
+    id: s.string({minLength: 1}),
+    type: s.literal('function'),
+  })
   const message = s.object(
     {
       content: s.optional(
         s.nullable(s.union([s.string(), s.array(textPart)], 'a string or an array of {"type": "text", "text": …} parts')),
       ),
       name: s.optional(s.string()),
+      refusal: s.optional(s.nullable(s.string())),
       role: s.string({enum: ['system', 'developer', 'user', 'assistant', 'tool']}),
-      tool_call_id: s.optional(s.string()),
+      tool_call_id: s.optional(s.string({minLength: 1})),
+      tool_calls: s.optional(s.nullable(s.array(toolCall))),
     },
     {title: 'ChatMessage'},
   )
+  const tool = s.object({
+    function: s.object({
+      description: s.optional(s.string()),
+      name: s.string({pattern: TOOL_NAME}),
+      parameters: s.optional(s.record(s.unknown(), {description: 'JSON Schema of the arguments.'})),
+      strict: s.optional(s.nullable(s.boolean())),
+    }),
+    type: s.literal('function'),
+  })
+  const toolChoice = s.union(
+    [s.string({enum: ['none', 'auto', 'required']}), s.object({function: s.object({name: s.string()}), type: s.literal('function')})],
+    '"none", "auto", "required" or {"type": "function", "function": {"name": …}}',
+  )
+  const responseFormat = s.object({
+    json_schema: s.optional(
+      s.object({
+        description: s.optional(s.string()),
+        name: s.string({pattern: TOOL_NAME}),
+        schema: s.optional(s.record(s.unknown())),
+        strict: s.optional(s.nullable(s.boolean())),
+      }),
+    ),
+    type: s.string({enum: ['text', 'json_object', 'json_schema']}),
+  })
   return s.object(
     {
       ...samplingFields(s),
       messages: s.array(message, {description: 'The conversation so far.', minItems: 1}),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
+      parallel_tool_calls: s.optional(s.nullable(s.boolean({description: 'Accepted; a forced call (tool_choice required or named) is always one call.'}))),
+      response_format: s.optional(s.nullable(responseFormat)),
+      tool_choice: s.optional(s.nullable(toolChoice)),
+      tools: s.optional(s.nullable(s.array(tool, {maxItems: 128}))),
     },
     {title: 'CreateChatCompletionRequest'},
   )
@@ -30,40 +68,76 @@ function chatSchema(s: KernelApi['schema']) {
 
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
 
-export function requireAbility(api: KernelApi, model: ModelHandle, ability: string, what: string) {
-  if (!model.abilities.includes(ability))
-    throw api.errors.badRequest(
-      `model ${model.uid} (${model.modelType} ${model.modelName}) cannot ${what}; it can: ${model.abilities.join(', ') || 'nothing yet'}.`,
-      'model',
-    )
+/** Checks what the schema cannot express: tool results answer earlier calls, the tool choice names a given tool. */
+function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
+  const called = new Set<string>()
+  const messages = body.messages.map((message, index): ChatTurn => {
+    const content = message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('')
+    if (message.role === 'tool') {
+      if (!message.tool_call_id) throw api.errors.badRequest(`\`messages[${index}].tool_call_id\` is required: a tool message answers a call of an earlier assistant message.`, `messages[${index}].tool_call_id`)
+      if (!called.has(message.tool_call_id))
+        throw api.errors.badRequest(`\`messages[${index}].tool_call_id\` "${message.tool_call_id}" matches no tool call of an earlier assistant message.`, `messages[${index}].tool_call_id`)
+      return {content, role: 'tool', toolCallId: message.tool_call_id}
+    }
+
+    if (message.role === 'assistant' && message.tool_calls?.length) {
+      for (const call of message.tool_calls) called.add(call.id)
+      return {content, role: 'assistant', toolCalls: message.tool_calls.map((call) => ({arguments: call.function.arguments, id: call.id, name: call.function.name}))}
+    }
+
+    return {content, role: message.role === 'developer' ? 'system' : (message.role as ChatTurn['role'])}
+  })
+
+  const tools = (body.tools ?? []).map((tool, index) => ({
+    description: tool.function.description,
+    name: tool.function.name,
+    param: `tools[${index}].function.parameters`,
+    parameters: tool.function.parameters,
+  }))
+  const choice = body.tool_choice ?? 'auto'
+  const toolChoice: ToolChoice = typeof choice === 'string' ? (choice as ToolChoice) : {name: choice.function.name}
+  if (toolChoice !== 'auto' && toolChoice !== 'none' && tools.length === 0)
+    throw api.errors.badRequest('`tool_choice` asks for a tool call, but the request has no `tools`.', 'tool_choice')
+  if (typeof toolChoice === 'object' && !tools.some((tool) => tool.name === toolChoice.name))
+    throw api.errors.badRequest(`\`tool_choice\` names the function "${toolChoice.name}", which is not in \`tools\` (${tools.map((tool) => tool.name).join(', ')}).`, 'tool_choice')
+
+  return {...toSampling(body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools}
 }
 
-function toTurns(messages: ChatRequest['messages']): ChatTurn[] {
-  return messages.map((message) => ({
-    content: message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join(''),
-    role: message.role === 'developer' ? 'system' : (message.role as ChatTurn['role']),
-  }))
+function toResponseFormat(api: KernelApi, format: ChatRequest['response_format']): ResponseFormat | undefined {
+  if (!format || format.type === 'text') return undefined
+  if (format.type === 'json_object') return {type: 'json_object'}
+  if (!format.json_schema) throw api.errors.badRequest('`response_format.json_schema` is required when `response_format.type` is "json_schema".', 'response_format.json_schema')
+  if (!format.json_schema.schema)
+    throw api.errors.badRequest('`response_format.json_schema.schema` is required: give the JSON Schema the answer must match, or use {"type": "json_object"} for any JSON.', 'response_format.json_schema.schema')
+  return {param: 'response_format.json_schema.schema', schema: format.json_schema.schema, type: 'json_schema'}
 }
+
+const finishReasonOf = (reason: string) => (reason === 'length' || reason === 'tool_calls' ? reason : 'stop')
+const toolCallId = () => `call_${randomBytes(12).toString('base64url')}`
 
 export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
   return {
     body: chatSchema(api.schema),
     async handler({body, models, signal}) {
       const model = models.get(body.model)
-      requireAbility(api, model, 'chat', 'chat (it has no chat template); use /v1/completions')
-      const payload = {...toSampling(body), messages: toTurns(body.messages)}
+      api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
       const id = `chatcmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const events = model.invoke('chat', payload, signal) as AsyncIterable<GenerationEvent>
+      const events = await started(model.invoke('chat', toPayload(api, body), signal) as AsyncIterable<GenerationEvent>)
 
       if (!body.stream) {
         let content = ''
+        const calls: Array<{id: string; type: 'function'; function: {name: string; arguments: string}}> = []
         for await (const event of events) {
           if (event.type === 'text') content += event.text
-          else
+          else if (event.type === 'tool_call') calls[event.index] = {function: {arguments: '', name: event.name}, id: toolCallId(), type: 'function'}
+          else if (event.type === 'tool_arguments') calls[event.index].function.arguments += event.text
+          else if (event.type === 'done') {
+            const message = {content: calls.length > 0 && content === '' ? null : content, refusal: null, role: 'assistant', ...(calls.length > 0 ? {tool_calls: calls} : {})}
             return {
               body: {
-                choices: [{finish_reason: event.finishReason === 'length' ? 'length' : 'stop', index: 0, logprobs: null, message: {content, refusal: null, role: 'assistant'}}],
+                choices: [{finish_reason: finishReasonOf(event.finishReason), index: 0, logprobs: null, message}],
                 created,
                 id,
                 model: body.model,
@@ -72,6 +146,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
               },
               kind: 'json',
             }
+          }
         }
 
         throw api.errors.create(500, 'internal_error', 'the model ended without finishing its answer.')
@@ -89,13 +164,14 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
       async function* stream() {
         yield chunk({content: '', role: 'assistant'}, null)
         for await (const event of events) {
-          if (event.type === 'text') {
-            yield chunk({content: event.text}, null)
-            continue
+          if (event.type === 'text') yield chunk({content: event.text}, null)
+          else if (event.type === 'tool_call')
+            yield chunk({tool_calls: [{function: {arguments: '', name: event.name}, id: toolCallId(), index: event.index, type: 'function'}]}, null)
+          else if (event.type === 'tool_arguments') yield chunk({tool_calls: [{function: {arguments: event.text}, index: event.index}]}, null)
+          else if (event.type === 'done') {
+            yield chunk({}, finishReasonOf(event.finishReason))
+            if (includeUsage) yield {choices: [], created, id, model: body.model, object: 'chat.completion.chunk', usage: usageOf(event.promptTokens, event.completionTokens)}
           }
-
-          yield chunk({}, event.finishReason === 'length' ? 'length' : 'stop')
-          if (includeUsage) yield {choices: [], created, id, model: body.model, object: 'chat.completion.chunk', usage: usageOf(event.promptTokens, event.completionTokens)}
         }
       }
 
@@ -104,7 +180,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
     method: 'POST',
     path: '/v1/chat/completions',
     permission: 'models:read',
-    summary: 'Chat completion (OpenAI API), streaming with server-sent events when stream is true',
+    summary: 'Chat completion (OpenAI API) with tools and response_format; streaming with server-sent events when stream is true',
     tag: 'LLM',
   }
 }

@@ -1,21 +1,29 @@
-/** `POST /v1/completions`, the OpenAI (legacy) text completion API. */
+/**
+ * `POST /v1/completions`, the OpenAI (legacy) text completion API. A prompt is text or token ids; a list of prompts
+ * gets one choice per prompt (choice `index` = prompt position), generated concurrently.
+ */
 import type {GenerationEvent, Infer, KernelApi, RouteDefinition} from 'service-toolkit'
 
 import {randomUUID} from 'node:crypto'
 
-import {requireAbility} from './chat.js'
-import {samplingFields, toSampling, usageOf} from './openai-shapes.js'
+import {samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's default for this route, which differs from chat's "until the model stops". */
 const DEFAULT_MAX_TOKENS = 16
+const MAX_PROMPTS = 64
 
 function completionSchema(s: KernelApi['schema']) {
+  const tokens = s.array(s.integer({minimum: 0}), {minItems: 1})
   return s.object(
     {
       ...samplingFields(s),
       echo: s.optional(s.nullable(s.boolean({description: 'Return the prompt before the completion.'}))),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
-      prompt: s.union([s.string(), s.array(s.string(), {maxItems: 1, minItems: 1})], 'a string (or an array holding one string)'),
+      prompt: s.union(
+        [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_PROMPTS, minItems: 1})],
+        `a string, an array of token ids, or an array of up to ${MAX_PROMPTS} prompts, each a string or an array of token ids`,
+      ),
+      suffix: s.optional(s.nullable(s.string({description: 'Not supported: fill-in-the-middle needs a model with infill tokens.'}))),
     },
     {title: 'CreateCompletionRequest'},
   )
@@ -23,49 +31,102 @@ function completionSchema(s: KernelApi['schema']) {
 
 type CompletionRequest = Infer<ReturnType<typeof completionSchema>>
 
+/** The request's prompts, one per choice: `[1, 2]` is one prompt of two tokens, `[[1], "text"]` two prompts. */
+function promptsOf(prompt: CompletionRequest['prompt']): Array<string | number[]> {
+  if (typeof prompt === 'string') return [prompt]
+  if (prompt.every((item) => typeof item === 'number')) return [prompt as number[]]
+  return prompt as Array<string | number[]>
+}
+
+/** Interleaves several event streams as their events arrive, each event tagged with its stream's position. */
+async function* merge<T>(sources: Array<AsyncIterable<T>>): AsyncGenerator<[number, T]> {
+  const iterators = sources.map((source) => source[Symbol.asyncIterator]())
+  const pending = new Map<number, Promise<[number, IteratorResult<T>]>>()
+  const pull = (index: number) => pending.set(index, iterators[index].next().then((result) => [index, result]))
+  for (const index of iterators.keys()) pull(index)
+  try {
+    while (pending.size > 0) {
+      const [index, result] = await Promise.race(pending.values())
+      if (result.done) {
+        pending.delete(index)
+        continue
+      }
+
+      pull(index)
+      yield [index, result.value]
+    }
+  } finally {
+    await Promise.all(iterators.map((iterator) => iterator.return?.()))
+  }
+}
+
+/** Starts every prompt's generation; if the engine refuses one, the others are stopped and the refusal is the answer. */
+async function startAll(streams: Array<AsyncIterable<GenerationEvent>>): Promise<Array<AsyncIterableIterator<GenerationEvent>>> {
+  const results = await Promise.allSettled(streams.map((stream) => started(stream)))
+  const refused = results.find((result) => result.status === 'rejected')
+  if (!refused) return results.map((result) => (result as PromiseFulfilledResult<AsyncIterableIterator<GenerationEvent>>).value)
+  await Promise.all(results.map((result) => result.status === 'fulfilled' && result.value.return?.()))
+  throw refused.reason
+}
+
+const finishReasonOf = (reason: string) => (reason === 'length' ? 'length' : 'stop')
+
 export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequest> {
   return {
     body: completionSchema(api.schema),
     async handler({body, models, signal}) {
       const model = models.get(body.model)
-      requireAbility(api, model, 'generate', 'complete text')
-      const prompt = Array.isArray(body.prompt) ? body.prompt[0] : body.prompt
-      const events = model.invoke('complete', {...toSampling(body, DEFAULT_MAX_TOKENS), prompt}, signal) as AsyncIterable<GenerationEvent>
+      api.requireAbility(model, 'generate', 'complete text')
+      if (body.suffix) throw api.errors.badRequest('`suffix` (fill-in-the-middle) is not supported; put all the text in `prompt`.', 'suffix')
+      const prompts = promptsOf(body.prompt)
+      const sampling = toSampling(body, DEFAULT_MAX_TOKENS)
+      const streams = await startAll(prompts.map((prompt) => model.invoke('complete', {...sampling, prompt}, signal) as AsyncIterable<GenerationEvent>))
       const id = `cmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const shape = (text: string, finishReason: string | null) => ({
-        choices: [{finish_reason: finishReason, index: 0, logprobs: null, text}],
+      const shape = (choices: Array<{index: number; text: string; finish_reason: string | null}>) => ({
+        choices: choices.map((choice) => ({...choice, logprobs: null})),
         created,
         id,
         model: body.model,
         object: 'text_completion',
       })
-      const echo = body.echo ? prompt : ''
+      // A text prompt is echoed as given; a token prompt as the engine's text of it, which comes with `start`.
+      const echoed = (index: number) => (body.echo && typeof prompts[index] === 'string' ? (prompts[index] as string) : '')
+      const echoOf = (event: GenerationEvent) => (body.echo && event.type === 'start' ? (event.prompt ?? '') : '')
+      const usage = {completion: 0, prompt: 0}
+      const count = (event: Extract<GenerationEvent, {type: 'done'}>) => {
+        usage.prompt += event.promptTokens
+        usage.completion += event.completionTokens
+      }
 
       if (!body.stream) {
-        let text = echo
-        for await (const event of events) {
-          if (event.type === 'text') text += event.text
-          else
-            return {
-              body: {...shape(text, event.finishReason === 'length' ? 'length' : 'stop'), usage: usageOf(event.promptTokens, event.completionTokens)},
-              kind: 'json',
-            }
+        const choices = prompts.map((_, index) => ({finish_reason: 'stop', index, text: echoed(index)}))
+        for await (const [index, event] of merge(streams)) {
+          if (event.type === 'start') choices[index].text += echoOf(event)
+          else if (event.type === 'text') choices[index].text += event.text
+          else if (event.type === 'done') {
+            choices[index].finish_reason = finishReasonOf(event.finishReason)
+            count(event)
+          }
         }
 
-        throw api.errors.create(500, 'internal_error', 'the model ended without finishing its completion.')
+        return {body: {...shape(choices), usage: usageOf(usage.prompt, usage.completion)}, kind: 'json'}
       }
 
       const includeUsage = body.stream_options?.include_usage === true
       async function* stream() {
-        if (echo) yield shape(echo, null)
-        for await (const event of events) {
-          if (event.type === 'text') yield shape(event.text, null)
-          else {
-            yield shape('', event.finishReason === 'length' ? 'length' : 'stop')
-            if (includeUsage) yield {...shape('', null), choices: [], usage: usageOf(event.promptTokens, event.completionTokens)}
+        for (const index of prompts.keys()) if (echoed(index)) yield shape([{finish_reason: null, index, text: echoed(index)}])
+        for await (const [index, event] of merge(streams)) {
+          const echo = echoOf(event)
+          if (echo) yield shape([{finish_reason: null, index, text: echo}])
+          else if (event.type === 'text') yield shape([{finish_reason: null, index, text: event.text}])
+          else if (event.type === 'done') {
+            count(event)
+            yield shape([{finish_reason: finishReasonOf(event.finishReason), index, text: ''}])
           }
         }
+
+        if (includeUsage) yield {...shape([]), usage: usageOf(usage.prompt, usage.completion)}
       }
 
       return {events: stream(), kind: 'sse', terminator: '[DONE]'}
@@ -73,7 +134,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
     method: 'POST',
     path: '/v1/completions',
     permission: 'models:read',
-    summary: 'Text completion (OpenAI API), streaming with server-sent events when stream is true',
+    summary: 'Text completion (OpenAI API): one choice per prompt; streaming with server-sent events when stream is true',
     tag: 'LLM',
   }
 }

@@ -62,3 +62,28 @@ export const usageOf = (promptTokens: number, completionTokens: number) => ({
   prompt_tokens: promptTokens,
   total_tokens: promptTokens + completionTokens,
 })
+
+/**
+ * Pulls the first event before the response starts. Engines check a request before generating (the prompt fits,
+ * the schema can be enforced) and say so with their first event, so a refused request gets its real HTTP status
+ * instead of an error inside a 200 stream; a stream can also announce the prompt size from that event.
+ */
+export async function started<T>(events: AsyncIterable<T>): Promise<AsyncIterableIterator<T>> {
+  const iterator = events[Symbol.asyncIterator]()
+  let first: IteratorResult<T> | undefined = await iterator.next()
+  const resumed: AsyncIterableIterator<T> = {
+    [Symbol.asyncIterator]: () => resumed,
+    async next() {
+      const next = first ?? (await iterator.next())
+      first = undefined
+      return next
+    },
+    // Stopping early (a client that went away, a refused sibling prompt) stops the engine's work too.
+    async return() {
+      first = undefined
+      await iterator.return?.()
+      return {done: true, value: undefined}
+    },
+  }
+  return resumed
+}

@@ -2,6 +2,7 @@ import type {ModelFamily, RegisterHook} from 'service-toolkit'
 
 import {readFile} from 'node:fs/promises'
 
+import {anthropicRoutes} from './anthropic.js'
 import {chatRoute} from './chat.js'
 import {completionsRoute} from './completions.js'
 
@@ -24,10 +25,14 @@ const register: RegisterHook = async ({api}) => {
             throw api.errors.badRequest('model_ability must be an array such as ["chat"] or ["generate"].', 'model_ability')
           if (family.context_length !== undefined && (!Number.isInteger(family.context_length) || family.context_length < 1))
             throw api.errors.badRequest('context_length must be a positive integer.', 'context_length')
+          // Only embedding and rerank specs may leave the size out; an LLM is launched by its size.
+          const unsized = (family.model_specs ?? []).findIndex((spec) => spec.model_size_in_billions === undefined)
+          if (unsized >= 0)
+            throw api.errors.badRequest(`model_specs[${unsized}].model_size_in_billions is required for LLM models (e.g. "0_5" or 7).`, `model_specs[${unsized}].model_size_in_billions`)
         },
       },
     ],
-    routes: [chatRoute(api), completionsRoute(api)],
+    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api)],
   }
 }
 

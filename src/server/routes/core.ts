@@ -71,7 +71,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       async handler() {
-        return json({data: supervisor.list(), object: 'list'})
+        return json({data: supervisor.describeAll(), object: 'list'})
       },
       method: 'GET',
       path: '/v1/models',

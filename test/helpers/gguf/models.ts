@@ -260,14 +260,14 @@ function resolveConfig(options: TestLlamaOptions): ResolvedConfig {
 const CHUNK_ELEMENTS = 256 * 1024
 
 /** Adjusts one row (ne0 contiguous values) of a tensor in place after it has been drawn. */
-type RowShaper = (rowIndex: number, row: Float32Array) => void
+export type RowShaper = (rowIndex: number, row: Float32Array) => void
 
 /**
  * Uniform values in [-√3·std, √3·std] (variance std²), row by row, from an sfc32 generator. Uniform rather than
  * Gaussian because it is several times cheaper and the distribution's shape does not matter here. Every row consumes
  * its random numbers even if `shapeRow` overwrites it, so shaping one row never shifts the values of the others.
  */
-function* uniformRows(rowLength: number, rows: number, std: number, seed: number, shapeRow?: RowShaper): Generator<Float32Array> {
+export function* uniformRows(rowLength: number, rows: number, std: number, seed: number, shapeRow?: RowShaper): Generator<Float32Array> {
   const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / rowLength))
   const buffer = new Float32Array(Math.min(rowsPerChunk, rows) * rowLength)
   const half = std * Math.sqrt(3)
@@ -295,14 +295,14 @@ function* uniformRows(rowLength: number, rows: number, std: number, seed: number
   }
 }
 
-function* constantChunks(length: number, value: number): Generator<Float32Array> {
+export function* constantChunks(length: number, value: number): Generator<Float32Array> {
   const buffer = new Float32Array(Math.min(length, CHUNK_ELEMENTS)).fill(value)
   for (let done = 0; done < length; done += buffer.length)
     yield buffer.subarray(0, Math.min(buffer.length, length - done))
 }
 
 /** Per-tensor seed: FNV-1a of the name, mixed with the model seed. */
-function tensorSeed(seed: number, name: string): number {
+export function tensorSeed(seed: number, name: string): number {
   let hash = 0x811c9dc5 ^ Math.imul(seed | 0, 0x9e3779b1) ^ Math.floor(seed / 2 ** 32)
   for (const byte of Buffer.from(name, 'utf8'))
     hash = Math.imul(hash ^ byte, 0x01000193)

@@ -67,8 +67,8 @@ const SINGLE_CHARACTERS = [
   ...'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
 ]
 
-// Most frequent first; each is stored as "▁word" together with its prefixes.
-const WORDS = [
+// Most frequent first; each is stored as "▁word" together with its prefixes (the WordPiece vocabulary reuses them).
+export const WORDS = [
   'the', 'a', 'The', 'Hello', 'hello', 'world', 'and', 'to', 'of', 'in', 'is', 'it', 'you', 'that', 'he', 'was',
   'for', 'on', 'are', 'with', 'as', 'I', 'his', 'they', 'be', 'at', 'one', 'have', 'this', 'from', 'or', 'had', 'by', 'not', 'but', 'what', 'all',
   'were', 'we', 'when', 'your', 'can', 'said', 'there', 'use', 'an', 'each', 'which', 'she', 'do', 'how', 'their',

@@ -1,0 +1,270 @@
+/**
+ * LLM operations on a pool of parallel context sequences, so concurrent requests share each decode batch: `chat`
+ * (with tools and structured output), `complete` and `count_tokens`. Every request is checked and measured before it
+ * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first.
+ */
+import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
+import type {
+  ChatPayload,
+  CompletionPayload,
+  FinishReason,
+  GenerationEvent,
+  LoadedModel,
+  LoadRequest,
+  Logger,
+  SamplingOptions,
+  TokenCountEvent,
+  ToolDefinition,
+} from 'service-toolkit'
+
+import {requestError} from './errors.js'
+import {EventQueue} from './event-queue.js'
+import {toGrammarSchema} from './json-schema.js'
+import {SequencePool} from './sequence-pool.js'
+import {forcedCallInstructions, forcedCallSchema, ForcedCallParser, toFunctions, toHistory} from './tools.js'
+
+interface Slot {
+  sequence: LlamaContextSequence
+  chat?: import('node-llama-cpp').LlamaChat
+  completion?: import('node-llama-cpp').LlamaCompletion
+}
+
+interface Outcome {
+  stopReason: string
+  finishReason: FinishReason
+  stopSequence?: string
+}
+
+/** A request that passed its checks: its prompt size, and how to run it on a leased sequence. */
+interface Prepared {
+  promptTokens: number
+  prompt?: string
+  run(slot: Slot, emit: (event: GenerationEvent) => void): Promise<Outcome>
+}
+
+type StopMetadata = {stopReason: string; customStopTrigger?: Array<string | number>}
+
+function outcomeOf(metadata: StopMetadata): Outcome {
+  const {stopReason} = metadata
+  const finishReason: FinishReason = stopReason === 'maxTokens' ? 'length' : stopReason === 'abort' ? 'abort' : 'stop'
+  if (stopReason !== 'customStopTrigger') return {finishReason, stopReason}
+  return {finishReason, stopReason, stopSequence: metadata.customStopTrigger?.filter((part) => typeof part === 'string').join('')}
+}
+
+function sampling(options: SamplingOptions, budget: number) {
+  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
+  return {
+    customStopTriggers: options.stop?.length ? options.stop : undefined,
+    maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
+    minP: options.minP,
+    repeatPenalty: penalize
+      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: 1, presencePenalty: options.presencePenalty}
+      : (false as const),
+    seed: options.seed,
+    temperature: options.temperature ?? 1,
+    topK: options.topK,
+    topP: options.topP,
+  }
+}
+
+/** How a chat request uses its tools (see tools.ts): not at all, the model's choice, or a forced call. */
+function toolPlan(request: ChatPayload): {mode: 'none' | 'auto' | 'forced'; tools: ToolDefinition[]} {
+  const tools = request.tools ?? []
+  const choice = request.toolChoice ?? 'auto'
+  if (choice === 'none' || tools.length === 0) {
+    if (choice !== 'none' && choice !== 'auto') throw requestError('tool_choice asks for a tool call, but the request gives no tools.', 'tool_choice')
+    return {mode: 'none', tools: []}
+  }
+
+  if (choice === 'auto') return {mode: 'auto', tools}
+  if (choice === 'required') return {mode: 'forced', tools}
+  const named = tools.find((tool) => tool.name === choice.name)
+  if (!named) throw requestError(`tool_choice names the tool "${choice.name}", which is not among the tools: ${tools.map((tool) => tool.name).join(', ')}.`, 'tool_choice')
+  return {mode: 'forced', tools: [named]}
+}
+
+export async function loadGenerator(options: {
+  llama: Llama
+  model: LlamaModel
+  request: LoadRequest
+  log: Logger
+  threads: number
+  chatWrapper?: ChatWrapper
+  contextSize: number
+  parallel: number
+}): Promise<LoadedModel> {
+  const {chatWrapper, llama, log, model, parallel, request, threads} = options
+  const {LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
+  let context: LlamaContext
+  try {
+    context = await model.createContext({batchSize: request.parameters.n_batch as number | undefined, contextSize: options.contextSize, sequences: parallel, threads})
+  } catch (error) {
+    throw new Error(`llama.cpp could not create a context of ${options.contextSize} tokens × ${parallel} sequences: ${(error as Error).message}`)
+  }
+
+  const pool = new SequencePool<Slot>(Array.from({length: parallel}, () => ({sequence: context.getSequence()})))
+  const vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY
+  log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatWrapper?.wrapperName ?? 'none'}`)
+
+  const budgetAfter = (promptTokens: number, param: string) => {
+    const budget = context.contextSize - promptTokens
+    if (budget < 1)
+      throw requestError(
+        `the prompt is ${promptTokens} tokens, which leaves no room in this model's ${context.contextSize}-token context; shorten it, or relaunch the model with a larger --n_ctx.`,
+        param,
+      )
+    return budget
+  }
+
+  /**
+   * Runs one prepared request on a leased sequence and turns its callbacks into a stream of events. Generated
+   * tokens are counted by the sequence's own meter: `onToken` re-emits text held back for stop-trigger checks as
+   * re-tokenized pieces, so counting its calls over-counts.
+   */
+  async function* generate(signal: AbortSignal, prepared: Prepared): AsyncGenerator<GenerationEvent> {
+    yield {promptTokens: prepared.promptTokens, type: 'start', ...(prepared.prompt === undefined ? {} : {prompt: prepared.prompt})}
+    const slot = await pool.acquire(signal)
+    const queue = new EventQueue<GenerationEvent>()
+    const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
+    const {promptTokens} = prepared
+    const done = prepared.run(slot, (event) => queue.push(event)).then(
+      ({finishReason, stopReason, stopSequence}) => {
+        const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
+        log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
+        queue.push({completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
+        queue.end()
+      },
+      (error) => queue.fail(error),
+    )
+    try {
+      yield* queue
+    } finally {
+      await done
+      pool.release(slot)
+    }
+  }
+
+  /** The history, functions and instructions a chat request is rendered with, and its size in tokens. */
+  function renderChat(request: ChatPayload) {
+    if (!chatWrapper) throw requestError('this model has no chat template; use /v1/completions.', 'model')
+    const plan = toolPlan(request)
+    const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
+    const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined)
+    const state = chatWrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
+    return {functions, history, plan, promptTokens: state.contextText.tokenize(model.tokenizer).length}
+  }
+
+  async function grammarFor(request: ChatPayload, plan: ReturnType<typeof toolPlan>): Promise<LlamaGrammar | undefined> {
+    const format = request.responseFormat ?? {type: 'text'}
+    if (format.type !== 'text' && plan.mode !== 'none')
+      throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
+    if (plan.mode === 'forced') {
+      const all = request.tools ?? []
+      return llama.createGrammarForJsonSchema<GbnfJsonSchema>(forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
+    }
+
+    if (format.type === 'json_object') return llama.getGrammarFor('json')
+    if (format.type === 'json_schema') return llama.createGrammarForJsonSchema<GbnfJsonSchema>(toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
+    return undefined
+  }
+
+  async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
+    const {functions, history, plan, promptTokens} = renderChat(request)
+    const grammar = await grammarFor(request, plan)
+    const options = sampling(request, budgetAfter(promptTokens, 'messages'))
+    return {
+      promptTokens,
+      async run(slot, emit) {
+        slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatWrapper!, contextSequence: slot.sequence})
+        const common = {...options, signal, stopOnAbortSignal: true}
+        if (plan.mode === 'forced') {
+          const parser = new ForcedCallParser(emit)
+          const result = await slot.chat.generateResponse(history, {...common, grammar, onTextChunk: (text) => parser.push(text)})
+          const outcome = outcomeOf(result.metadata)
+          const complete = outcome.finishReason === 'stop'
+          const called = parser.finish(complete)
+          return called && complete ? {...outcome, finishReason: 'tool_calls'} : outcome
+        }
+
+        const onTextChunk = (text: string) => text && emit({text, type: 'text'})
+        if (!functions) {
+          const result = await slot.chat.generateResponse(history, {...common, grammar, onTextChunk})
+          return outcomeOf(result.metadata)
+        }
+
+        // node-llama-cpp streams the parameters of each call; a call whose parameters never streamed (none, or
+        // parsed in one piece) is completed from the final result so that every call has JSON arguments.
+        const streamed = new Map<number, string>()
+        const result = await slot.chat.generateResponse(history, {
+          ...common,
+          documentFunctionParams: true,
+          functions,
+          onFunctionCallParamsChunk({callIndex, functionName, paramsChunk}) {
+            if (!streamed.has(callIndex)) emit({index: callIndex, name: functionName, type: 'tool_call'})
+            streamed.set(callIndex, (streamed.get(callIndex) ?? '') + paramsChunk)
+            if (paramsChunk) emit({index: callIndex, text: paramsChunk, type: 'tool_arguments'})
+          },
+          onTextChunk,
+        })
+        for (const [index, call] of (result.functionCalls ?? []).entries()) {
+          if (!streamed.has(index)) emit({index, name: call.functionName, type: 'tool_call'})
+          if (!streamed.get(index)?.trim()) emit({index, text: JSON.stringify(call.params ?? {}), type: 'tool_arguments'})
+        }
+
+        const outcome = outcomeOf(result.metadata)
+        return result.functionCalls?.length ? {...outcome, finishReason: 'tool_calls'} : outcome
+      },
+    }
+  }
+
+  const operations: LoadedModel['operations'] = {
+    complete: (payload, requestSignal) => {
+      const request = payload as CompletionPayload
+      return (async function* () {
+        const tokens = typeof request.prompt === 'string' ? undefined : (request.prompt as Token[])
+        const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
+        if (bad >= 0) throw requestError(`prompt[${bad}] is not a token id of this model (its vocabulary has ${vocabularySize} tokens).`, 'prompt')
+        // Counted as LlamaCompletion evaluates it: the BOS token (when the model wants one), then the prompt, text
+        // tokenized without the leading space SentencePiece would add.
+        const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0
+        const promptTokens = bos + (tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined)).length
+        const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
+        yield* generate(requestSignal, {
+          prompt: tokens ? model.detokenize(tokens) : undefined,
+          promptTokens,
+          async run(slot, emit) {
+            slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
+            const onTextChunk = (text: string) => text && emit({text, type: 'text'})
+            const result = await slot.completion.generateCompletionWithMeta(tokens ?? (request.prompt as string), {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})
+            return outcomeOf(result.metadata)
+          },
+        })
+      })()
+    },
+  }
+
+  if (chatWrapper) {
+    operations.chat = (payload, requestSignal) =>
+      (async function* () {
+        yield* generate(requestSignal, await prepareChat(payload as ChatPayload, requestSignal))
+      })()
+    operations.count_tokens = (payload) =>
+      (async function* (): AsyncGenerator<TokenCountEvent> {
+        yield {count: renderChat(payload as ChatPayload).promptTokens, type: 'tokens'}
+      })()
+  }
+
+  return {
+    async dispose() {
+      await context.dispose()
+    },
+    info: {
+      abilities: chatWrapper ? ['chat', 'generate'] : ['generate'],
+      chatTemplate: chatWrapper?.wrapperName ?? null,
+      contextLength: context.contextSize,
+      parallel,
+      threads: context.currentThreads,
+    },
+    operations,
+  }
+}

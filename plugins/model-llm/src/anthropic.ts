@@ -1,0 +1,339 @@
+/**
+ * The Anthropic Messages API under `/anthropic`: `POST /v1/messages` (streaming or not, with tools),
+ * `POST /v1/messages/count_tokens` and `GET /v1/models`, so the official `@anthropic-ai/sdk` works with
+ * `baseURL: <service>/anthropic`. Responses carry every field of the SDK's types (`Message`, `Usage`,
+ * `ModelInfo`), null where this service has nothing to say; errors come in Anthropic's `{type: "error", error}` form
+ * (the HTTP edge renders them for every path under /anthropic). The `anthropic-version` header is accepted and ignored.
+ */
+import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, ModelHandle, RouteDefinition, TokenCountEvent, ToolChoice} from 'service-toolkit'
+
+import {randomBytes} from 'node:crypto'
+
+import {started} from './openai-shapes.js'
+
+const TOOL_NAME = /^[\w-]{1,64}$/
+
+function conversationFields(s: KernelApi['schema']) {
+  const textBlock = s.object({text: s.string(), type: s.literal('text')}, {unknownKeys: 'strip'})
+  // One schema for every block type, so a wrong field is reported for the block's own type (see toTurns).
+  const block = s.object(
+    {
+      content: s.optional(
+        s.union([s.string(), s.array(s.object({text: s.optional(s.string()), type: s.string()}, {unknownKeys: 'strip'}))], 'a string or an array of text blocks'),
+      ),
+      id: s.optional(s.string()),
+      input: s.optional(s.unknown()),
+      is_error: s.optional(s.boolean()),
+      name: s.optional(s.string()),
+      text: s.optional(s.string()),
+      tool_use_id: s.optional(s.string()),
+      type: s.string({enum: ['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']}),
+    },
+    {unknownKeys: 'strip'},
+  )
+  const message = s.object({
+    content: s.union([s.string(), s.array(block)], 'a string or an array of content blocks'),
+    role: s.string({enum: ['user', 'assistant']}),
+  })
+  const tool = s.object(
+    {
+      description: s.optional(s.string()),
+      input_schema: s.record(s.unknown(), {description: 'JSON Schema of the tool input.'}),
+      name: s.string({pattern: TOOL_NAME}),
+      type: s.optional(s.nullable(s.literal('custom'))),
+    },
+    {unknownKeys: 'strip'},
+  )
+  return {
+    messages: s.array(message, {description: 'The conversation so far, alternating user and assistant turns.', minItems: 1}),
+    model: s.string({description: 'Uid of a running model.', minLength: 1}),
+    system: s.optional(s.union([s.string(), s.array(textBlock)], 'a string or an array of text blocks')),
+    thinking: s.optional(s.object({budget_tokens: s.optional(s.integer()), type: s.string({enum: ['enabled', 'disabled']})})),
+    tool_choice: s.optional(
+      s.object({
+        disable_parallel_tool_use: s.optional(s.boolean()),
+        name: s.optional(s.string()),
+        type: s.string({enum: ['auto', 'any', 'tool', 'none']}),
+      }),
+    ),
+    tools: s.optional(s.array(tool, {maxItems: 128})),
+  }
+}
+
+function messagesSchema(s: KernelApi['schema']) {
+  return s.object(
+    {
+      ...conversationFields(s),
+      max_tokens: s.integer({description: 'Upper bound on generated tokens.', minimum: 1}),
+      metadata: s.optional(s.unknown()),
+      service_tier: s.optional(s.unknown()),
+      stop_sequences: s.optional(s.array(s.string(), {maxItems: 16})),
+      stream: s.optional(s.boolean()),
+      temperature: s.optional(s.number({maximum: 1, minimum: 0})),
+      top_k: s.optional(s.integer({minimum: 0})),
+      top_p: s.optional(s.number({maximum: 1, minimum: 0})),
+    },
+    {title: 'AnthropicCreateMessageRequest'},
+  )
+}
+
+const countSchema = (s: KernelApi['schema']) => s.object(conversationFields(s), {title: 'AnthropicCountTokensRequest'})
+
+type Conversation = Infer<ReturnType<typeof countSchema>>
+type MessagesRequest = Infer<ReturnType<typeof messagesSchema>>
+
+const textOf = (content: string | Array<{text?: string}> | undefined) =>
+  content === undefined ? '' : typeof content === 'string' ? content : content.map((block) => block.text ?? '').join('')
+
+/**
+ * Anthropic conversations as engine turns: the system prompt first; an assistant turn's `tool_use` blocks become
+ * its tool calls; a user turn's `tool_result` blocks become tool turns (ahead of its text, which answers them).
+ */
+function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
+  const turns: ChatTurn[] = []
+  const system = textOf(request.system)
+  if (system) turns.push({content: system, role: 'system'})
+  const called = new Set<string>()
+  for (const [index, message] of request.messages.entries()) {
+    if (typeof message.content === 'string') {
+      turns.push({content: message.content, role: message.role as 'user' | 'assistant'})
+      continue
+    }
+
+    let text = ''
+    const calls: NonNullable<ChatTurn['toolCalls']> = []
+    for (const [position, block] of message.content.entries()) {
+      const at = `messages[${index}].content[${position}]`
+      const require = (field: 'id' | 'name' | 'text' | 'tool_use_id') => {
+        if (block[field] === undefined || block[field] === '') throw api.errors.badRequest(`\`${at}.${field}\` is required in a ${block.type} block.`, `${at}.${field}`)
+        return block[field]
+      }
+
+      if (block.type === 'text') text += require('text')
+      else if (block.type === 'tool_use') {
+        if (message.role !== 'assistant') throw api.errors.badRequest(`\`${at}\`: tool_use blocks belong in assistant messages.`, at)
+        const id = require('id')
+        if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input))
+          throw api.errors.badRequest(`\`${at}.input\` must be an object, the tool's input.`, `${at}.input`)
+        called.add(id)
+        calls.push({arguments: JSON.stringify(block.input), id, name: require('name')})
+      } else if (block.type === 'tool_result') {
+        if (message.role !== 'user') throw api.errors.badRequest(`\`${at}\`: tool_result blocks belong in user messages.`, at)
+        const id = require('tool_use_id')
+        if (!called.has(id)) throw api.errors.badRequest(`\`${at}.tool_use_id\` "${id}" matches no tool_use block of an earlier assistant message.`, `${at}.tool_use_id`)
+        const result = textOf(block.content)
+        turns.push({content: block.is_error ? `Error: ${result}` : result, role: 'tool', toolCallId: id})
+      } else {
+        throw api.errors.badRequest(`\`${at}\`: ${block.type} blocks are not supported; this service reads text, tool_use and tool_result blocks.`, `${at}.type`)
+      }
+    }
+
+    if (message.role === 'assistant') turns.push({content: text, role: 'assistant', ...(calls.length > 0 ? {toolCalls: calls} : {})})
+    else if (text) turns.push({content: text, role: 'user'})
+  }
+
+  return turns
+}
+
+function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload, 'maxTokens'> {
+  if (request.thinking?.type === 'enabled') throw api.errors.badRequest('extended thinking is not supported; leave out `thinking`.', 'thinking')
+  const tools = (request.tools ?? []).map((tool, index) => ({description: tool.description, name: tool.name, param: `tools[${index}].input_schema`, parameters: tool.input_schema}))
+  const choice = request.tool_choice ?? {type: 'auto'}
+  let toolChoice: ToolChoice = choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : 'auto'
+  if (choice.type === 'tool') {
+    if (!choice.name) throw api.errors.badRequest('`tool_choice.name` is required when `tool_choice.type` is "tool".', 'tool_choice.name')
+    if (!tools.some((tool) => tool.name === choice.name))
+      throw api.errors.badRequest(`\`tool_choice.name\` "${choice.name}" is not one of the tools (${tools.map((tool) => tool.name).join(', ') || 'none given'}).`, 'tool_choice.name')
+    toolChoice = {name: choice.name}
+  }
+
+  if (toolChoice === 'required' && tools.length === 0) throw api.errors.badRequest('`tool_choice` "any" needs `tools`.', 'tool_choice')
+  return {messages: toTurns(api, request), toolChoice, tools}
+}
+
+const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`
+
+function usageOf(inputTokens: number, outputTokens: number) {
+  return {
+    cache_creation: null,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    inference_geo: null,
+    input_tokens: inputTokens,
+    output_tokens: outputTokens,
+    output_tokens_details: null,
+    server_tool_use: null,
+    service_tier: 'standard',
+    speed: null,
+  }
+}
+
+function stopOf(event: Extract<GenerationEvent, {type: 'done'}>) {
+  if (event.finishReason === 'tool_calls') return {stop_reason: 'tool_use', stop_sequence: null}
+  if (event.finishReason === 'length') return {stop_reason: 'max_tokens', stop_sequence: null}
+  if (event.stopSequence) return {stop_reason: 'stop_sequence', stop_sequence: event.stopSequence}
+  return {stop_reason: 'end_turn', stop_sequence: null}
+}
+
+/** A tool's input as the model wrote it; input cut off by max_tokens is not JSON, and then shows as empty. */
+function inputOf(json: string): unknown {
+  try {
+    return JSON.parse(json)
+  } catch {
+    return {}
+  }
+}
+
+const toolUseBlock = (name: string, input: unknown) => ({caller: {type: 'direct'}, id: id('toolu'), input, name, type: 'tool_use'})
+
+function messagesRoute(api: KernelApi): RouteDefinition<MessagesRequest> {
+  return {
+    body: messagesSchema(api.schema),
+    errorStyle: 'anthropic',
+    async handler({body, models, signal}) {
+      const model = models.get(body.model)
+      api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
+      const payload: ChatPayload = {
+        ...toChatPayload(api, body),
+        maxTokens: body.max_tokens,
+        stop: body.stop_sequences,
+        temperature: body.temperature,
+        topK: body.top_k,
+        topP: body.top_p,
+      }
+      const events = await started(model.invoke('chat', payload, signal) as AsyncIterable<GenerationEvent>)
+      const message = {container: null, diagnostics: null, id: id('msg'), model: body.model, role: 'assistant', stop_details: null, type: 'message'}
+
+      if (!body.stream) {
+        let text = ''
+        const calls: Array<{name: string; json: string}> = []
+        for await (const event of events) {
+          if (event.type === 'text') text += event.text
+          else if (event.type === 'tool_call') calls[event.index] = {json: '', name: event.name}
+          else if (event.type === 'tool_arguments') calls[event.index].json += event.text
+          else if (event.type === 'done') {
+            const content = [...(text ? [{citations: null, text, type: 'text'}] : []), ...calls.map((call) => toolUseBlock(call.name, inputOf(call.json)))]
+            return {body: {...message, content, ...stopOf(event), usage: usageOf(event.promptTokens, event.completionTokens)}, kind: 'json'}
+          }
+        }
+
+        throw api.errors.create(500, 'internal_error', 'the model ended without finishing its answer.')
+      }
+
+      // Blocks open lazily and close before the next one opens, so indices run 0, 1, … with matched starts and stops.
+      async function* stream() {
+        let open: 'text' | 'tool' | undefined
+        let index = -1
+        const start = (contentBlock: Record<string, unknown>, kind: 'text' | 'tool') => {
+          const stop = open ? [{data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}] : []
+          open = kind
+          index++
+          return [...stop, {data: {content_block: contentBlock, index, type: 'content_block_start'}, event: 'content_block_start'}]
+        }
+
+        let announced = false
+        for await (const event of events) {
+          if (!announced) {
+            // Engines announce the prompt size first (`start`); one that does not still gets a message_start.
+            announced = true
+            const inputTokens = event.type === 'start' ? event.promptTokens : 0
+            yield {data: {message: {...message, content: [], stop_reason: null, stop_sequence: null, usage: usageOf(inputTokens, 0)}, type: 'message_start'}, event: 'message_start'}
+            yield {data: {type: 'ping'}, event: 'ping'}
+          }
+
+          if (event.type === 'text') {
+            if (open !== 'text') yield* start({citations: null, text: '', type: 'text'}, 'text')
+            yield {data: {delta: {text: event.text, type: 'text_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
+          } else if (event.type === 'tool_call') {
+            yield* start(toolUseBlock(event.name, {}), 'tool')
+          } else if (event.type === 'tool_arguments') {
+            yield {data: {delta: {partial_json: event.text, type: 'input_json_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
+          } else if (event.type === 'done') {
+            if (open) yield {data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}
+            const usage = {cache_creation_input_tokens: 0, cache_read_input_tokens: 0, input_tokens: event.promptTokens, output_tokens: event.completionTokens, output_tokens_details: null, server_tool_use: null}
+            yield {data: {delta: {container: null, stop_details: null, ...stopOf(event)}, type: 'message_delta', usage}, event: 'message_delta'}
+            yield {data: {type: 'message_stop'}, event: 'message_stop'}
+          }
+        }
+      }
+
+      return {events: stream(), kind: 'sse'}
+    },
+    method: 'POST',
+    path: '/anthropic/v1/messages',
+    permission: 'models:read',
+    summary: 'Anthropic Messages API: text, tools, stop sequences; server-sent events when stream is true',
+    tag: 'Anthropic',
+  }
+}
+
+function countTokensRoute(api: KernelApi): RouteDefinition<Conversation> {
+  return {
+    body: countSchema(api.schema),
+    errorStyle: 'anthropic',
+    async handler({body, models, signal}) {
+      const model = models.get(body.model)
+      api.requireAbility(model, 'chat', 'chat, so it cannot count the tokens of a conversation')
+      for await (const event of model.invoke('count_tokens', toChatPayload(api, body), signal) as AsyncIterable<TokenCountEvent>)
+        return {body: {input_tokens: event.count}, kind: 'json'}
+      throw api.errors.create(500, 'internal_error', 'the model did not count the tokens.')
+    },
+    method: 'POST',
+    path: '/anthropic/v1/messages/count_tokens',
+    permission: 'models:read',
+    summary: 'Anthropic token counting: the input tokens a Messages request would use',
+    tag: 'Anthropic',
+  }
+}
+
+/** A running chat model as Anthropic's `ModelInfo`. */
+function modelInfo(model: ModelHandle) {
+  const {context_length: contextLength, created} = model.description as {created?: number; context_length?: number | null}
+  return {
+    capabilities: null,
+    created_at: new Date((created ?? 0) * 1000).toISOString(),
+    deprecated_at: null,
+    display_name: model.modelName,
+    id: model.uid,
+    lifecycle: 'active',
+    line: null,
+    max_input_tokens: contextLength ?? null,
+    max_tokens: contextLength ?? null,
+    retires_at: null,
+    type: 'model',
+  }
+}
+
+function modelRoutes(api: KernelApi): RouteDefinition[] {
+  return [
+    {
+      errorStyle: 'anthropic',
+      async handler({models}) {
+        const data = models.list().filter((model) => model.abilities.includes('chat')).map((model) => modelInfo(model))
+        return {body: {data, first_id: data[0]?.id ?? null, has_more: false, last_id: data.at(-1)?.id ?? null}, kind: 'json'}
+      },
+      method: 'GET',
+      path: '/anthropic/v1/models',
+      permission: 'models:list',
+      summary: 'Running chat models in Anthropic\'s list shape',
+      tag: 'Anthropic',
+    },
+    {
+      errorStyle: 'anthropic',
+      async handler({models, params}) {
+        const model = models.get(params.model_id)
+        api.requireAbility(model, 'chat', 'chat, so the Anthropic API does not serve it')
+        return {body: modelInfo(model), kind: 'json'}
+      },
+      method: 'GET',
+      path: '/anthropic/v1/models/:model_id',
+      permission: 'models:list',
+      summary: 'One running chat model in Anthropic\'s shape',
+      tag: 'Anthropic',
+    },
+  ]
+}
+
+export function anthropicRoutes(api: KernelApi): RouteDefinition[] {
+  return [messagesRoute(api), countTokensRoute(api), ...modelRoutes(api)] as RouteDefinition[]
+}

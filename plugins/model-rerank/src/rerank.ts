@@ -1,0 +1,68 @@
+/**
+ * `POST /v1/rerank`: scores documents by relevance to a query with a cross-encoder, best first, in the shape
+ * Xinference answers (Jina's and Cohere's v1 shape: `results[{index, relevance_score, document}]` plus `meta`), with
+ * Jina's `model` and `usage` fields as well so their clients read it too.
+ */
+import type {Infer, KernelApi, RankEvent, RouteDefinition} from 'service-toolkit'
+
+import {randomUUID} from 'node:crypto'
+
+const MAX_DOCUMENTS = 1024
+
+function rerankSchema(s: KernelApi['schema']) {
+  const document = s.union([s.string(), s.object({text: s.string()}, {unknownKeys: 'strip'})], 'a string or {"text": …}')
+  return s.object(
+    {
+      documents: s.array(document, {description: 'Texts to rank against the query.', maxItems: MAX_DOCUMENTS, minItems: 1}),
+      max_chunks_per_doc: s.optional(s.nullable(s.integer({description: 'Accepted for Cohere clients; documents longer than the model reads are refused, not chunked.', minimum: 1}))),
+      model: s.string({description: 'Uid of a running rerank model.', minLength: 1}),
+      query: s.string({minLength: 1}),
+      return_documents: s.optional(s.nullable(s.boolean({description: 'Include each document\'s text in its result (default false).'}))),
+      return_len: s.optional(s.nullable(s.boolean({description: 'Accepted for Xinference clients; token counts are always in meta.tokens.'}))),
+      top_n: s.optional(s.nullable(s.integer({description: 'Return only the best n results (default: all).', minimum: 1}))),
+    },
+    {title: 'RerankRequest'},
+  )
+}
+
+type RerankRequest = Infer<ReturnType<typeof rerankSchema>>
+
+export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
+  return {
+    body: rerankSchema(api.schema),
+    async handler({body, models, signal}) {
+      const model = models.get(body.model)
+      api.requireAbility(model, 'rerank', 'rerank documents')
+      const documents = body.documents.map((document) => (typeof document === 'string' ? document : document.text))
+      const empty = documents.findIndex((document) => document.trim() === '')
+      if (empty >= 0) throw api.errors.badRequest(`\`documents[${empty}]\` is empty; every document needs some text.`, `documents[${empty}]`)
+
+      const scores: number[] = []
+      let promptTokens = 0
+      for await (const event of model.invoke('rank', {documents, query: body.query}, signal) as AsyncIterable<RankEvent>) {
+        if (event.type === 'score') scores[event.index] = event.score
+        else promptTokens = event.promptTokens
+      }
+
+      const results = scores
+        .map((score, index) => ({document: body.return_documents ? {text: documents[index]} : null, index, relevance_score: score}))
+        .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+        .slice(0, body.top_n ?? documents.length)
+      return {
+        body: {
+          id: randomUUID(),
+          meta: {api_version: null, billed_units: null, tokens: {input_tokens: promptTokens, output_tokens: 0}, warnings: null},
+          model: body.model,
+          results,
+          usage: {total_tokens: promptTokens},
+        },
+        kind: 'json',
+      }
+    },
+    method: 'POST',
+    path: '/v1/rerank',
+    permission: 'models:read',
+    summary: 'Rerank documents by relevance to a query (Xinference, Jina and Cohere shape), best first',
+    tag: 'rerank',
+  }
+}
