@@ -19,7 +19,7 @@ import {listen} from '../server/listen.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {Supervisor} from './supervisor.js'
-import {createWeightsResolver} from './weights.js'
+import {WeightStore} from './weights.js'
 import {LocalWorker} from './worker.js'
 
 export interface RunningService {
@@ -47,7 +47,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     log,
     logDir: paths.logs,
     onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
-    resolveWeights: createWeightsResolver(paths.cache),
+    weights: new WeightStore({cacheDir: paths.cache, log}),
   })
   supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers: [worker]})
   const routes = [

@@ -13,11 +13,10 @@ import type {ChatPayload, CompletionPayload, EngineHost, FinishReason, Generatio
 
 import {open, stat} from 'node:fs/promises'
 
+import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 import {EventQueue} from './event-queue.js'
 import {SequencePool} from './sequence-pool.js'
 
-const DEFAULT_CONTEXT = 4096
-const DEFAULT_PARALLEL = 4
 /**
  * node-llama-cpp's prebuilt binaries start and join worker threads on every decode step, which costs more
  * than a small model's whole token: measured on 2 cores, a 135M-parameter F32 model decodes at 57 tok/s on
@@ -108,7 +107,7 @@ async function checkGgufHeader(path: string) {
 }
 
 const host: EngineHost = {
-  async load(request, {log}) {
+  async load(request, {log, progress}) {
     await checkGgufHeader(request.modelPath)
     const {getLlama, LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
     const {parameters} = request
@@ -129,6 +128,7 @@ const host: EngineHost = {
         defaultContextFlashAttention: parameters.flash_attn as boolean | undefined,
         gpuLayers,
         modelPath: request.modelPath,
+        onLoadProgress: progress,
         useMmap: parameters.use_mmap as boolean | undefined,
       })
     } catch (error) {
