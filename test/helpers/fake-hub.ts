@@ -273,9 +273,15 @@ function json(response: ServerResponse, status: number, body: unknown, headers: 
 async function write(response: ServerResponse, bytes: Buffer): Promise<boolean> {
   if (response.destroyed) return false
   if (response.write(bytes)) return true
-  await new Promise((resolve) => {
-    response.once('drain', resolve)
-    response.once('close', resolve)
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      response.off('drain', done)
+      response.off('close', done)
+      resolve()
+    }
+
+    response.once('drain', done)
+    response.once('close', done)
   })
   return !response.destroyed
 }

@@ -39,6 +39,10 @@ export interface TransferOptions {
 
 export const partPath = (target: string) => `${target}.part`
 
+/** Bytes queued for the disk before the network is paused; large enough to keep both busy. */
+const WRITE_BUFFER = 8 << 20
+const SYNC_EVERY = 64 << 20
+
 /** A failure worth another attempt: the connection, a stall, or a hub that is briefly busy. */
 class Retryable extends Error {}
 
@@ -132,26 +136,47 @@ export async function downloadFile(options: TransferOptions): Promise<void> {
         hashed = 0
       }
 
-      let file
-      try {
-        file = await open(part, append ? 'a' : 'w')
-      } catch (error) {
+      // Writes are queued rather than awaited one by one, so the disk works while the next chunks arrive; the
+      // stream is always ended (never destroyed), so every byte counted and hashed is on disk when it closes.
+      const file = await open(part, append ? 'a' : 'w').catch(async (error: NodeJS.ErrnoException) => {
         await response.body?.cancel().catch(() => {})
-        throw diskError(error as NodeJS.ErrnoException, part)
-      }
+        throw diskError(error, part)
+      })
+      const out = file.createWriteStream({highWaterMark: WRITE_BUFFER})
+      let writeError: NodeJS.ErrnoException | undefined
+      out.on('error', (error) => (writeError ??= error))
+      const drained = () =>
+        new Promise<void>((resolve) => {
+          const done = () => {
+            out.off('drain', done)
+            out.off('error', done)
+            resolve()
+          }
 
+          out.once('drain', done)
+          out.once('error', done)
+        })
+      // Data is flushed to disk every SYNC_EVERY bytes while more arrives, so the fsync before the file gets
+      // its name finds little left to write instead of stalling at the end.
+      let unsynced = 0
+      let syncing: Promise<void> | undefined
       try {
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           alive()
-          try {
-            await file.write(chunk)
-          } catch (error) {
-            throw diskError(error as NodeJS.ErrnoException, part)
-          }
-
           if (options.sha256) hash.update(chunk)
           hashed += chunk.length
           offset += chunk.length
+          unsynced += chunk.length
+          if (!out.write(chunk)) await drained()
+          if (unsynced >= SYNC_EVERY && !syncing) {
+            unsynced = 0
+            syncing = file
+              .datasync()
+              .catch(() => {})
+              .finally(() => (syncing = undefined))
+          }
+
+          if (writeError) throw diskError(writeError, part)
           options.onBytes(offset)
         }
       } catch (error) {
@@ -159,7 +184,9 @@ export async function downloadFile(options: TransferOptions): Promise<void> {
         if (signal.aborted) throw cancelled()
         throw new Retryable(stalled ? `no data for ${stallTimeoutMs / 1000} s` : networkReason(error), {cause: error})
       } finally {
-        await file.close()
+        await syncing
+        await new Promise<void>((resolve) => out.end(resolve))
+        if (writeError) throw diskError(writeError, part)
       }
 
       return offset
