@@ -53,15 +53,16 @@ export function createProgressView({columns = 80, now = () => performance.now(),
   let downloadStarted = 0
 
   const line = (progress: LaunchProgress, rate: number | undefined): string => {
-    const percent = `${Math.floor(progress.progress * 100)}%`.padStart(4)
+    const percent = (fraction: number) => `${Math.floor(fraction * 100)}%`.padStart(4)
     if (progress.stage === 'downloading') {
       const fraction = progress.total_bytes > 0 ? progress.downloaded_bytes / progress.total_bytes : 0
       const eta = rate && rate > 0 ? `  ETA ${formatDuration((progress.total_bytes - progress.downloaded_bytes) / rate)}` : ''
       const text = `${formatBytes(progress.downloaded_bytes)} / ${formatBytes(progress.total_bytes)}${rate ? `  ${formatBytes(rate)}/s` : ''}${eta}`
-      return `Downloading ${bar(fraction, Math.max(10, Math.min(30, columns - text.length - 20)))} ${percent}  ${text}`
+      return `Downloading ${bar(fraction, Math.max(10, Math.min(30, columns - text.length - 20)))} ${percent(fraction)}  ${text}`
     }
 
-    return `${progress.stage === 'loading' ? 'Loading    ' : 'Starting   '} ${bar(progress.progress, Math.max(10, Math.min(30, columns - 20)))} ${percent}`
+    const label = {loading: 'Loading', ready: 'Ready'}[progress.stage as string] ?? 'Starting'
+    return `${label.padEnd(11)} ${bar(progress.progress, Math.max(10, Math.min(30, columns - 20)))} ${percent(progress.progress)}`
   }
 
   /** Lines for a log: a download is announced and concluded even when polling never caught it in progress. */
