@@ -1,12 +1,15 @@
 /**
- * The README's examples are run as written: the quickstart shell block with `servicectl` on PATH, and the
- * OpenAI client example with node. Only the model path and the port differ from what a reader runs.
+ * The README's examples are run as written: the quickstart shell block with `servicectl` on PATH, the
+ * OpenAI client example with node, and the catalogue block against a local hub that serves a generated model
+ * under the real repo and file names. Only the model path, the port and HF_ENDPOINT differ from what a
+ * reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
+import {FakeHub} from '../helpers/fake-hub.js'
 import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -57,5 +60,29 @@ describe('README examples', () => {
 
     const stopped = await execa('bash', ['-euo', 'pipefail', '-c', terminate], {cwd: directory, env, reject: false})
     expect(stopped.stdout).to.contain('Terminated my-model.')
+  })
+
+  it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
+    const model = join(directory, 'catalogue.gguf')
+    await writeTestLlamaGguf(model)
+    const hub = await FakeHub.start()
+    await hub.addRepo('Qwen/Qwen2.5-0.5B-Instruct-GGUF', {'qwen2.5-0.5b-instruct-q4_k_m.gguf': model})
+    const catalogue = await startService({env: {HF_ENDPOINT: hub.url}})
+    try {
+      const script = await readmeBlock('catalogue')
+      const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env: {...env, SERVICE_ENDPOINT: catalogue.url}, reject: false})
+      expect(run.exitCode, run.stderr).to.equal(0)
+      expect(run.stderr).to.contain('Downloading qwen2.5-0.5b-instruct-q4_k_m.gguf')
+      expect(run.stdout).to.contain('Model uid: qwen2.5-instruct')
+      expect(run.stdout).to.match(/qwen2.5-instruct--0_5B--ggufv2--q4_k_m\s+huggingface\s+Qwen\/Qwen2.5-0.5B-Instruct-GGUF\s+\S+ kB\s+complete\s/)
+      expect(run.stdout).to.match(/^Total:\s+\d/m)
+      expect(run.stdout).to.match(/Assistant: \S/)
+      expect(run.stdout).to.contain('Terminated qwen2.5-instruct.')
+      expect(run.stdout).to.contain('Deleted qwen2.5-instruct--0_5B--ggufv2--q4_k_m (2 files).')
+      expect(hub.fileRequests('qwen2.5-0.5b-instruct-q4_k_m.gguf')).to.have.length(1)
+    } finally {
+      await catalogue.stop()
+      await hub.stop()
+    }
   })
 })
