@@ -150,7 +150,7 @@ export class WeightStore {
 
   private hub(spec: ResolvedSpec): Hub {
     if (!spec.model_id) throw badRequest(`the ${spec.model_hub} source of this model names no model_id (repo) to download from.`, 'model_name')
-    return createHub(spec.model_hub, this.env, this.options.fetch)
+    return createHub(spec.model_hub, this.env, {fetch: this.options.fetch, timeoutMs: this.tuning.stallTimeoutMs})
   }
 
   private get tuning() {

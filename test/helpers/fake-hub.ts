@@ -1,7 +1,8 @@
 /**
  * A local model hub for tests and benchmarks: the Hugging Face and ModelScope URL layouts and file-listing APIs
  * the service uses, over files on disk, with every request recorded and faults to inject (a transfer held part-way
- * until the test releases it or drops its connection, corrupt bytes, a gated repo, a hub that is down).
+ * until the test releases it or drops its connection, corrupt bytes, answers of 503, a gated repo, a hub
+ * that is down).
  *
  * Hugging Face: `GET /api/models/{repo}/revision/{revision}?blobs=true`, then
  * `GET /{repo}/resolve/{revision}/{file}`, which redirects to `/cdn/{sha256}` as huggingface.co redirects LFS
@@ -53,6 +54,7 @@ export class FakeHub {
   private readonly repos = new Map<string, FakeHubRepo>()
   private readonly corrupt = new Set<string>()
   private readonly holds: Hold[] = []
+  private failures: Array<{count: number; status: number; matching: string}> = []
   private readonly sockets = new Set<Socket>()
   private constructor(
     private readonly server: Server,
@@ -88,6 +90,11 @@ export class FakeHub {
     const repo: FakeHubRepo = {commit: createHash('sha1').update(id).digest('hex'), files: new Map(entries), id, token}
     this.repos.set(id, repo)
     return repo
+  }
+
+  /** The next `count` requests whose URL contains `matching` answer `status` (503: a hub briefly overloaded). */
+  failNext(count: number, status = 503, matching = '') {
+    this.failures.push({count, matching, status})
   }
 
   /** `file` is served with one byte changed, while the listing keeps its real SHA-256. */
@@ -141,6 +148,13 @@ export class FakeHub {
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', this.url)
+    const failure = this.failures.find((candidate) => decodeURIComponent(request.url ?? '').includes(candidate.matching))
+    if (failure) {
+      if (--failure.count === 0) this.failures.splice(this.failures.indexOf(failure), 1)
+      this.record(request, 'other')
+      return json(response, failure.status, {error: 'Service temporarily unavailable'})
+    }
+
     let match: RegExpExecArray | null
     if ((match = /^\/api\/models\/(.+)\/revision\/([^/]+)$/.exec(url.pathname))) {
       this.record(request, 'listing')

@@ -39,7 +39,7 @@ describe('weight store', () => {
     const tiny = join(directory, 'tiny.gguf')
     size = (await writeTestLlamaGguf(tiny)).bytes
     hub = await FakeHub.start()
-    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny})
+    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny})
   })
 
   after(async () => hub?.stop())
@@ -101,5 +101,15 @@ describe('weight store', () => {
     const path = await store().resolve({modelName: 'tiny', spec: spec('c')})
     expect(path).to.equal(join(folder, 'tiny-c.gguf'))
     expect(hub.fileRequests('tiny-c.gguf').at(-1)?.range).to.equal('bytes=1000-')
+  })
+
+  it('retries a hub that answers 503 for a while, on the file list and on the file', async () => {
+    hub.failNext(2)
+    const listing = await store().locate({modelName: 'tiny', spec: spec('d')})
+    expect(listing.source).to.equal('huggingface')
+    hub.failNext(2, 502, '/resolve/')
+    const path = await store().resolve({modelName: 'tiny', spec: spec('d')})
+    expect(path).to.equal(join(directory, 'cache', 'tiny--0_5B--ggufv2--d', 'tiny-d.gguf'))
+    expect(hub.requests.filter((r) => r.url.includes('tiny-d.gguf')).map((r) => r.kind)).to.deep.equal(['other', 'other', 'redirect', 'file'])
   })
 })

@@ -46,7 +46,11 @@ export interface Hub {
   failure(response: Response, url: string): ServiceError
 }
 
-type Fetch = typeof fetch
+export interface HubOptions {
+  fetch?: typeof fetch
+  /** A file-list request that gets no answer for this long is given up (and retried by the caller). */
+  timeoutMs?: number
+}
 
 const encodePath = (path: string) => path.split('/').map(encodeURIComponent).join('/')
 const trimSlash = (url: string) => url.replace(/\/+$/, '')
@@ -71,12 +75,13 @@ export function networkReason(error: unknown): string {
   return cause?.code ?? cause?.message ?? (error as Error)?.message ?? String(error)
 }
 
-async function readJson(hub: Hub, fetchImpl: Fetch, url: string, signal?: AbortSignal): Promise<unknown> {
+async function readJson(hub: Hub, {fetch: fetchImpl = fetch, timeoutMs = 30_000}: HubOptions, url: string, signal?: AbortSignal): Promise<unknown> {
   let response: Response
   try {
-    response = await fetchImpl(url, {headers: {accept: 'application/json', ...hub.headers}, signal})
+    response = await fetchImpl(url, {headers: {accept: 'application/json', ...hub.headers}, signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : [])])})
   } catch (error) {
     if (signal?.aborted) throw error
+    if ((error as Error).name === 'TimeoutError') throw new ServiceError(502, 'hub_busy', `${hub.name} did not answer ${url} within ${timeoutMs / 1000} s.`)
     throw unreachable(hub, url, error)
   }
 
@@ -110,7 +115,7 @@ export class HuggingFace implements Hub {
 
   constructor(
     env: NodeJS.ProcessEnv,
-    private readonly fetchImpl: Fetch = fetch,
+    private readonly options: HubOptions = {},
   ) {
     this.endpoint = trimSlash(env.HF_ENDPOINT || 'https://huggingface.co')
     this.token = env.HF_TOKEN || env.HUGGING_FACE_HUB_TOKEN || undefined
@@ -119,7 +124,7 @@ export class HuggingFace implements Hub {
 
   async snapshot(repo: string, revision: string, signal?: AbortSignal): Promise<RepoSnapshot> {
     const url = `${this.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}?blobs=true`
-    const body = (await readJson(this, this.fetchImpl, url, signal)) as {
+    const body = (await readJson(this, this.options, url, signal)) as {
       sha?: string
       siblings?: Array<{rfilename: string; size?: number; lfs?: {sha256?: string; size?: number} | null}>
     }
@@ -168,7 +173,7 @@ export class ModelScope implements Hub {
 
   constructor(
     env: NodeJS.ProcessEnv,
-    private readonly fetchImpl: Fetch = fetch,
+    private readonly options: HubOptions = {},
   ) {
     this.endpoint = trimSlash(env.MODELSCOPE_ENDPOINT || (env.MODELSCOPE_DOMAIN ? `https://${env.MODELSCOPE_DOMAIN}` : 'https://www.modelscope.cn'))
     this.token = env.MODELSCOPE_API_TOKEN || undefined
@@ -178,7 +183,7 @@ export class ModelScope implements Hub {
 
   async snapshot(repo: string, revision: string, signal?: AbortSignal): Promise<RepoSnapshot> {
     const url = `${this.endpoint}/api/v1/models/${repo}/repo/files?Revision=${encodeURIComponent(revision)}&Recursive=true`
-    const body = (await readJson(this, this.fetchImpl, url, signal)) as {
+    const body = (await readJson(this, this.options, url, signal)) as {
       Code?: number
       Success?: boolean
       Message?: string
@@ -213,8 +218,8 @@ export class ModelScope implements Hub {
   }
 }
 
-export function createHub(name: string, env: NodeJS.ProcessEnv, fetchImpl: Fetch = fetch): Hub {
-  if (name === 'huggingface') return new HuggingFace(env, fetchImpl)
-  if (name === 'modelscope') return new ModelScope(env, fetchImpl)
+export function createHub(name: string, env: NodeJS.ProcessEnv, options: HubOptions = {}): Hub {
+  if (name === 'huggingface') return new HuggingFace(env, options)
+  if (name === 'modelscope') return new ModelScope(env, options)
   throw new ServiceError(400, 'invalid_request', `model hub "${name}" is not supported; use one of: ${HUB_NAMES.join(', ')}.`, 'download_hub')
 }
