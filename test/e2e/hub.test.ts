@@ -155,6 +155,7 @@ describe('model hub (service-local, servicectl, a local Hugging Face / ModelScop
 
     const listed = (await api('GET', '/v1/models')).body.data.find((m: {id: string}) => m.id === 'first')
     expect(listed).to.include({stage: 'downloading', status: 'launching'})
+    expect((await cli(['list'])).stdout).to.match(/^first\s+LLM\s+hub-tiny\s+llama.cpp\s+ggufv2\s+0_5\s+q3_k\s+downloading 4\d%$/m)
 
     hold.release()
     await until(async () => {
