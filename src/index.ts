@@ -3,7 +3,22 @@
  * implement (type-only; plugins receive runtime helpers through the `service:register` hook).
  */
 export {Client, CLIENT_VERSION, DEFAULT_ENDPOINT, ModelClient} from './client/client.js'
-export type {AccessToken, ChatCompletion, ChatCompletionChunk, ChatMessage, Completion, ChatOptions, ClientOptions, LaunchOptions, RunningModel} from './client/client.js'
+export type {
+  AccessToken,
+  CachedModel,
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatMessage,
+  ChatOptions,
+  ClientOptions,
+  Completion,
+  LaunchOptions,
+  LaunchProgress,
+  LaunchStage,
+  MemoryEstimate,
+  RunningModel,
+  WaitOptions,
+} from './client/client.js'
 export type {FamilySpec, HubSource, ModelFamily, ResolvedSpec} from './kernel/catalogue.js'
 export type * from './kernel/contracts.js'
 export {ServiceError} from './kernel/errors.js'

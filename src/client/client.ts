@@ -11,6 +11,7 @@
  * With access control on, pass `{apiKey: 'sk-…'}` as the second argument, or call `await client.login(username, password)` first.
  */
 import {readFileSync} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
 
 import {ServiceError} from '../kernel/errors.js'
 
@@ -94,6 +95,60 @@ export interface AccessToken {
 
 export type ChatOptions = Record<string, unknown> & {max_tokens?: number; temperature?: number}
 
+export type LaunchStage = 'pending' | 'downloading' | 'loading' | 'ready' | 'error' | 'cancelled'
+
+/** `GET /v1/models/{uid}/progress`. */
+export interface LaunchProgress {
+  model_uid: string
+  stage: LaunchStage
+  /** The whole launch from 0 to 1; never goes back, 1 exactly when ready. */
+  progress: number
+  downloaded_bytes: number
+  total_bytes: number
+  files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
+  hub: string | null
+  repo: string | null
+  error: {message: string; code: string; status: number} | null
+}
+
+/** One model version in a worker's cache (`GET /v1/cache/models`). */
+export interface CachedModel {
+  model_version: string
+  model_name: string
+  model_size_in_billions: string
+  model_format: string
+  quantization: string
+  path: string
+  files: Array<{name: string; path: string; size: number}>
+  size_bytes: number
+  partial_bytes: number
+  complete: boolean
+  hub: string | null
+  repo: string | null
+  revision: string | null
+  worker: string
+  [field: string]: unknown
+}
+
+/** `POST /v1/models/memory`: bytes a launch would need. */
+export interface MemoryEstimate {
+  model_version: string
+  weights_bytes: number
+  kv_cache_bytes: number
+  overhead_bytes: number
+  total_bytes: number
+  context_length: number
+  source: string
+  [detail: string]: unknown
+}
+
+export interface WaitOptions {
+  /** Called with every progress answer (about twice a second). */
+  onProgress?: (progress: LaunchProgress) => void
+  signal?: AbortSignal
+  intervalMs?: number
+}
+
 export class Client {
   readonly endpoint: string
   private credential?: string
@@ -116,9 +171,52 @@ export class Client {
     return token
   }
 
-  async launch(options: LaunchOptions): Promise<string> {
-    const {model_uid: uid} = await this.request<{model_uid: string}>('POST', '/v1/models', options)
+  /**
+   * Launches a model and answers its uid once it is ready; with `{waitReady: false}` the uid comes back at
+   * once while the weights download and load (follow it with `progress` or `waitUntilReady`).
+   */
+  async launch(options: LaunchOptions, {waitReady = true}: {waitReady?: boolean} = {}): Promise<string> {
+    const {model_uid: uid} = await this.request<{model_uid: string}>('POST', `/v1/models${waitReady ? '' : '?wait_ready=false'}`, options)
     return uid
+  }
+
+  progress(uid: string): Promise<LaunchProgress> {
+    return this.request('GET', `/v1/models/${encodeURIComponent(uid)}/progress`)
+  }
+
+  /** Cancels a launch in progress; resolves once nothing of it is left. */
+  async cancel(uid: string): Promise<void> {
+    await this.request('POST', `/v1/models/${encodeURIComponent(uid)}/cancel`)
+  }
+
+  /**
+   * Polls a launch until it is ready; a failed or cancelled launch becomes a thrown ServiceError. Polls start
+   * quick, so a cached model is reported ready at once, and settle at `intervalMs`.
+   */
+  async waitUntilReady(uid: string, {intervalMs = 500, onProgress, signal}: WaitOptions = {}): Promise<LaunchProgress> {
+    for (let poll = 0; ; poll++) {
+      const progress = await this.progress(uid)
+      onProgress?.(progress)
+      if (progress.stage === 'ready') return progress
+      if (progress.error) throw new ServiceError(progress.error.status, progress.error.code, progress.error.message)
+      await sleep(Math.min(intervalMs, 50 * 2 ** poll), undefined, {signal})
+    }
+  }
+
+  async cachedModels(modelName?: string): Promise<CachedModel[]> {
+    return (await this.request<{list: CachedModel[]}>('GET', `/v1/cache/models${modelName ? `?model_name=${encodeURIComponent(modelName)}` : ''}`)).list
+  }
+
+  cachedModelFiles(version: string): Promise<{model_version: string; paths: string[]}> {
+    return this.request('GET', `/v1/cache/models/files?model_version=${encodeURIComponent(version)}`)
+  }
+
+  removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}> {
+    return this.request('DELETE', `/v1/cache/models?model_version=${encodeURIComponent(version)}`)
+  }
+
+  estimateMemory(options: LaunchOptions & {context_length?: number}): Promise<MemoryEstimate> {
+    return this.request('POST', '/v1/models/memory', options)
   }
 
   async list(): Promise<RunningModel[]> {

@@ -33,7 +33,15 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
     const module = await import(message.hostModule.startsWith('file:') ? message.hostModule : pathToFileURL(message.hostModule).href)
     const host = (module.default ?? module) as EngineHost
     if (typeof host.load !== 'function') throw new Error(`engine host module ${message.hostModule} exports no load()`)
-    model = await host.load(message.request, {log, signal: lifetime.signal})
+    let reported = 0
+    // llama.cpp reports every tensor; one message per percent is plenty for a progress bar.
+    const progress = (fraction: number) => {
+      if (fraction < 1 && fraction - reported < 0.01) return
+      reported = fraction
+      void send({fraction, type: 'load-progress'})
+    }
+
+    model = await host.load(message.request, {log, progress, signal: lifetime.signal})
     await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
   } catch (error) {
     const shaped = toServiceError(error)

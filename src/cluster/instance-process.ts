@@ -105,6 +105,7 @@ export class InstanceProcess {
   private nextId = 1
   private readonly process: SpawnedProcess
   private readyWaiter?: {resolve(): void; reject(error: ServiceError): void}
+  private onLoadProgress?: (fraction: number) => void
 
   constructor(
     readonly uid: string,
@@ -122,15 +123,33 @@ export class InstanceProcess {
   }
 
   /** Loads the model; rejects with the engine's own reason (bad file, not enough memory, …). */
-  load(hostModule: string, request: LoadRequest, signal?: AbortSignal): Promise<void> {
+  load(hostModule: string, request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.readyWaiter = {reject, resolve}
       const abort = () => {
         this.readyWaiter = undefined
-        reject(new ServiceError(499, 'request_aborted', `launch of ${this.uid} was cancelled`))
+        this.onLoadProgress = undefined
+        reject(new ServiceError(499, 'request_aborted', `the launch of ${this.uid} was cancelled while its model was loading.`))
         void this.dispose()
       }
 
+      // Once loaded, the model no longer belongs to the launch: a late abort must not dispose it.
+      const done = () => {
+        signal?.removeEventListener('abort', abort)
+        this.onLoadProgress = undefined
+      }
+
+      this.readyWaiter = {
+        reject(error) {
+          done()
+          reject(error)
+        },
+        resolve() {
+          done()
+          resolve()
+        },
+      }
+      this.onLoadProgress = onProgress
+      if (signal?.aborted) return abort()
       signal?.addEventListener('abort', abort, {once: true})
       this.process.send({hostModule, request, type: 'load'})
     })
@@ -207,6 +226,11 @@ export class InstanceProcess {
 
   private receive(message: FromInstance) {
     switch (message.type) {
+      case 'load-progress': {
+        this.onLoadProgress?.(message.fraction)
+        break
+      }
+
       case 'ready': {
         this.state = 'ready'
         this.info = message.info

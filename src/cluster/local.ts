@@ -21,7 +21,7 @@ import {listen} from '../server/listen.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {Supervisor} from './supervisor.js'
-import {createWeightsResolver} from './weights.js'
+import {WeightStore} from './weights.js'
 import {LocalWorker} from './worker.js'
 
 export interface RunningService {
@@ -50,7 +50,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     log,
     logDir: paths.logs,
     onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
-    resolveWeights: createWeightsResolver(paths.cache),
+    weights: new WeightStore({cacheDir: paths.cache, log}),
   })
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')

@@ -12,6 +12,7 @@ export type ToInstance =
   | {type: 'dispose'}
 
 export type FromInstance =
+  | {type: 'load-progress'; fraction: number}
   | {type: 'ready'; info: LoadedModelInfo; operations: string[]}
   | {type: 'load-failed'; error: ServiceErrorShape}
   | {type: 'event'; id: number; event: unknown}

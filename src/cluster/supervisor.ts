@@ -8,30 +8,42 @@ import {randomBytes} from 'node:crypto'
 import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
-import type {WorkerApi} from './worker.js'
+import type {InstanceLaunch, LaunchStep, WorkerApi, WorkerMemoryEstimate} from './worker.js'
 
 import {flattenFamily, matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
-import {badRequest, notFound, ServiceError} from '../kernel/errors.js'
+import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import * as s from '../kernel/schema.js'
+import {cacheEntryName, type CachedModel} from './hub/cache.js'
 
 const UID = /^[A-Za-z0-9][\w.-]{0,99}$/
 const SIZE = s.union([s.string({minLength: 1}), s.number({minimum: 0})], 'a size in billions such as "0_5" or 7')
 
-export const launchSchema = s.object(
+const launchFields = {
+  download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
+  model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
+  model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
+  model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
+  model_size_in_billions: s.optional(SIZE),
+  model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
+  model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: UID})),
+  n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
+  quantization: s.optional(s.string({minLength: 1})),
+  replica: s.optional(s.integer({description: 'Number of instances; more than 1 needs cluster mode.', minimum: 1})),
+  size_in_billions: s.optional(SIZE),
+}
+
+export const launchSchema = s.object(launchFields, {
+  description: 'Launch fields; any other field is an engine parameter (n_ctx, n_parallel, …).',
+  title: 'LaunchRequest',
+  unknownKeys: 'keep',
+})
+
+export const memoryEstimateSchema = s.object(
   {
-    download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
-    model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
-    model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
-    model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
-    model_size_in_billions: s.optional(SIZE),
-    model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
-    model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: UID})),
-    n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
-    quantization: s.optional(s.string({minLength: 1})),
-    replica: s.optional(s.integer({description: 'Number of instances; more than 1 needs cluster mode.', minimum: 1})),
-    size_in_billions: s.optional(SIZE),
+    ...launchFields,
+    context_length: s.optional(s.integer({description: "Context length per request, in tokens (the engine's n_ctx).", minimum: 16})),
   },
-  {description: 'Launch fields; any other field is an engine parameter (n_ctx, n_parallel, …).', title: 'LaunchRequest', unknownKeys: 'keep'},
+  {description: 'The model as a launch names it, and the engine parameters it would be launched with.', title: 'MemoryEstimateRequest', unknownKeys: 'keep'},
 )
 
 export type LaunchRequest = s.Infer<typeof launchSchema>
@@ -40,6 +52,28 @@ export type LaunchRequest = s.Infer<typeof launchSchema>
 const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', 'worker_ip', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
 
 export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
+
+/** pending → downloading (only when the weights are not cached) → loading → ready; or error / cancelled. */
+export type LaunchStage = 'pending' | 'downloading' | 'loading' | 'ready' | 'error' | 'cancelled'
+
+export interface LaunchProgress {
+  model_uid: string
+  stage: LaunchStage
+  /** The whole launch, from 0 to 1; it never goes back, and is 1 exactly when the model is ready. */
+  progress: number
+  downloaded_bytes: number
+  total_bytes: number
+  files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
+  hub: string | null
+  repo: string | null
+  /** Why the launch failed or was cancelled. */
+  error: {message: string; code: string; status: number} | null
+}
+
+/** Of a launch that downloads, the share of its progress that is the download; loading is the rest. */
+const DOWNLOAD_SHARE = 0.9
+/** Failed and cancelled launches whose outcome the progress route still answers. */
+const ENDED_KEPT = 100
 
 interface InstanceRecord {
   uid: string
@@ -58,6 +92,12 @@ interface InstanceRecord {
   /** What the engine reported when the model loaded. */
   info: LoadedModelInfo
   pid?: number
+  progress: LaunchProgress
+  downloaded: boolean
+  /** Aborted to cancel the launch. */
+  controller: AbortController
+  /** Settles when the launch is over: ready, or failed and cleaned up. */
+  done: Promise<void>
 }
 
 export interface SupervisorOptions {
@@ -72,17 +112,129 @@ export interface SupervisorOptions {
 
 export class Supervisor implements ModelDirectory {
   private readonly instances = new Map<string, InstanceRecord>()
+  /** The last progress of launches that failed or were cancelled, by uid; their uids are free again. */
+  private readonly ended = new Map<string, LaunchProgress>()
   private readonly now: () => number
 
   constructor(private readonly options: SupervisorOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000))
   }
 
-  async launch(body: unknown, signal?: AbortSignal): Promise<{model_uid: string}> {
+  /**
+   * Validates a launch and starts it. With `waitReady` (the default, as in Xinference) it answers once the
+   * model is ready, and a caller that goes away cancels the launch; without, it answers the uid at once and
+   * the launch goes on, followed through `progress(uid)`.
+   */
+  async launch(body: unknown, {signal, waitReady = true}: {signal?: AbortSignal; waitReady?: boolean} = {}): Promise<{model_uid: string}> {
+    const {engine, entry, parameters, spec, request} = this.resolveLaunch(body)
+    const uid = this.chooseUid(request.model_uid, request.model_name)
+    const type = this.options.kernel.modelType(entry.modelType)!.definition
+    const record: InstanceRecord = {
+      abilities: entry.family.model_ability ?? type.defaultAbilities,
+      controller: new AbortController(),
+      created: this.now(),
+      done: Promise.resolve(),
+      downloaded: false,
+      engine: engine.name,
+      family: entry.family,
+      info: {},
+      modelName: entry.family.model_name,
+      modelType: entry.modelType,
+      parameters,
+      progress: {downloaded_bytes: 0, error: null, files: [], hub: spec.model_uri ? null : spec.model_hub, model_uid: uid, progress: 0, repo: spec.model_id, stage: 'pending', total_bytes: 0},
+      spec,
+      status: 'launching',
+      uid,
+      worker: this.placeOn(),
+    }
+    this.instances.set(uid, record)
+    this.ended.delete(uid)
+    this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}`)
+    record.done = this.run(record, {engine: engine.name, load: {family: entry.family, modelName: record.modelName, modelType: record.modelType, modelUid: uid, parameters, spec}})
+    if (!waitReady) {
+      record.done.catch(() => {})
+      return {model_uid: uid}
+    }
+
+    const cancel = () => record.controller.abort()
+    signal?.addEventListener('abort', cancel, {once: true})
+    try {
+      await record.done
+    } finally {
+      signal?.removeEventListener('abort', cancel)
+    }
+
+    return {model_uid: uid}
+  }
+
+  /** Where a launch is: its stage, overall fraction and download bytes; a failed one's error until relaunched. */
+  progress(uid: string): LaunchProgress {
+    const progress = this.instances.get(uid)?.progress ?? this.ended.get(uid)
+    if (!progress) this.require(uid)
+    return {...progress!, files: progress!.files.map((file) => ({...file}))}
+  }
+
+  /** Cancels a launch in progress; answers once nothing of it is left (no process, no partial download). */
+  async cancel(uid: string): Promise<void> {
+    const record = this.instances.get(uid)
+    if (!record) {
+      const ended = this.ended.get(uid)
+      if (ended) throw conflict(`the launch of ${uid} has already ended (${ended.stage}); there is nothing to cancel.`, 'model_uid')
+      this.require(uid)
+      return
+    }
+
+    if (record.status !== 'launching')
+      throw conflict(`model ${uid} is not launching (it is ${record.status}); stop it with \`servicectl terminate --model-uid ${uid}\` instead.`, 'model_uid')
+    this.options.log.info(`cancelling the launch of ${uid}`)
+    record.controller.abort()
+    await record.done.catch(() => {})
+  }
+
+  /** Terminates a model; one still launching is cancelled. */
+  async terminate(uid: string): Promise<void> {
+    const record = this.require(uid)
+    if (record.status === 'launching') return this.cancel(uid)
+    record.status = 'terminating'
+    try {
+      await record.worker.terminate(uid)
+    } catch (error) {
+      if (!(error instanceof ServiceError && error.status === 404)) throw error
+    } finally {
+      this.instances.delete(uid)
+    }
+  }
+
+  /** Every worker's cached model versions (optionally of one model), each with the worker that has it. */
+  async cachedModels(modelName?: string): Promise<Array<CachedModel & {worker: string}>> {
+    const lists = await Promise.all(this.options.workers.map(async (worker) => (await worker.cachedModels()).map((entry) => ({...entry, worker: worker.id}))))
+    return lists.flat().filter((entry) => !modelName || entry.model_name === modelName)
+  }
+
+  /** Deletes a model version from every worker's cache that has it; answers the deleted paths. */
+  async removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}> {
+    const holders = (await this.cachedModels()).filter((entry) => entry.model_version === version)
+    if (holders.length === 0) throw notFound(`there is no cached model version named ${version}; \`servicectl cached\` lists them.`, 'not_found', 'model_version')
+    const paths: string[] = []
+    for (const worker of this.options.workers.filter((w) => holders.some((entry) => entry.worker === w.id))) paths.push(...(await worker.removeCachedModel(version)))
+    return {model_version: version, paths}
+  }
+
+  /**
+   * How much memory a launch with this body would need, from the GGUF header in the cache or on the hub.
+   * `context_length` is the engine's n_ctx, as Xinference's cal-model-mem names it.
+   */
+  async estimateMemory(body: Record<string, unknown>, signal?: AbortSignal): Promise<WorkerMemoryEstimate & {model_version: string}> {
+    const {context_length: contextLength, ...rest} = body
+    const {engine, entry, parameters, spec} = this.resolveLaunch(contextLength === undefined ? rest : {...rest, n_ctx: contextLength}, {needsEstimator: true})
+    const estimate = await this.placeOn().estimateMemory({engine: engine.name, load: {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, modelUid: '', parameters, spec}}, signal)
+    return {...estimate, model_version: cacheEntryName(entry.family.model_name, spec)}
+  }
+
+  private resolveLaunch(body: unknown, {needsEstimator = false} = {}) {
     const request = launchSchema.parse(body)
-    const {kernel, registry} = this.options
-    const entry = registry.find(request.model_name, request.model_type)
-    const engine = this.chooseEngine(entry.modelType, request.model_engine)
+    const entry = this.options.registry.find(request.model_name, request.model_type)
+    const engine = this.chooseEngine(entry.modelType, request.model_engine, needsEstimator)
     const size = request.size_in_billions ?? request.model_size_in_billions
     const spec = matchSpec(entry.family, engine, {
       hub: request.download_hub ?? this.options.defaultHub,
@@ -93,56 +245,63 @@ export class Supervisor implements ModelDirectory {
     const parameters = engineParameters(engine, request)
     if ((request.replica ?? 1) > 1)
       throw badRequest('replica > 1 needs a cluster with several workers; launch with replica 1 in local mode.', 'replica')
-    const uid = this.chooseUid(request.model_uid, request.model_name)
-    const type = kernel.modelType(entry.modelType)!.definition
-    const record: InstanceRecord = {
-      abilities: entry.family.model_ability ?? type.defaultAbilities,
-      created: this.now(),
-      engine: engine.name,
-      family: entry.family,
-      info: {},
-      modelName: entry.family.model_name,
-      modelType: entry.modelType,
-      parameters,
-      spec,
-      status: 'launching',
-      uid,
-      worker: this.placeOn(),
-    }
-    this.instances.set(uid, record)
-    this.options.log.info(`launching ${uid}: ${record.modelName} ${spec.model_format} ${spec.model_size_in_billions}B ${spec.quantization} on ${engine.name}`)
+    return {engine, entry, parameters, request, spec}
+  }
+
+  private async run(record: InstanceRecord, launch: InstanceLaunch): Promise<void> {
+    const {uid} = record
     try {
-      const summary = await record.worker.launch(
-        {engine: engine.name, load: {family: entry.family, modelName: record.modelName, modelType: record.modelType, modelUid: uid, parameters, spec}},
-        signal,
-      )
+      const summary = await record.worker.launch(launch, {onProgress: (step) => this.advance(record, step), signal: record.controller.signal})
       record.status = 'ready'
       record.pid = summary.pid
       record.info = summary.info
       record.contextLength = typeof summary.info.contextLength === 'number' ? summary.info.contextLength : undefined
       if (Array.isArray(summary.info.abilities)) record.abilities = summary.info.abilities as string[]
+      record.progress = {...record.progress, progress: 1, stage: 'ready'}
     } catch (error) {
-      // A failed launch leaves no stale uid behind; its cause goes back to the caller verbatim.
+      // A failed launch leaves no stale uid behind; its cause goes back to the caller verbatim, and the
+      // progress route keeps it for whoever launched without waiting.
       this.instances.delete(uid)
+      const cancelled = record.controller.signal.aborted
       const shaped = error instanceof ServiceError ? error : new ServiceError(500, 'launch_failed', (error as Error).message)
-      this.options.log.error(`launch of ${uid} failed: ${shaped.message}`)
-      throw shaped.code === 'launch_failed' ? new ServiceError(shaped.status, shaped.code, `failed to launch ${uid}: ${shaped.message}`) : shaped
+      const final = cancelled
+        ? new ServiceError(499, 'request_aborted', `the launch of ${uid} was cancelled.`)
+        : shaped.code === 'launch_failed'
+          ? new ServiceError(shaped.status, shaped.code, `failed to launch ${uid}: ${shaped.message}`)
+          : shaped
+      if (cancelled) this.options.log.info(`launch of ${uid} cancelled`)
+      else this.options.log.error(`launch of ${uid} failed: ${shaped.message}`)
+      record.progress = {...record.progress, error: {code: final.code, message: final.message, status: final.status}, stage: cancelled ? 'cancelled' : 'error'}
+      this.ended.set(uid, record.progress)
+      if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!)
+      throw final
     }
-
-    return {model_uid: uid}
   }
 
-  async terminate(uid: string): Promise<void> {
-    const record = this.require(uid)
-    if (record.status === 'launching') throw new ServiceError(409, 'conflict', `model ${uid} is still launching; wait until it is ready, then terminate it.`)
-    record.status = 'terminating'
-    try {
-      await record.worker.terminate(uid)
-    } catch (error) {
-      if (!(error instanceof ServiceError && error.status === 404)) throw error
-    } finally {
-      this.instances.delete(uid)
+  /** Folds a worker's step into the launch's progress, which only moves forward. */
+  private advance(record: InstanceRecord, step: LaunchStep) {
+    const progress = record.progress
+    let fraction: number
+    if (step.stage === 'downloading') {
+      if (progress.stage !== 'pending' && progress.stage !== 'downloading') return
+      const {download} = step
+      record.downloaded = true
+      Object.assign(progress, {
+        downloaded_bytes: download.downloadedBytes,
+        files: download.files.map((file) => ({downloaded_bytes: file.downloadedBytes, name: file.name, total_bytes: file.totalBytes})),
+        hub: download.hub,
+        repo: download.repo,
+        stage: 'downloading',
+        total_bytes: download.totalBytes,
+      })
+      fraction = download.totalBytes > 0 ? (DOWNLOAD_SHARE * download.downloadedBytes) / download.totalBytes : 0
+    } else {
+      progress.stage = 'loading'
+      fraction = record.downloaded ? DOWNLOAD_SHARE + (1 - DOWNLOAD_SHARE) * step.fraction : step.fraction
     }
+
+    // 1 means ready, which only the end of the launch says.
+    progress.progress = Math.max(progress.progress, Math.min(fraction, 0.999))
   }
 
   /** Every running model's description, by uid (the `GET /v1/models` entries). */
@@ -229,8 +388,10 @@ export class Supervisor implements ModelDirectory {
     const record = this.instances.get(uid)
     if (!record) {
       const running = [...this.instances.keys()]
+      const ended = this.ended.get(uid)
+      const why = ended?.error ? ` Its last launch ${ended.stage === 'cancelled' ? 'was cancelled' : `failed: ${ended.error.message}`}` : ''
       throw notFound(
-        `model "${uid}" is not running. ${running.length > 0 ? `Running models: ${running.join(', ')}.` : 'No model is running; launch one with `servicectl launch`.'}`,
+        `model "${uid}" is not running.${why} ${running.length > 0 ? `Running models: ${running.join(', ')}.` : 'No model is running; launch one with `servicectl launch`.'}`,
         'model_not_found',
         'model',
       )
@@ -239,12 +400,12 @@ export class Supervisor implements ModelDirectory {
     return record
   }
 
-  private chooseEngine(modelType: string, requested: string | undefined): EngineDefinition {
+  private chooseEngine(modelType: string, requested: string | undefined, needsEstimator = false): EngineDefinition {
     const {kernel} = this.options
-    const candidates = kernel.enginesFor(modelType)
+    const candidates = kernel.enginesFor(modelType).filter((engine) => !needsEstimator || engine.estimatorModule)
     const names = candidates.map((engine) => engine.name).join(', ') || '(none installed)'
     if (!requested) {
-      if (modelType === 'LLM') throw badRequest(`model_engine is required for LLM models; choose one of: ${names}.`, 'model_engine')
+      if (modelType === 'LLM' && !needsEstimator) throw badRequest(`model_engine is required for LLM models; choose one of: ${names}.`, 'model_engine')
       if (candidates.length === 0) throw badRequest(`no engine for ${modelType} models is installed.`, 'model_engine')
       return candidates[0]
     }
@@ -309,6 +470,7 @@ export class Supervisor implements ModelDirectory {
       status: record.status,
       worker: record.worker.id,
       pid: record.pid ?? null,
+      ...(record.status === 'launching' ? {stage: record.progress.stage, progress: record.progress.progress} : {}),
       ...(record.error ? {error: record.error.message} : {}),
     }
   }

@@ -1,42 +1,315 @@
 /**
- * Where a spec's weights live on this worker: a local file named by `model_uri`, or the entry in the cache
- * under `SERVICE_HOME/cache`, named so that a person can tell model, size, format and quantization apart.
+ * Where a spec's weights live on this worker, fetching them once when they are not there yet: a local file
+ * named by `model_uri`, else the model version's folder in the cache, filled from the spec's hub.
+ *
+ * A cached model is found on the local disk alone, so its launch makes no network request. Launches of the
+ * same model version at the same time follow one shared download; it is stopped (and leaves nothing behind)
+ * only when every launch following it has been cancelled. A download needing more disk than is free is
+ * refused before it starts. A download that fails on the network keeps its `.part` files, so the next launch
+ * resumes; one that is cancelled, refused by the hub or found corrupt leaves nothing.
  */
 import {existsSync} from 'node:fs'
-import {join} from 'node:path'
+import {stat, statfs} from 'node:fs/promises'
+import {dirname} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {fileURLToPath} from 'node:url'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
-import type {ResolveWeights} from './worker.js'
+import type {Logger, LoadRequest} from '../kernel/contracts.js'
 
 import {NO_SIZE, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
+import {formatBytes} from '../lib/format.js'
+import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
+import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hub/hubs.js'
+import {downloadFile, partPath} from './hub/transfer.js'
 
-/**
- * `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses; models without a size
- * (embedding, rerank) leave that part out: `bge-small-en-v1.5--ggufv2--q8_0`.
- */
-export function cacheEntryName(modelName: string, spec: ResolvedSpec): string {
-  const size = spec.model_size_in_billions === NO_SIZE ? '' : `--${spec.model_size_in_billions}B`
-  return `${modelName}${size}--${spec.model_format}--${spec.quantization}`
+export {cacheEntryName} from './hub/cache.js'
+
+export interface DownloadProgress {
+  hub: string
+  repo: string
+  downloadedBytes: number
+  totalBytes: number
+  files: Array<{name: string; downloadedBytes: number; totalBytes: number}>
 }
 
-export function createWeightsResolver(cacheDir: string): ResolveWeights {
-  return async ({modelName, spec}) => {
-    if (spec.model_uri) {
-      const path = fileURLToPath(spec.model_uri)
-      if (!existsSync(path)) throw badRequest(`the weights of ${modelName} should be at ${path} (model_uri), but that file does not exist.`, 'model_uri')
-      return path
+export interface ResolveOptions {
+  signal?: AbortSignal
+  onProgress?(progress: DownloadProgress): void
+}
+
+/** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
+export interface WeightsLocation {
+  source: 'local' | 'cache' | 'huggingface' | 'modelscope'
+  files: string[]
+  headers: Record<string, string>
+}
+
+export interface WeightStoreOptions {
+  cacheDir: string
+  log: Logger
+  /** Hub endpoints, tokens and download tuning are read from here (default: process.env). */
+  env?: NodeJS.ProcessEnv
+  fetch?: typeof fetch
+  /** Bytes free on the disk holding `dir` (default: statfs). */
+  freeBytes?: (dir: string) => Promise<number>
+}
+
+type SpecRequest = Pick<LoadRequest, 'modelName' | 'spec'>
+
+interface Follower {
+  onProgress?(progress: DownloadProgress): void
+}
+
+interface DownloadJob {
+  controller: AbortController
+  followers: Set<Follower>
+  progress?: DownloadProgress
+  /** Settles once the download is complete, or has failed and been cleaned up. */
+  done: Promise<void>
+}
+
+const cancelled = (modelName: string) => new ServiceError(499, 'request_aborted', `the launch of ${modelName} was cancelled while its weights were downloading; nothing was kept.`)
+const number = (value: string | undefined, fallback: number) => (value !== undefined && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : fallback)
+
+async function sizeOf(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size
+  } catch {
+    return 0
+  }
+}
+
+async function statfsFree(dir: string): Promise<number> {
+  let existing = dir
+  while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing)
+  const info = await statfs(existing)
+  return info.bavail * info.bsize
+}
+
+/** Failures that a later attempt can get past; their partial files are worth keeping for it. */
+const resumable = (error: unknown) => ['download_failed', 'hub_unreachable', 'hub_busy'].includes((error as ServiceError)?.code)
+
+export class WeightStore {
+  readonly cache: ModelCache
+  private readonly jobs = new Map<string, DownloadJob>()
+  private readonly env: NodeJS.ProcessEnv
+
+  constructor(private readonly options: WeightStoreOptions) {
+    this.cache = new ModelCache(options.cacheDir)
+    this.env = options.env ?? process.env
+  }
+
+  /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
+  async resolve({modelName, spec}: SpecRequest, {onProgress, signal}: ResolveOptions = {}): Promise<string> {
+    const local = this.localFile(modelName, spec)
+    if (local) return local
+    const {names, version} = this.entryOf(modelName, spec)
+    if (!(await this.cache.has(version, names))) {
+      if (signal?.aborted) throw cancelled(modelName)
+      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names)
+      await this.follow(job, modelName, {onProgress, signal})
     }
 
-    const [entryFile] = specFileNames(spec)
-    if (!entryFile) throw badRequest(`${modelName} names no weight file for ${spec.quantization}; its registration needs model_file_name_template or model_uri.`, 'model_name')
-    const cached = join(cacheDir, cacheEntryName(modelName, spec), entryFile)
-    if (existsSync(cached)) return cached
-    throw new ServiceError(
-      501,
-      'unsupported',
-      `the weights of ${modelName} (${spec.model_hub}: ${spec.model_id}/${entryFile}) are not in the cache at ${cached}, and this version cannot download from model hubs yet. Place the file there, or register the GGUF as a custom model with a file:// model_uri.`,
+    return this.cache.filePath(version, names[0])
+  }
+
+  /** Where a spec's weights can be read without downloading them (for memory estimates from the header). */
+  async locate({modelName, spec}: SpecRequest, signal?: AbortSignal): Promise<WeightsLocation> {
+    const local = this.localFile(modelName, spec)
+    if (local) return {files: [local], headers: {}, source: 'local'}
+    const {names, version} = this.entryOf(modelName, spec)
+    if (await this.cache.has(version, names)) return {files: names.map((name) => this.cache.filePath(version, name)), headers: {}, source: 'cache'}
+    const hub = this.hub(spec)
+    const snapshot = await this.snapshot(hub, spec, signal)
+    const files = this.remoteFiles(hub, snapshot, names)
+    return {files: files.map((file) => hub.fileUrl(snapshot, file.path)), headers: hub.headers, source: hub.name}
+  }
+
+  /** Whether a launch is downloading this model version right now. */
+  downloading(version: string): boolean {
+    return this.jobs.has(version)
+  }
+
+  private localFile(modelName: string, spec: ResolvedSpec): string | undefined {
+    if (!spec.model_uri) return undefined
+    const path = fileURLToPath(spec.model_uri)
+    if (!existsSync(path)) throw badRequest(`the weights of ${modelName} should be at ${path} (model_uri), but that file does not exist.`, 'model_uri')
+    return path
+  }
+
+  private entryOf(modelName: string, spec: ResolvedSpec) {
+    const names = specFileNames(spec)
+    if (names.length === 0)
+      throw badRequest(`${modelName} names no weight file for ${spec.quantization}; its registration needs model_file_name_template or model_uri.`, 'model_name')
+    const version = cacheEntryName(modelName, spec)
+    for (const name of names) this.cache.filePath(version, name)
+    return {names, version}
+  }
+
+  private hub(spec: ResolvedSpec): Hub {
+    if (!spec.model_id) throw badRequest(`the ${spec.model_hub} source of this model names no model_id (repo) to download from.`, 'model_name')
+    return createHub(spec.model_hub, this.env, {fetch: this.options.fetch, timeoutMs: this.tuning.stallTimeoutMs})
+  }
+
+  private get tuning() {
+    return {
+      maxAttempts: Math.max(1, number(this.env.SERVICE_DOWNLOAD_MAX_ATTEMPTS, 5)),
+      retryDelayMs: number(this.env.SERVICE_DOWNLOAD_RETRY_DELAY_MS, 1000),
+      stallTimeoutMs: number(this.env.SERVICE_DOWNLOAD_TIMEOUT, 30) * 1000,
+    }
+  }
+
+  /** The file list, retried while the hub answers that it is busy. */
+  private async snapshot(hub: Hub, spec: ResolvedSpec, signal?: AbortSignal): Promise<RepoSnapshot> {
+    const {maxAttempts, retryDelayMs} = this.tuning
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await hub.snapshot(spec.model_id!, spec.model_revision ?? hub.defaultRevision, signal)
+      } catch (error) {
+        if ((error as ServiceError).code !== 'hub_busy' || attempt >= maxAttempts) throw error
+        this.options.log.warn(`${(error as Error).message} (attempt ${attempt} of ${maxAttempts})`)
+        await sleep(Math.min(30_000, retryDelayMs * 2 ** (attempt - 1)), undefined, {signal})
+      }
+    }
+  }
+
+  private remoteFiles(hub: Hub, snapshot: RepoSnapshot, names: string[]): RemoteFile[] {
+    return names.map((name) => {
+      const file = snapshot.files.get(name)
+      if (file) return file
+      const ggufs = [...snapshot.files.keys()].filter((path) => path.endsWith('.gguf'))
+      throw new ServiceError(
+        502,
+        'hub_not_found',
+        `repo or file not found on ${hub.name}: ${hub.fileUrl(snapshot, name)} (the repo ${snapshot.repo} at ${snapshot.revision} has no ${name}${ggufs.length > 0 ? `; its GGUF files are: ${ggufs.slice(0, 12).join(', ')}${ggufs.length > 12 ? ', …' : ''}` : ''}).`,
+      )
+    })
+  }
+
+  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[]): DownloadJob {
+    const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
+    job.done = this.download(job, version, modelName, spec, names).finally(() => this.jobs.delete(version))
+    // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.
+    job.done.catch(() => {})
+    this.jobs.set(version, job)
+    return job
+  }
+
+  /** Waits for a shared download; leaving it stops the download only when nobody else follows it. */
+  private follow(job: DownloadJob, modelName: string, {onProgress, signal}: ResolveOptions): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const follower: Follower = {onProgress}
+      let settled = false
+      const settle = (error?: unknown) => {
+        if (settled) return
+        settled = true
+        job.followers.delete(follower)
+        signal?.removeEventListener('abort', leave)
+        if (error) reject(error)
+        else resolve()
+      }
+
+      const leave = () => {
+        job.followers.delete(follower)
+        if (job.followers.size > 0) return settle(cancelled(modelName))
+        job.controller.abort()
+        void job.done.then(
+          () => settle(cancelled(modelName)),
+          () => settle(cancelled(modelName)),
+        )
+      }
+
+      job.followers.add(follower)
+      if (job.progress) onProgress?.(job.progress)
+      signal?.addEventListener('abort', leave, {once: true})
+      job.done.then(
+        () => settle(),
+        (error) => settle(error),
+      )
+    })
+  }
+
+  private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[]): Promise<void> {
+    const {log} = this.options
+    const {signal} = job.controller
+    const hub = this.hub(spec)
+    const snapshot = await this.snapshot(hub, spec, signal)
+    const remote = this.remoteFiles(hub, snapshot, names)
+    const present = await Promise.all(
+      remote.map(async (file) => {
+        const target = this.cache.filePath(version, file.path)
+        const done = await sizeOf(target)
+        return done === file.size ? done : Math.min(await sizeOf(partPath(target)), file.size)
+      }),
     )
+    const total = remote.reduce((sum, file) => sum + file.size, 0)
+    const needed = total - present.reduce((sum, bytes) => sum + bytes, 0)
+    const free = await (this.options.freeBytes ?? statfsFree)(this.cache.entryDir(version))
+    if (needed > free)
+      throw new ServiceError(
+        507,
+        'insufficient_storage',
+        `not enough disk space to download ${modelName} (${version}): it needs ${formatBytes(needed)} more, and ${formatBytes(free)} is free at ${this.cache.root}. Free some space (servicectl remove-cache) or set SERVICE_HOME to a larger disk.`,
+      )
+
+    const progress: DownloadProgress = {
+      downloadedBytes: 0,
+      files: remote.map((file, index) => ({downloadedBytes: present[index], name: file.path, totalBytes: file.size})),
+      hub: hub.name,
+      repo: snapshot.repo,
+      totalBytes: total,
+    }
+    const publish = () => {
+      progress.downloadedBytes = progress.files.reduce((sum, file) => sum + file.downloadedBytes, 0)
+      job.progress = {...progress, files: progress.files.map((file) => ({...file}))}
+      for (const follower of job.followers) follower.onProgress?.(job.progress)
+    }
+
+    publish()
+    log.info(`downloading ${modelName} (${version}) from ${hub.name} ${snapshot.repo}@${snapshot.commit ?? snapshot.revision}: ${remote.map((f) => f.path).join(', ')} (${formatBytes(total)}, ${formatBytes(needed)} to fetch)`)
+    const started = performance.now()
+    try {
+      for (const [index, file] of remote.entries()) {
+        if (present[index] === file.size && (await sizeOf(this.cache.filePath(version, file.path))) === file.size) continue
+        await downloadFile({
+          ...this.tuning,
+          fetch: this.options.fetch,
+          hub,
+          log,
+          onBytes(bytes) {
+            progress.files[index].downloadedBytes = bytes
+            publish()
+          },
+          sha256: file.sha256,
+          signal,
+          size: file.size,
+          target: this.cache.filePath(version, file.path),
+          url: hub.fileUrl(snapshot, file.path),
+        })
+      }
+
+      const manifest: CacheManifest = {
+        commit: snapshot.commit,
+        downloaded_at: new Date().toISOString(),
+        files: remote.map((file) => ({name: file.path, sha256: file.sha256, size: file.size, url: hub.fileUrl(snapshot, file.path)})),
+        hub: hub.name,
+        model_format: spec.model_format,
+        model_name: modelName,
+        model_size_in_billions: spec.model_size_in_billions,
+        model_version: version,
+        quantization: spec.quantization,
+        repo: snapshot.repo,
+        revision: snapshot.revision,
+      }
+      await this.cache.writeManifest(manifest)
+    } catch (error) {
+      if (signal.aborted || !resumable(error)) await this.cache.discard(version, names)
+      throw error
+    }
+
+    const seconds = (performance.now() - started) / 1000
+    log.info(`downloaded ${modelName} (${version}): ${formatBytes(needed)} in ${seconds.toFixed(1)} s (${formatBytes(needed / Math.max(seconds, 0.001))}/s)`)
   }
 }

@@ -5,11 +5,14 @@
  */
 import {join} from 'node:path'
 
-import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger} from '../kernel/contracts.js'
+import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
+import type {CachedModel} from './hub/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {InstanceProcess, type InstanceState, type SpawnInstance, spawnInstanceProcess} from './instance-process.js'
+import {runIsolated} from './isolated.js'
+import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from './weights.js'
 
 export interface InstanceLaunch {
   engine: string
@@ -24,24 +27,39 @@ export interface InstanceSummary {
   error?: string
 }
 
+/** How far a launch on a worker has got: fetching the weights, then loading them. */
+export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'loading'; fraction: number}
+
+export interface LaunchOptions {
+  /** Aborting it cancels the launch; the worker leaves nothing behind (no process, no partial download). */
+  signal?: AbortSignal
+  onProgress?(step: LaunchStep): void
+}
+
+export type WorkerMemoryEstimate = MemoryEstimate & {source: WeightsLocation['source']}
+
 export interface WorkerApi {
   readonly id: string
-  launch(launch: InstanceLaunch, signal?: AbortSignal): Promise<InstanceSummary>
+  launch(launch: InstanceLaunch, options?: LaunchOptions): Promise<InstanceSummary>
   terminate(uid: string): Promise<void>
   invoke(uid: string, operation: string, payload: unknown, signal: AbortSignal): AsyncIterable<unknown>
   instances(): InstanceSummary[]
+  /** Model versions in this worker's weights cache. */
+  cachedModels(): Promise<CachedModel[]>
+  /** Deletes a model version from the cache, unless a model running (or launching) here uses it. */
+  removeCachedModel(version: string): Promise<string[]>
+  /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
+  estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
   dispose(): Promise<void>
 }
-
-/** Finds (and, with the model hub, fetches) the weights of a spec on this worker. */
-export type ResolveWeights = (request: Omit<LoadRequest, 'modelPath'>, signal?: AbortSignal) => Promise<string>
 
 export interface LocalWorkerOptions {
   id: string
   kernel: Kernel
   logDir: string
   log: Logger
-  resolveWeights: ResolveWeights
+  /** Finds, and downloads when needed, the weights of a spec. */
+  weights: WeightStore
   spawn?: SpawnInstance
   /** Told when an instance's process dies on its own, so the supervisor can show it on the model. */
   onCrash?: (uid: string, error: ServiceError) => void
@@ -51,18 +69,30 @@ export interface LocalWorkerOptions {
 export class LocalWorker implements WorkerApi {
   readonly id: string
   private readonly running = new Map<string, InstanceProcess>()
+  /** The cache entry each model launching or running here uses, by uid. */
+  private readonly versions = new Map<string, string>()
 
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
   }
 
-  async launch({engine: engineName, load}: InstanceLaunch, signal?: AbortSignal): Promise<InstanceSummary> {
+  async launch({engine: engineName, load}: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
     const {kernel, log} = this.options
     const engine = kernel.engine(engineName)?.definition
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
-    if (this.running.has(load.modelUid)) throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
+    if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
+      throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
-    const modelPath = await this.options.resolveWeights(load, signal)
+    if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
+    let modelPath: string
+    try {
+      modelPath = await this.options.weights.resolve(load, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
+    } catch (error) {
+      this.versions.delete(load.modelUid)
+      throw error
+    }
+
+    onProgress?.({fraction: 0, stage: 'loading'})
     const instance = new InstanceProcess(
       load.modelUid,
       this.options.spawn ?? spawnInstanceProcess,
@@ -74,9 +104,10 @@ export class LocalWorker implements WorkerApi {
     )
     this.running.set(load.modelUid, instance)
     try {
-      await instance.load(engine.hostModule, {...load, modelPath}, signal)
+      await instance.load(engine.hostModule, {...load, modelPath}, signal, (fraction) => onProgress?.({fraction, stage: 'loading'}))
     } catch (error) {
       this.running.delete(load.modelUid)
+      this.versions.delete(load.modelUid)
       await instance.dispose(1000)
       throw error
     }
@@ -89,6 +120,7 @@ export class LocalWorker implements WorkerApi {
     const instance = this.running.get(uid)
     if (!instance) throw notFound(`model ${uid} is not running on worker ${this.id}.`, 'model_not_found')
     this.running.delete(uid)
+    this.versions.delete(uid)
     await instance.dispose()
     this.options.log.info(`model ${uid} terminated`)
   }
@@ -101,6 +133,30 @@ export class LocalWorker implements WorkerApi {
 
   instances(): InstanceSummary[] {
     return [...this.running.values()].map((instance) => this.summary(instance))
+  }
+
+  async cachedModels(): Promise<CachedModel[]> {
+    return this.options.weights.cache.list()
+  }
+
+  async removeCachedModel(version: string): Promise<string[]> {
+    const users = [...this.versions].filter(([, used]) => used === version).map(([uid]) => uid)
+    if (users.length > 0)
+      throw conflict(`${version} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'model_version')
+    if (this.options.weights.downloading(version)) throw conflict(`${version} is being downloaded by a launch; cancel that launch first.`, 'model_version')
+    const removed = await this.options.weights.cache.remove(version)
+    this.options.log.info(`removed ${version} from the cache (${removed.length} files)`)
+    return removed
+  }
+
+  async estimateMemory({engine: engineName, load}: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate> {
+    const engine = this.options.kernel.engine(engineName)?.definition
+    if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
+    if (!engine.estimatorModule) throw new ServiceError(400, 'unsupported', `engine ${engine.name} cannot estimate memory; choose another engine.`, 'model_engine')
+    const location = await this.options.weights.locate(load, signal)
+    const request: MemoryEstimateRequest = {files: location.files, headers: location.headers, parameters: load.parameters, spec: load.spec}
+    const estimate = await runIsolated<MemoryEstimate>(engine.estimatorModule, request, {signal})
+    return {...estimate, source: location.source}
   }
 
   async dispose(): Promise<void> {

@@ -4,9 +4,16 @@ import type {LaunchOptions} from '../client/client.js'
 
 import {ClientCommand} from '../lib/base-command.js'
 import {splitEngineOptions} from '../lib/extra-options.js'
+import {createProgressView} from '../lib/progress.js'
+import {confirm} from '../lib/prompt.js'
+
+/** Exit code of a launch cancelled with Ctrl-C, as for any command interrupted by SIGINT. */
+const INTERRUPTED = 130
 
 export default class Launch extends ClientCommand<typeof Launch> {
-  static description = 'Launch a model. Any other `--name value` pair is passed to the engine (for example --n_ctx 4096).'
+  static description = `Launch a model. Any other \`--name value\` pair is passed to the engine (for example --n_ctx 4096).
+
+The first launch of a catalogue model downloads its weights into SERVICE_HOME/cache; progress is shown while it downloads and loads. Ctrl-C asks whether to cancel the launch (it cancels at once when stdin is not a terminal); a cancelled launch leaves nothing behind.`
   static examples = [
     '<%= config.bin %> launch -n qwen2.5-instruct --model-engine llama.cpp -f ggufv2 -s 0_5 -q q4_0',
     '<%= config.bin %> launch -n my-model --model-engine llama.cpp --n_ctx 2048 --n_parallel 8',
@@ -48,7 +55,39 @@ export default class Launch extends ClientCommand<typeof Launch> {
       replica: flags.replica,
       size_in_billions: flags['size-in-billions'],
     }
-    const uid = await this.client().launch(options)
+    const client = this.client()
+    const uid = await client.launch(options, {waitReady: false})
+    const view = createProgressView({columns: process.stderr.columns, tty: Boolean(process.stderr.isTTY), write: (text) => this.jsonEnabled() || process.stderr.write(text)})
+    const stop = new AbortController()
+    const asking = new AbortController()
+    const interrupted = async () => {
+      if (process.stdin.isTTY) {
+        view.pause()
+        const cancel = await confirm(`Do you want to cancel the launch of ${uid}? (y/[n]) `, {interruptMeansYes: true, signal: asking.signal})
+        view.resume()
+        if (!cancel) return
+      }
+
+      stop.abort()
+    }
+
+    const onSigint = () => void interrupted()
+    process.on('SIGINT', onSigint)
+    try {
+      await client.waitUntilReady(uid, {onProgress: (progress) => view.update(progress), signal: stop.signal})
+    } catch (error) {
+      if (!stop.signal.aborted) throw error
+      view.finish()
+      this.logToStderr(`Cancelling the launch of ${uid}…`)
+      await client.cancel(uid)
+      this.logToStderr(`Cancelled the launch of ${uid}; nothing of it was kept.`)
+      this.exit(INTERRUPTED)
+    } finally {
+      process.off('SIGINT', onSigint)
+      asking.abort()
+      view.finish()
+    }
+
     this.log(`Model uid: ${uid}`)
     return {model_uid: uid}
   }

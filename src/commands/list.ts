@@ -21,13 +21,15 @@ export default class List extends ClientCommand<typeof List> {
       return models
     }
 
+    // A launch in progress shows where it is: `downloading 42%`, `loading 95%`.
+    const status = (m: RunningModel) => (m.status === 'launching' && typeof m.progress === 'number' ? `${m.stage} ${Math.floor(m.progress * 100)}%` : m.status)
     const types = [...new Set(models.map((m) => m.model_type))].sort()
     for (const [index, type] of types.entries()) {
       if (index > 0) this.log('')
       const columns = COLUMNS[type] ?? COMMON
       this.table(
         columns.map(([header]) => header),
-        models.filter((m) => m.model_type === type).map((m) => columns.map(([, field]) => m[field])),
+        models.filter((m) => m.model_type === type).map((m) => columns.map(([, field]) => (field === 'status' ? status(m) : m[field]))),
       )
     }
 

@@ -83,7 +83,38 @@ export interface EngineDefinition {
   hostModule: string
   /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
   availability?(): Promise<true | string> | true | string
+  /**
+   * Absolute path or file URL of a module whose default export is a `MemoryEstimator`, for
+   * `servicectl cal-model-mem`. It runs in a short-lived child process of its own, like `hostModule`.
+   */
+  estimatorModule?: string
 }
+
+/** What `cal-model-mem` asks an engine: how much memory these weights need when launched with these parameters. */
+export interface MemoryEstimateRequest {
+  /** Local paths, or URLs on a hub, of the weight files (for split GGUF, every part in order). */
+  files: string[]
+  /** Headers the URLs need (a hub token). */
+  headers: Record<string, string>
+  /** Engine parameters as a launch would give them (n_ctx, n_parallel, n_gpu_layers, …), already validated. */
+  parameters: Record<string, unknown>
+  spec: ResolvedSpec
+}
+
+/** Bytes of memory a launch needs; `total_bytes` is the sum of the parts. */
+export interface MemoryEstimate {
+  weights_bytes: number
+  kv_cache_bytes: number
+  /** Compute buffers and other per-context memory beyond the KV cache. */
+  overhead_bytes: number
+  total_bytes: number
+  /** Of the total, how much goes to the GPU (0 on a CPU-only machine). */
+  gpu_bytes?: number
+  context_length: number
+  [detail: string]: unknown
+}
+
+export type MemoryEstimator = (request: MemoryEstimateRequest) => Promise<MemoryEstimate>
 
 /** What the kernel sends to an instance process to load its model. */
 export interface LoadRequest {
@@ -116,8 +147,15 @@ export interface LoadedModel {
   dispose(): Promise<void>
 }
 
+export interface LoadContext {
+  log: Logger
+  signal: AbortSignal
+  /** Reports how far loading has got, from 0 to 1, for the launch's progress. */
+  progress?(fraction: number): void
+}
+
 export interface EngineHost {
-  load(request: LoadRequest, context: {log: Logger; signal: AbortSignal}): Promise<LoadedModel>
+  load(request: LoadRequest, context: LoadContext): Promise<LoadedModel>
 }
 
 // --------------------------------------------------------------------------------------------- catalogue

@@ -10,22 +10,11 @@ import OpenAI from 'openai'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
 import {buildVocabulary} from '../helpers/gguf/tokenizer.js'
 import {writeTinyChatModel} from '../helpers/models.js'
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const MODEL = 'tiny-chat'
 
 const api = callApi
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe('OpenAI API (service-local, openai client)', function () {
   let service: RunningService

@@ -1,7 +1,8 @@
 /**
  * The README's examples are run as written: the shell blocks with `servicectl` on PATH, the client examples with
- * node, and the access-control config with its login example. Only the model paths (generated GGUFs instead of
- * downloaded ones), the port and the secret (which the reader generates) differ from what a reader runs.
+ * node, the access-control config with its login example, and the catalogue block against a local hub that
+ * serves a generated model under the real repo and file names. Only the model paths (generated GGUFs instead of
+ * downloaded ones), the port, HF_ENDPOINT and the secret (which the reader generates) differ from what a reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
@@ -10,6 +11,7 @@ import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
+import {FakeHub} from '../helpers/fake-hub.js'
 import {writeTestBertGguf} from '../helpers/gguf/bert.js'
 import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
@@ -63,7 +65,7 @@ describe('README examples', () => {
 
     expect((await runNode('openai-client')).length).to.be.greaterThan(0)
     expect(await runNode('anthropic-client')).to.match(/^.+ max_tokens 32\n\d+$/)
-    expect(await runNode('tools')).to.match(/^get_weather \{ city: '.*' \}\n\{ name: '.*', indoor: (true|false) \}$/)
+    expect(await runNode('tools')).to.match(/^get_weather \{ city: (['"`]).*\1 \}\n\{ name: (['"`]).*\2, indoor: (true|false) \}$/)
 
     const embedder = join(directory, 'embedder.gguf')
     const reranker = join(directory, 'reranker.gguf')
@@ -81,6 +83,30 @@ describe('README examples', () => {
 
     const stopped = await execa('bash', ['-euo', 'pipefail', '-c', terminate], {cwd: directory, env, reject: false})
     expect(stopped.stdout).to.contain('Terminated my-model.')
+  })
+
+  it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
+    const model = join(directory, 'catalogue.gguf')
+    await writeTestLlamaGguf(model)
+    const hub = await FakeHub.start()
+    await hub.addRepo('Qwen/Qwen2.5-0.5B-Instruct-GGUF', {'qwen2.5-0.5b-instruct-q4_k_m.gguf': model})
+    const catalogue = await startService({env: {HF_ENDPOINT: hub.url}})
+    try {
+      const script = await readmeBlock('catalogue')
+      const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env: {...env, SERVICE_ENDPOINT: catalogue.url}, reject: false})
+      expect(run.exitCode, run.stderr).to.equal(0)
+      expect(run.stderr).to.contain('Downloading qwen2.5-0.5b-instruct-q4_k_m.gguf')
+      expect(run.stdout).to.contain('Model uid: qwen2.5-instruct')
+      expect(run.stdout).to.match(/qwen2.5-instruct--0_5B--ggufv2--q4_k_m\s+huggingface\s+Qwen\/Qwen2.5-0.5B-Instruct-GGUF\s+\S+ kB\s+complete\s/)
+      expect(run.stdout).to.match(/^Total:\s+\d/m)
+      expect(run.stdout).to.match(/Assistant: \S/)
+      expect(run.stdout).to.contain('Terminated qwen2.5-instruct.')
+      expect(run.stdout).to.contain('Deleted qwen2.5-instruct--0_5B--ggufv2--q4_k_m (2 files).')
+      expect(hub.fileRequests('qwen2.5-0.5b-instruct-q4_k_m.gguf')).to.have.length(1)
+    } finally {
+      await catalogue.stop()
+      await hub.stop()
+    }
   })
 })
 

@@ -9,7 +9,7 @@ import {join, resolve} from 'node:path'
 
 export const ROOT = resolve(import.meta.dirname, '../..')
 const SERVICE_LOCAL = join(ROOT, 'bin/service-local.js')
-const SERVICECTL = join(ROOT, 'bin/servicectl.js')
+export const SERVICECTL = join(ROOT, 'bin/servicectl.js')
 
 export async function temporaryDirectory(prefix = 'service-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix))
@@ -86,4 +86,16 @@ export async function callApi(
   })
   const text = await response.text()
   return {body: text ? JSON.parse(text) : null, status: response.status}
+}
+
+/** Polls `probe` until it answers something other than undefined; fails with `what` after the timeout. */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const value = await probe()
+    if (value !== undefined) return value
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+
+  throw new Error(`timed out waiting for ${what}`)
 }

@@ -3,7 +3,7 @@ import {mkdtemp} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import type {InstanceLaunch, InstanceSummary, WorkerApi} from '../../src/cluster/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
 
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
@@ -12,18 +12,58 @@ import {ModelRegistry} from '../../src/kernel/registry.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 
-/** A worker whose launches succeed or fail on demand; records what it was asked to do. */
+/**
+ * A worker whose launches succeed or fail on demand, or wait for the test (`pause`) after reporting a
+ * download; records what it was asked to do.
+ */
 class FakeWorker implements WorkerApi {
   readonly id = 'fake'
   launches: InstanceLaunch[] = []
   failNext?: ServiceError
   running = new Set<string>()
+  private paused?: {continue: () => void; options: LaunchOptions}
+  private waiting?: {continue: () => void; options: LaunchOptions}
 
-  async launch(launch: InstanceLaunch): Promise<InstanceSummary> {
+  /** The next launch reports half of a download, then waits for `resume()` (or its cancellation). */
+  pause() {
+    this.paused = {continue() {}, options: {}}
+  }
+
+  resume(loadFractions: number[] = [0.5, 1]) {
+    const paused = this.waiting!
+    for (const fraction of loadFractions) paused.options.onProgress?.({fraction, stage: 'loading'})
+    paused.continue()
+  }
+
+  async launch(launch: InstanceLaunch, options: LaunchOptions = {}): Promise<InstanceSummary> {
     this.launches.push(launch)
     if (this.failNext) throw this.failNext
+    if (this.paused) {
+      const paused = this.paused
+      this.waiting = paused
+      paused.options = options
+      options.onProgress?.({download: {downloadedBytes: 50, files: [{downloadedBytes: 50, name: 'demo-q4_0.gguf', totalBytes: 100}], hub: 'huggingface', repo: 'org/demo', totalBytes: 100}, stage: 'downloading'})
+      this.paused = undefined
+      await new Promise<void>((resolve, reject) => {
+        paused.continue = resolve
+        options.signal?.addEventListener('abort', () => reject(new ServiceError(499, 'request_aborted', 'cancelled')), {once: true})
+      })
+    }
+
     this.running.add(launch.load.modelUid)
     return {info: {abilities: ['generate'], contextLength: 512}, pid: 1234, state: 'ready', uid: launch.load.modelUid}
+  }
+
+  async cachedModels() {
+    return []
+  }
+
+  async removeCachedModel(): Promise<string[]> {
+    return []
+  }
+
+  async estimateMemory(): Promise<never> {
+    throw new ServiceError(400, 'unsupported', 'not here')
   }
 
   async terminate(uid: string) {
@@ -85,6 +125,46 @@ describe('supervisor', () => {
     expect(() => supervisor.get('demo').invoke('chat', {}, new AbortController().signal)).to.throw('process exited with code 134')
     await supervisor.terminate('demo')
     expect(supervisor.describeAll()).to.deep.equal([])
+  })
+
+  it('answers at once without wait_ready and reports progress that only moves forward, reaching 1 when ready', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause()
+    expect(await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}, {waitReady: false})).to.deep.equal({model_uid: 'demo'})
+    expect(supervisor.progress('demo')).to.deep.include({downloaded_bytes: 50, hub: 'huggingface', progress: 0.45, repo: 'org/demo', stage: 'downloading', total_bytes: 100})
+    expect(supervisor.describeModel('demo')).to.include({progress: 0.45, stage: 'downloading', status: 'launching'})
+    worker.resume([0.5, 0.2, 1])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(supervisor.progress('demo')).to.deep.include({error: null, progress: 1, stage: 'ready'})
+  })
+
+  it('cancels a launch in progress, keeps why for the progress route, and frees the uid', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause()
+    const waiting = supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)
+    await supervisor.cancel('demo')
+    expect(await waiting).to.include({code: 'request_aborted', message: 'the launch of demo was cancelled.', status: 499})
+    expect(supervisor.progress('demo')).to.deep.include({error: {code: 'request_aborted', message: 'the launch of demo was cancelled.', status: 499}, stage: 'cancelled'})
+    expect(supervisor.list()).to.deep.equal([])
+    expect(() => supervisor.get('demo')).to.throw('model "demo" is not running. Its last launch was cancelled')
+    const again = await supervisor.cancel('demo').catch((e) => e)
+    expect(again).to.include({status: 409})
+    expect(await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})).to.deep.equal({model_uid: 'demo'})
+    expect(supervisor.progress('demo').stage).to.equal('ready')
+    expect(await supervisor.cancel('demo').catch((e) => e)).to.include({status: 409})
+  })
+
+  it('cancels a launch when its waiting caller goes away, and when it is terminated', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause()
+    const caller = new AbortController()
+    const waiting = supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}, {signal: caller.signal}).catch((e) => e)
+    caller.abort()
+    expect(await waiting).to.include({status: 499})
+    worker.pause()
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'other'}, {waitReady: false})
+    await supervisor.terminate('other')
+    expect(supervisor.progress('other').stage).to.equal('cancelled')
   })
 
   it('refuses replica > 1 in local mode, and unknown uids with the running ones listed', async () => {

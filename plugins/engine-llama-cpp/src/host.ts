@@ -7,11 +7,10 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {open, stat} from 'node:fs/promises'
 
+import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
-const DEFAULT_CONTEXT = 4096
-const DEFAULT_PARALLEL = 4
 /** An embedding or ranking context evaluates one input at a time; more of them cost memory, so one by default. */
 const DEFAULT_RETRIEVAL_PARALLEL = 1
 /**
@@ -60,7 +59,7 @@ async function checkGgufHeader(path: string) {
 }
 
 const host: EngineHost = {
-  async load(request, {log}) {
+  async load(request, {log, progress}) {
     await checkGgufHeader(request.modelPath)
     const {getLlama} = await import('node-llama-cpp')
     const {parameters} = request
@@ -81,6 +80,7 @@ const host: EngineHost = {
         defaultContextFlashAttention: parameters.flash_attn as boolean | undefined,
         gpuLayers,
         modelPath: request.modelPath,
+        onLoadProgress: progress,
         useMmap: parameters.use_mmap as boolean | undefined,
       })
     } catch (error) {

@@ -6,6 +6,7 @@ import {fileURLToPath} from 'node:url'
 const register: RegisterHook = async () => ({
   engines: [
     {
+      estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
       formats: ['ggufv2'],
       hostModule: fileURLToPath(new URL('host.js', import.meta.url)),
       modelTypes: ['LLM', 'embedding', 'rerank'],

@@ -9,8 +9,8 @@ import type {RouteDefinition} from '../../kernel/contracts.js'
 import type {Kernel} from '../../kernel/kernel.js'
 import type {ModelRegistry} from '../../kernel/registry.js'
 
-import {launchSchema} from '../../cluster/supervisor.js'
-import {badRequest, ServiceError} from '../../kernel/errors.js'
+import {launchSchema, memoryEstimateSchema} from '../../cluster/supervisor.js'
+import {badRequest, notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
 
@@ -47,6 +47,21 @@ const tokenSchema = s.object(
   {title: 'TokenRequest'},
 )
 
+/** A yes/no query parameter (`?wait_ready=false`), with its default when absent. */
+function flag(query: Record<string, string | string[] | undefined>, name: string, fallback: boolean): boolean {
+  const value = query[name]
+  if (value === undefined) return fallback
+  if (value === 'true' || value === '1') return true
+  if (value === 'false' || value === '0') return false
+  throw badRequest(`query parameter \`${name}\` must be true or false (got ${JSON.stringify(value)}).`, name)
+}
+
+function requiredQuery(query: Record<string, string | string[] | undefined>, name: string): string {
+  const value = query[name]
+  if (typeof value !== 'string' || value === '') throw badRequest(`query parameter \`${name}\` is required.`, name)
+  return value
+}
+
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
   if (typeof model !== 'string') return model as ModelFamily
   try {
@@ -60,14 +75,81 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
   const routes: Array<RouteDefinition<any>> = [
     {
       body: launchSchema,
-      async handler({body, signal}) {
-        return json(await supervisor.launch(body, signal))
+      async handler({body, query, signal}) {
+        return json(await supervisor.launch(body, {signal, waitReady: flag(query, 'wait_ready', true)}))
       },
       method: 'POST',
       path: '/v1/models',
       permission: 'models:start',
-      summary: 'Launch a model; answers {model_uid} once it is ready',
+      summary:
+        'Launch a model, downloading its weights on first use; answers {model_uid} once it is ready, or at once with ?wait_ready=false (then follow GET /v1/models/{uid}/progress)',
       tag: 'models',
+    },
+    {
+      body: memoryEstimateSchema,
+      async handler({body, signal}) {
+        return json(await supervisor.estimateMemory(body, signal))
+      },
+      method: 'POST',
+      path: '/v1/models/memory',
+      permission: 'models:list',
+      summary: 'Estimate the memory a launch needs (weights, KV cache at context_length, overhead) from the GGUF header, cached or on the hub',
+      tag: 'cache',
+    },
+    {
+      async handler({params}) {
+        return json(supervisor.progress(params.model_uid))
+      },
+      method: 'GET',
+      path: '/v1/models/:model_uid/progress',
+      permission: 'models:list',
+      summary: "A launch's stage (pending, downloading, loading, ready, error, cancelled), progress from 0 to 1 and download bytes",
+      tag: 'models',
+    },
+    {
+      async handler({params}) {
+        await supervisor.cancel(params.model_uid)
+        return json(null)
+      },
+      method: 'POST',
+      path: '/v1/models/:model_uid/cancel',
+      permission: 'models:stop',
+      summary: 'Cancel a launch in progress; answers once no process and no partial download of it is left',
+      tag: 'models',
+    },
+    {
+      async handler({query}) {
+        const modelName = typeof query.model_name === 'string' && query.model_name ? query.model_name : undefined
+        return json({list: await supervisor.cachedModels(modelName)})
+      },
+      method: 'GET',
+      path: '/v1/cache/models',
+      permission: 'models:list',
+      summary: 'Cached model versions with their size, path, hub, repo and files (?model_name= for one model)',
+      tag: 'cache',
+    },
+    {
+      async handler({query}) {
+        const version = requiredQuery(query, 'model_version')
+        const entries = (await supervisor.cachedModels()).filter((entry) => entry.model_version === version)
+        if (entries.length === 0) throw notFound(`there is no cached model version named ${version}; \`servicectl cached\` lists them.`, 'not_found', 'model_version')
+        return json({model_version: version, paths: entries.flatMap((entry) => entry.files.map((file) => file.path)), workers: entries.map((entry) => entry.worker)})
+      },
+      method: 'GET',
+      path: '/v1/cache/models/files',
+      permission: 'models:list',
+      summary: 'The files a cached model version has (what remove-cache would delete)',
+      tag: 'cache',
+    },
+    {
+      async handler({query}) {
+        return json({...(await supervisor.removeCachedModel(requiredQuery(query, 'model_version'))), result: true})
+      },
+      method: 'DELETE',
+      path: '/v1/cache/models',
+      permission: 'admin',
+      summary: 'Delete a cached model version (?model_version=); refused while a model running or launching uses it',
+      tag: 'cache',
     },
     {
       async handler() {

@@ -14,7 +14,7 @@
  * - Weights come from a PRNG seeded by the model seed and the tensor name, so the same options give byte-identical
  *   files, and changing e.g. `blockCount` leaves the other tensors' values unchanged.
  */
-import {writeGguf, gguf, type GgufMetadataValue, type GgufTensor, type GgmlTensorType} from './writer.js'
+import {writeGguf, gguf, type GgufFile, type GgufMetadataValue, type GgufTensor, type GgmlTensorType} from './writer.js'
 import {buildVocabulary, SPECIAL_TOKEN_IDS, TOKEN_TYPE} from './tokenizer.js'
 
 export {SPECIAL_TOKEN_IDS as TEST_LLAMA_TOKENS, byteTokenId, BASE_VOCABULARY_SIZE, MIN_VOCABULARY_SIZE} from './tokenizer.js'
@@ -134,6 +134,39 @@ function expectedBiasInput(config: ResolvedConfig): number {
 
 /** Generates a model file (see the module comment). The directory must exist; the file is replaced atomically. */
 export async function writeTestLlamaGguf(filePath: string, options: TestLlamaOptions = {}): Promise<TestLlamaGguf> {
+  const {file, vocabSize} = buildTestLlama(options)
+  const written = await writeGguf(filePath, file)
+  return {filePath, bytes: written.bytes, vocabSize, parameters: written.elements}
+}
+
+/**
+ * The same model as {@link writeTestLlamaGguf}, stored as `filePaths.length` split files the way llama.cpp's
+ * gguf-split writes them: every part carries `split.no`, `split.count` and `split.tensors.count`, the first also all
+ * the model's metadata, and the tensors are shared out in order. Name the files `…-00001-of-0000N.gguf` so llama.cpp,
+ * given the first, finds the others next to it.
+ */
+export async function writeTestLlamaGgufSplit(filePaths: readonly string[], options: TestLlamaOptions = {}): Promise<TestLlamaGguf[]> {
+  const {file, vocabSize} = buildTestLlama(options)
+  const count = filePaths.length
+  const perPart = Math.ceil(file.tensors.length / count)
+  const out: TestLlamaGguf[] = []
+  for (const [index, filePath] of filePaths.entries()) {
+    const split = {
+      'split.no': gguf.uint16(index),
+      'split.count': gguf.uint16(count),
+      'split.tensors.count': gguf.int32(file.tensors.length),
+    }
+    const written = await writeGguf(filePath, {
+      metadata: index === 0 ? {...file.metadata, ...split} : split,
+      tensors: file.tensors.slice(index * perPart, (index + 1) * perPart),
+    })
+    out.push({filePath, bytes: written.bytes, vocabSize, parameters: written.elements})
+  }
+
+  return out
+}
+
+function buildTestLlama(options: TestLlamaOptions): {file: GgufFile; vocabSize: number} {
   const config = resolveConfig(options)
   const tokens = buildVocabulary(config.vocabSize)
   const vocabSize = tokens.length
@@ -221,8 +254,7 @@ export async function writeTestLlamaGguf(filePath: string, options: TestLlamaOpt
     random('output.weight', [d, vocabSize], LOGIT_STD / Math.sqrt(d), shapeOutputRow)
   )
 
-  const written = await writeGguf(filePath, {metadata, tensors})
-  return {filePath, bytes: written.bytes, vocabSize, parameters: written.elements}
+  return {file: {metadata, tensors}, vocabSize}
 }
 
 type ResolvedConfig = Required<Omit<TestLlamaOptions, 'chatTemplate' | 'endOfTurnLogit'>> &

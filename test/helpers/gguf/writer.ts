@@ -54,6 +54,7 @@ const GGML_MAX_DIMS = 4
  * Build them with the {@link gguf} helpers.
  */
 export type GgufMetadataValue =
+  | {readonly type: 'uint16'; readonly value: number}
   | {readonly type: 'uint32'; readonly value: number}
   | {readonly type: 'int32'; readonly value: number}
   | {readonly type: 'uint64'; readonly value: bigint}
@@ -66,6 +67,7 @@ export type GgufMetadataValue =
 
 /** Typed metadata constructors: `{"llama.block_count": gguf.uint32(2)}`. */
 export const gguf = {
+  uint16: (value: number): GgufMetadataValue => ({type: 'uint16', value}),
   uint32: (value: number): GgufMetadataValue => ({type: 'uint32', value}),
   int32: (value: number): GgufMetadataValue => ({type: 'int32', value}),
   uint64: (value: bigint | number): GgufMetadataValue => ({type: 'uint64', value: BigInt(value)}),
@@ -230,6 +232,11 @@ function encodeValue(out: ByteBuilder, key: string, value: GgufMetadataValue): v
   }
 
   switch (value.type) {
+    case 'uint16':
+      checkInteger(value.value, 0, 0xffff)
+      out.u32(GgufValueType.UINT16)
+      out.u16(value.value)
+      return
     case 'uint32':
       checkInteger(value.value, 0, 0xffff_ffff)
       out.u32(GgufValueType.UINT32)
@@ -421,6 +428,11 @@ class ByteBuilder {
   u8(value: number): void {
     const at = this.reserve(1)
     this.buffer.writeUInt8(value, at)
+  }
+
+  u16(value: number): void {
+    const at = this.reserve(2)
+    this.buffer.writeUInt16LE(value, at)
   }
 
   u32(value: number): void {

@@ -1,0 +1,60 @@
+/**
+ * `servicectl cal-model-mem` for GGUF models: reads only the file's header (from the cache, or from the hub
+ * with HTTP range requests) and lets node-llama-cpp's GgufInsights work out the memory of the weights, the
+ * KV cache and the compute buffers for the context and parallelism a launch would use. Runs in a short-lived
+ * child process, since GgufInsights loads llama.cpp's native binding.
+ */
+import type {MemoryEstimator} from 'service-toolkit'
+
+import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+
+const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
+  const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
+  // Parts are read one by one and spliced here: a hub's download URL does not always end in the part's name.
+  const parts = await Promise.all(
+    files.map((file) =>
+      readGgufFileInfo(file, {
+        fetchHeaders: headers,
+        fetchRetryOptions: {retries: 2},
+        logWarnings: false,
+        sourceType: /^https?:/.test(file) ? 'network' : 'filesystem',
+        spliceSplitFiles: false,
+      }),
+    ),
+  )
+  const fileInfo = {
+    ...parts[0],
+    fullTensorInfo: parts.flatMap((part) => part.tensorInfo ?? []),
+    splicedParts: parts.length,
+    totalTensorCount: parts.reduce((sum, part) => sum + Number(part.tensorCount), 0),
+  }
+  const insights = await GgufInsights.from(fileInfo)
+  const contextLength = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, insights.trainContextSize ?? Number.POSITIVE_INFINITY)
+  const sequences = (parameters.n_parallel as number | undefined) ?? DEFAULT_PARALLEL
+  const requestedLayers = parameters.n_gpu_layers as number | undefined
+  const gpuLayers = requestedLayers === undefined ? 0 : requestedLayers === -1 ? insights.totalLayers : Math.min(requestedLayers, insights.totalLayers)
+  const weights = await insights.estimateModelResourceRequirementsV2({gpuLayers})
+  const context = await insights.estimateContextResourceRequirementsV2({contextSize: contextLength, modelGpuLayers: gpuLayers, sequences})
+  // The V2 estimate simulates llama.cpp's allocation as a whole; the KV cache (with the output buffers) is the
+  // part of it without the compute graph, which the arithmetic estimate can leave out.
+  const cache = insights.estimateContextResourceRequirements({contextSize: contextLength, includeGraphOverhead: false, modelGpuLayers: gpuLayers, sequences})
+  const contextBytes = context.cpuRam + context.gpuVram
+  const kvCache = Math.min(cache.cpuRam + cache.gpuVram, contextBytes)
+  const weightBytes = weights.cpuRam + weights.gpuVram
+  return {
+    architecture: fileInfo.metadata.general?.architecture ?? null,
+    context_length: contextLength,
+    gpu_bytes: weights.gpuVram + context.gpuVram,
+    gpu_layers: gpuLayers,
+    kv_cache_bytes: kvCache,
+    layers: insights.totalLayers,
+    overhead_bytes: contextBytes - kvCache,
+    parallel: sequences,
+    parameters: insights.totalParameters,
+    total_bytes: weightBytes + contextBytes,
+    train_context_length: insights.trainContextSize ?? null,
+    weights_bytes: weightBytes,
+  }
+}
+
+export default estimate
