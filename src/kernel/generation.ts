@@ -14,6 +14,10 @@ export interface SamplingOptions {
   stop?: string[]
   presencePenalty?: number
   frequencyPenalty?: number
+  /** Token id → value added to its logit (OpenAI's logit_bias); -100 bans the token, 100 all but forces it. */
+  logitBias?: Record<number, number>
+  /** Never end on an end-of-generation token (vLLM's and llama.cpp's ignore_eos), e.g. to generate exactly maxTokens. */
+  ignoreEos?: boolean
 }
 
 /** A call the assistant made in an earlier turn; `arguments` is the JSON text of its arguments. */

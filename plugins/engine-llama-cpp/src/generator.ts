@@ -51,9 +51,29 @@ function outcomeOf(metadata: StopMetadata): Outcome {
   return {finishReason, stopReason, stopSequence: metadata.customStopTrigger?.filter((part) => typeof part === 'string').join('')}
 }
 
-function sampling(options: SamplingOptions, budget: number) {
+/**
+ * OpenAI's logit_bias and ignore_eos as a node-llama-cpp TokenBias. `TokenBias.set` skips end-of-generation
+ * tokens, but the sampler applies whatever its bias map holds, so those are written to the map directly:
+ * without that, ignore_eos (banning them) could not be expressed.
+ */
+function tokenBiasFor(model: LlamaModel, TokenBias: typeof import('node-llama-cpp').TokenBias, options: SamplingOptions, endTokens: () => Token[]) {
+  if (!options.logitBias && !options.ignoreEos) return undefined
+  const bias = new TokenBias(model.tokenizer)
+  const biases = (bias as unknown as {_biases: Map<Token, number>})._biases
+  const vocabulary = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.MAX_SAFE_INTEGER
+  for (const [id, value] of Object.entries(options.logitBias ?? {})) {
+    if (Number(id) >= vocabulary) throw requestError(`\`logit_bias\` names token ${id}, but this model's vocabulary has ${vocabulary} tokens.`, `logit_bias.${id}`)
+    biases.set(Number(id) as Token, value <= -100 ? -Infinity : value >= 100 ? Infinity : value)
+  }
+
+  if (options.ignoreEos) for (const token of endTokens()) biases.set(token, -Infinity)
+  return bias
+}
+
+function sampling(options: SamplingOptions, budget: number, tokenBias?: import('node-llama-cpp').TokenBias) {
   const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
   return {
+    tokenBias,
     customStopTriggers: options.stop?.length ? options.stop : undefined,
     maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
     minP: options.minP,
@@ -94,7 +114,12 @@ export async function loadGenerator(options: {
   parallel: number
 }): Promise<LoadedModel> {
   const {chatWrapper, llama, log, model, parallel, request, threads} = options
-  const {LlamaChat, LlamaCompletion} = await import('node-llama-cpp')
+  const {LlamaChat, LlamaCompletion, TokenBias} = await import('node-llama-cpp')
+  // Found once, on the first ignore_eos request: every token llama.cpp treats as ending generation.
+  let endTokens: Token[] | undefined
+  const endOfGeneration = () =>
+    (endTokens ??= Array.from({length: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0}, (_, id) => id as Token).filter((token) => model.isEogToken(token)))
+  const samplingFor = (request: SamplingOptions, budget: number) => sampling(request, budget, tokenBiasFor(model, TokenBias, request, endOfGeneration))
   let context: LlamaContext
   try {
     context = await model.createContext({batchSize: request.parameters.n_batch as number | undefined, contextSize: options.contextSize, sequences: parallel, threads})
@@ -171,7 +196,7 @@ export async function loadGenerator(options: {
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
     const {functions, history, plan, promptTokens} = renderChat(request)
     const grammar = await grammarFor(request, plan)
-    const options = sampling(request, budgetAfter(promptTokens, 'messages'))
+    const options = samplingFor(request, budgetAfter(promptTokens, 'messages'))
     return {
       promptTokens,
       async run(slot, emit) {
@@ -228,7 +253,7 @@ export async function loadGenerator(options: {
         // tokenized without the leading space SentencePiece would add.
         const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0
         const promptTokens = bos + (tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined)).length
-        const options = sampling(request, budgetAfter(promptTokens, 'prompt'))
+        const options = samplingFor(request, budgetAfter(promptTokens, 'prompt'))
         yield* generate(requestSignal, {
           prompt: tokens ? model.detokenize(tokens) : undefined,
           promptTokens,

@@ -8,6 +8,10 @@ import type {KernelApi, SamplingOptions} from 'service-toolkit'
 export function samplingFields(s: KernelApi['schema']) {
   return {
     frequency_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
+    ignore_eos: s.optional(s.nullable(s.boolean({description: 'Keep generating past end-of-generation tokens (vLLM and llama.cpp extension).'}))),
+    logit_bias: s.optional(
+      s.nullable(s.record(s.number({maximum: 100, minimum: -100}), {description: 'Token id → bias added to its logit; -100 bans the token.'})),
+    ),
     max_completion_tokens: s.optional(s.nullable(s.integer({minimum: 1}))),
     max_tokens: s.optional(s.nullable(s.integer({minimum: 1}))),
     min_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
@@ -30,6 +34,8 @@ export function samplingFields(s: KernelApi['schema']) {
 
 export interface SamplingRequest {
   frequency_penalty?: number | null
+  ignore_eos?: boolean | null
+  logit_bias?: Record<string, number> | null
   max_completion_tokens?: number | null
   max_tokens?: number | null
   min_p?: number | null
@@ -43,9 +49,23 @@ export interface SamplingRequest {
 
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
 
+/** OpenAI keys logit_bias by token id written as a string; anything else is a mistake worth naming. */
+function tokenBiases(biases: Record<string, number>): Record<number, number> {
+  const out: Record<number, number> = {}
+  for (const [key, bias] of Object.entries(biases)) {
+    if (!/^\d+$/.test(key))
+      throw Object.assign(new Error(`\`logit_bias\` keys must be token ids such as "1234" (got "${key}").`), {code: 'invalid_request', param: `logit_bias.${key}`, status: 400})
+    out[Number(key)] = bias
+  }
+
+  return out
+}
+
 export function toSampling(request: SamplingRequest, defaultMaxTokens?: number): SamplingOptions {
   return {
     frequencyPenalty: defined(request.frequency_penalty),
+    ignoreEos: defined(request.ignore_eos),
+    logitBias: request.logit_bias ? tokenBiases(request.logit_bias) : undefined,
     maxTokens: defined(request.max_completion_tokens) ?? defined(request.max_tokens) ?? defaultMaxTokens,
     minP: defined(request.min_p),
     presencePenalty: defined(request.presence_penalty),
