@@ -35,9 +35,19 @@ interface Outcome {
   stopSequence?: string
 }
 
+/** How many tokens two sequences share from their start: what a leased sequence need not evaluate again. */
+function sharedPrefix(held: readonly Token[], wanted: readonly Token[]): number {
+  const length = Math.min(held.length, wanted.length)
+  let shared = 0
+  while (shared < length && held[shared] === wanted[shared]) shared++
+  return shared
+}
+
 /** A request that passed its checks: its prompt size, and how to run it on a leased sequence. */
 interface Prepared {
   promptTokens: number
+  /** The prompt as tokens, when known, to lease the sequence that already holds most of it. */
+  promptTokenIds?: readonly Token[]
   prompt?: string
   run(slot: Slot, emit: (event: GenerationEvent) => void): Promise<Outcome>
 }
@@ -148,7 +158,8 @@ export async function loadGenerator(options: {
    */
   async function* generate(signal: AbortSignal, prepared: Prepared): AsyncGenerator<GenerationEvent> {
     yield {promptTokens: prepared.promptTokens, type: 'start', ...(prepared.prompt === undefined ? {} : {prompt: prepared.prompt})}
-    const slot = await pool.acquire(signal)
+    const wanted = prepared.promptTokenIds
+    const slot = await pool.acquire(signal, wanted && ((candidate) => sharedPrefix(candidate.sequence.contextTokens, wanted)))
     const queue = new EventQueue<GenerationEvent>()
     const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
     const {promptTokens} = prepared
@@ -176,7 +187,8 @@ export async function loadGenerator(options: {
     const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
     const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined)
     const state = chatWrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
-    return {functions, history, plan, promptTokens: state.contextText.tokenize(model.tokenizer).length}
+    const promptTokenIds = state.contextText.tokenize(model.tokenizer)
+    return {functions, history, plan, promptTokenIds, promptTokens: promptTokenIds.length}
   }
 
   async function grammarFor(request: ChatPayload, plan: ReturnType<typeof toolPlan>): Promise<LlamaGrammar | undefined> {
@@ -194,10 +206,11 @@ export async function loadGenerator(options: {
   }
 
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
-    const {functions, history, plan, promptTokens} = renderChat(request)
+    const {functions, history, plan, promptTokenIds, promptTokens} = renderChat(request)
     const grammar = await grammarFor(request, plan)
     const options = samplingFor(request, budgetAfter(promptTokens, 'messages'))
     return {
+      promptTokenIds,
       promptTokens,
       async run(slot, emit) {
         slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatWrapper!, contextSequence: slot.sequence})
@@ -252,10 +265,12 @@ export async function loadGenerator(options: {
         // Counted as LlamaCompletion evaluates it: the BOS token (when the model wants one), then the prompt, text
         // tokenized without the leading space SentencePiece would add.
         const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0
-        const promptTokens = bos + (tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined)).length
+        const promptTokenIds = [...(bos ? [model.tokens.bos!] : []), ...(tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined))]
+        const promptTokens = promptTokenIds.length
         const options = samplingFor(request, budgetAfter(promptTokens, 'prompt'))
         yield* generate(requestSignal, {
           prompt: tokens ? model.detokenize(tokens) : undefined,
+          promptTokenIds,
           promptTokens,
           async run(slot, emit) {
             slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})

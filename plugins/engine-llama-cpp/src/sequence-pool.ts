@@ -1,7 +1,9 @@
 /**
  * A fixed set of context sequences shared by all requests to one model: a request leases a free sequence
  * and returns it when done, so up to N requests are evaluated together in each batch and the rest wait in
- * order. A leased sequence keeps its evaluated tokens, so the next request sharing a prefix skips them.
+ * order. A leased sequence keeps its evaluated tokens, so the next request sharing a prefix skips them:
+ * a request is given the free sequence its `affinity` scores highest (the one holding most of its prompt),
+ * and among equals the one used last, whose tokens are the likeliest to be reused.
  */
 export class SequencePool<T> {
   private readonly free: T[]
@@ -11,9 +13,20 @@ export class SequencePool<T> {
     this.free = [...slots]
   }
 
-  acquire(signal?: AbortSignal): Promise<T> {
-    const slot = this.free.shift()
-    if (slot !== undefined) return Promise.resolve(slot)
+  acquire(signal?: AbortSignal, affinity?: (slot: T) => number): Promise<T> {
+    if (this.free.length > 0) {
+      let best = 0
+      if (affinity) {
+        let bestScore = -1
+        for (const [index, slot] of this.free.entries()) {
+          const score = affinity(slot)
+          if (score > bestScore) [best, bestScore] = [index, score]
+        }
+      }
+
+      return Promise.resolve(this.free.splice(best, 1)[0])
+    }
+
     return new Promise((resolve, reject) => {
       const waiter = {
         onAbort: () => {
@@ -32,7 +45,7 @@ export class SequencePool<T> {
   release(slot: T): void {
     const next = this.waiting.shift()
     if (!next) {
-      this.free.push(slot)
+      this.free.unshift(slot)
       return
     }
 

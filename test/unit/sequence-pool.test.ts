@@ -1,0 +1,27 @@
+import {expect} from 'chai'
+
+import {SequencePool} from '../../plugins/engine-llama-cpp/src/sequence-pool.js'
+
+describe('sequence pool', () => {
+  it('leases the free sequence that holds most of the prompt, else the one used last', async () => {
+    const pool = new SequencePool(['a', 'b', 'c'])
+    const held: Record<string, number> = {a: 0, b: 7, c: 3}
+    expect(await pool.acquire(undefined, (slot) => held[slot])).to.equal('b')
+    pool.release('b')
+    expect(await pool.acquire()).to.equal('b')
+    const c = await pool.acquire(undefined, () => 0)
+    expect(c).to.equal('a')
+  })
+
+  it('queues requests beyond its size in order, and drops a waiter whose request is aborted', async () => {
+    const pool = new SequencePool(['only'])
+    const first = await pool.acquire()
+    const controller = new AbortController()
+    const abandoned = pool.acquire(controller.signal)
+    const next = pool.acquire()
+    controller.abort(new Error('client went away'))
+    expect(await abandoned.catch((error: Error) => error.message)).to.equal('client went away')
+    pool.release(first)
+    expect(await next).to.equal('only')
+  })
+})
