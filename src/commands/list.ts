@@ -4,11 +4,11 @@ import {ClientCommand} from '../lib/base-command.js'
 
 /** Columns per model type, as Xinference prints them; other types fall back to the common ones. */
 const COLUMNS: Record<string, Array<[string, keyof RunningModel | string]>> = {
-  LLM: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Format', 'model_format'], ['Size (in billions)', 'model_size_in_billions'], ['Quantization', 'quantization'], ['Status', 'status']],
-  embedding: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Quantization', 'quantization'], ['Dimensions', 'dimensions'], ['Max tokens', 'max_tokens'], ['Status', 'status']],
-  rerank: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Quantization', 'quantization'], ['Max tokens', 'max_tokens'], ['Status', 'status']],
+  LLM: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Format', 'model_format'], ['Size (in billions)', 'model_size_in_billions'], ['Quantization', 'quantization'], ['Status', 'status'], ['Worker', 'worker']],
+  embedding: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Quantization', 'quantization'], ['Dimensions', 'dimensions'], ['Max tokens', 'max_tokens'], ['Status', 'status'], ['Worker', 'worker']],
+  rerank: [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Quantization', 'quantization'], ['Max tokens', 'max_tokens'], ['Status', 'status'], ['Worker', 'worker']],
 }
-const COMMON: Array<[string, string]> = [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Status', 'status']]
+const COMMON: Array<[string, string]> = [['UID', 'id'], ['Type', 'model_type'], ['Name', 'model_name'], ['Engine', 'model_engine'], ['Status', 'status'], ['Worker', 'worker']]
 
 export default class List extends ClientCommand<typeof List> {
   static description = 'List running models.'
