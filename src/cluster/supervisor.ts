@@ -596,7 +596,7 @@ export class Supervisor implements ModelDirectory {
 
   /**
    * Chooses a worker for each replica: among those named by `worker_ip` (else all), the ones with the memory
-   * the model needs free, then the fewest models (counting replicas already placed), then the most memory free.
+   * the model needs free, then the fewest replicas of this model, the fewest models, and the most memory free.
    * When none fits, the 503 says why for each worker.
    */
   private choose(named: WorkerApi[], need: number | undefined, replicas: number, uid: string): WorkerApi[] {
@@ -609,8 +609,12 @@ export class Supervisor implements ModelDirectory {
       )
     const load = new Map(fits.map((worker) => [worker, this.sorted().filter((r) => r.replicas.some((replica) => replica.worker === worker)).length]))
     const chosen: WorkerApi[] = []
+    const mine = (worker: WorkerApi) => chosen.filter((w) => w === worker).length
     for (let i = 0; i < replicas; i++) {
-      const [best] = [...load.keys()].sort((a, b) => load.get(a)! - load.get(b)! || b.status().resources.memory_free_bytes - a.status().resources.memory_free_bytes)
+      // Replicas of this model spread first, so a lost worker takes as few of them as possible.
+      const [best] = [...load.keys()].sort(
+        (a, b) => mine(a) - mine(b) || load.get(a)! - load.get(b)! || b.status().resources.memory_free_bytes - a.status().resources.memory_free_bytes,
+      )
       chosen.push(best)
       load.set(best, load.get(best)! + 1)
     }
