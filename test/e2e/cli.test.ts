@@ -53,8 +53,8 @@ describe('servicectl (real processes)', function () {
     expect(launched.stdout.trim()).to.equal('Model uid: my-model')
 
     const listed = await cli(['list'])
-    expect(listed.stdout.split('\n')[0]).to.match(/^UID\s+Type\s+Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization\s+Status\s+Worker$/)
-    expect(listed.stdout).to.match(/my-model\s+LLM\s+my-model\s+llama.cpp\s+ggufv2\s+0_5\s+q4_0\s+ready\s+local/)
+    expect(listed.stdout.split('\n')[0]).to.match(/^UID\s+Type\s+Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization\s+Status$/)
+    expect(listed.stdout).to.match(/my-model\s+LLM\s+my-model\s+llama.cpp\s+ggufv2\s+0_5\s+q4_0\s+ready/)
     const json = JSON.parse((await cli(['list', '--json'])).stdout)
     expect(json[0]).to.include({engine_parameters: json[0].engine_parameters, id: 'my-model', model_engine: 'llama.cpp'})
     expect(json[0].engine_parameters).to.deep.equal({n_ctx: 2048, n_threads: 1})
