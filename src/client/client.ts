@@ -251,6 +251,20 @@ export class Client {
     return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
   }
 
+  /** The cluster's workers (admin): address, state, resources and models. */
+  async workers(): Promise<Array<{id: string; address: string | null; state: 'ready' | 'lost'; version: string; models: string[]; resources: Record<string, unknown>; last_seen: number}>> {
+    return (await this.request<{list: Awaited<ReturnType<Client['workers']>>}>('GET', '/v1/workers')).list
+  }
+
+  clusterInfo(): Promise<Record<string, unknown>> {
+    return this.request('GET', '/v1/cluster/info')
+  }
+
+  /** Stops every worker (and its models), then the supervisor; answers the workers that could not be reached. */
+  stopCluster(): Promise<{unreachable_workers: string[]}> {
+    return this.request('POST', '/v1/cluster/stop')
+  }
+
   version(): Promise<{version: string}> {
     return this.request('GET', '/v1/cluster/version')
   }

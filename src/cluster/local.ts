@@ -1,6 +1,7 @@
 /**
- * Local mode: supervisor, one worker and the HTTP API in one process, wired through the same interfaces
- * cluster mode puts on the network.
+ * The supervisor's process: the model table, the HTTP API and, in local mode, one worker in the same
+ * process; in cluster mode workers join over the network (worker-registry.ts) and are reached through the
+ * same `WorkerApi`, so both modes run the same code.
  */
 import type {Config} from '@oclif/core'
 
@@ -9,6 +10,7 @@ import {join} from 'node:path'
 import type {AuthConfig} from '../auth/config.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 import type {ServiceSettings} from '../kernel/settings.js'
+import type {ClusterTiming} from './cluster-protocol.js'
 
 import {AccessControl} from '../auth/access-control.js'
 import {collectContributions} from '../kernel/hooks.js'
@@ -18,63 +20,91 @@ import {homePaths} from '../kernel/settings.js'
 import {createLogger} from '../lib/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {Supervisor} from './supervisor.js'
 import {WeightStore} from './weights.js'
+import {WorkerRegistry} from './worker-registry.js'
 import {LocalWorker} from './worker.js'
 
 export interface RunningService {
   url: string
   kernel: Kernel
+  /** Settles once the service has stopped, whoever stopped it (a signal, or `servicectl stop-cluster`). */
+  stopped: Promise<void>
   stop(): Promise<void>
 }
 
-/** `auth`: a checked access-control config turns access control on; without one every route is open. */
-export async function startLocalService(config: Config, settings: ServiceSettings, {auth}: {auth?: AuthConfig} = {}): Promise<RunningService> {
-  const paths = homePaths(settings.home)
-  const log = createLogger({file: join(paths.logs, 'service-local.log'), level: settings.logLevel, name: 'local'})
-  const version = config.version
-  const api = createKernelApi(version, log)
+export interface ServiceOptions {
+  /** A checked access-control config turns access control on; without one every route is open. */
+  auth?: AuthConfig
+  /** Cluster mode: no worker in this process; workers join over the network. */
+  cluster?: {timing: ClusterTiming; clusterToken?: string}
+}
+
+/** Plugins, engines and custom registrations, as every process that runs or describes models loads them. */
+export async function loadKernel(config: Config, log: ReturnType<typeof createLogger>) {
+  const api = createKernelApi(config.version, log)
   const {contributions, failures} = await collectContributions(config, api)
   const kernel = Kernel.fromContributions(api, contributions, failures)
+  log.info(`plugins: ${kernel.plugins.join(', ') || '(none)'}; engines: ${[...kernel.engines.values()].map((e) => e.definition.name).join(', ') || '(none)'}`)
+  return kernel
+}
+
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth, cluster}: ServiceOptions = {}): Promise<RunningService> {
+  const paths = homePaths(settings.home)
+  const name = cluster ? 'service-supervisor' : 'service-local'
+  const log = createLogger({file: join(paths.logs, `${name}.log`), level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
+  const version = config.version
+  const kernel = await loadKernel(config, log)
   const registry = new ModelRegistry(kernel, paths.registrations, log)
   const loaded = await registry.load()
-  log.info(`plugins: ${kernel.plugins.join(', ') || '(none)'}; engines: ${[...kernel.engines.values()].map((e) => e.definition.name).join(', ') || '(none)'}; ${loaded} custom registrations`)
+  log.info(`${loaded} custom registrations`)
 
   let supervisor: Supervisor | undefined
-  const worker = new LocalWorker({
-    env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
-    id: 'local',
-    kernel,
-    log,
-    logDir: paths.logs,
-    onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
-    weights: new WeightStore({cacheDir: paths.cache, log}),
-  })
+  const workers = cluster
+    ? []
+    : [
+        new LocalWorker({
+          env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
+          id: 'local',
+          kernel,
+          log,
+          logDir: paths.logs,
+          onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
+          version,
+          weights: new WeightStore({cacheDir: paths.cache, log}),
+        }),
+      ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
-  supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers: [worker]})
+  supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers})
+  const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
+
+  let stopping: Promise<void> | undefined
+  let resolveStopped!: () => void
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve))
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('shutting down: closing the API, then terminating models')
+      workerRegistry?.stop()
+      await listening.close()
+      await supervisor.dispose()
+      await log.close()
+      resolveStopped()
+    })())
+
   const routes = [
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, log, models: supervisor, routes: all, version})
+  const app = createApp({access, clusterToken: cluster?.clusterToken, log, models: supervisor, routes: all, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
-  log.info(`service ${version} listening on ${listening.url} (home ${settings.home})`)
-
-  let stopping: Promise<void> | undefined
-  return {
-    kernel,
-    stop: () =>
-      (stopping ??= (async () => {
-        log.info('shutting down: closing the API, then terminating models')
-        await listening.close()
-        await supervisor.dispose()
-        await log.close()
-      })()),
-    url: listening.url,
-  }
+  workerRegistry?.start()
+  log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
+  return {kernel, stop, stopped, url: listening.url}
 }

@@ -8,7 +8,7 @@ import {randomBytes} from 'node:crypto'
 import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
-import type {InstanceLaunch, LaunchStep, WorkerApi, WorkerMemoryEstimate} from './worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerApi, WorkerMemoryEstimate, WorkerStatus} from './worker.js'
 
 import {flattenFamily, matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
@@ -28,8 +28,9 @@ const launchFields = {
   model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: UID})),
   n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
   quantization: s.optional(s.string({minLength: 1})),
-  replica: s.optional(s.integer({description: 'Number of instances; more than 1 needs cluster mode.', minimum: 1})),
+  replica: s.optional(s.integer({description: 'Number of instances, spread over the workers; requests are balanced among them (round robin).', minimum: 1})),
   size_in_billions: s.optional(SIZE),
+  worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/workers` lists it) instead of the one with the most room.'}))),
 }
 
 export const launchSchema = s.object(launchFields, {
@@ -49,7 +50,7 @@ export const memoryEstimateSchema = s.object(
 export type LaunchRequest = s.Infer<typeof launchSchema>
 
 /** Keys Xinference clients send with every launch, often as null, that are not engine parameters here. */
-const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', 'worker_ip', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
+const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
 
 export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
 
@@ -75,6 +76,16 @@ const DOWNLOAD_SHARE = 0.9
 /** Failed and cancelled launches whose outcome the progress route still answers. */
 const ENDED_KEPT = 100
 
+/** One running copy of a model, on one worker; `uid` is its handle there. */
+interface Replica {
+  worker: WorkerApi
+  uid: string
+  pid?: number
+}
+
+const GIB = 1024 ** 3
+const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`
+
 interface InstanceRecord {
   uid: string
   modelType: string
@@ -84,14 +95,18 @@ interface InstanceRecord {
   abilities: string[]
   family: Record<string, unknown>
   parameters: Record<string, unknown>
-  worker: WorkerApi
+  /** Where the model runs: one entry per replica placed (a lost worker's replicas leave). */
+  replicas: Replica[]
+  /** How many replicas the launch asked for. */
+  replica: number
+  /** Round-robin position among the replicas. */
+  next: number
   status: ModelStatus
   error?: ServiceError
   created: number
   contextLength?: number
   /** What the engine reported when the model loaded. */
   info: LoadedModelInfo
-  pid?: number
   progress: LaunchProgress
   downloaded: boolean
   /** Aborted to cancel the launch. */
@@ -112,12 +127,102 @@ export interface SupervisorOptions {
 
 export class Supervisor implements ModelDirectory {
   private readonly instances = new Map<string, InstanceRecord>()
+  private readonly workers = new Map<string, WorkerApi>()
+  /** Models whose worker stopped answering, by uid, with why: requests to them get a 503 saying so. */
+  private readonly lost = new Map<string, string>()
   /** The last progress of launches that failed or were cancelled, by uid; their uids are free again. */
   private readonly ended = new Map<string, LaunchProgress>()
   private readonly now: () => number
 
   constructor(private readonly options: SupervisorOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000))
+    for (const worker of options.workers) this.workers.set(worker.id, worker)
+  }
+
+  /**
+   * A worker joins, or joins again (after a restart of either side, or after it was lost): the models it
+   * reports running come back into the table, so nothing a worker runs is ever forgotten by the supervisor.
+   */
+  addWorker(worker: WorkerApi, running: InstanceSummary[] = worker.instances()): void {
+    const previous = this.workers.get(worker.id)
+    if (previous && previous !== worker) this.detach(previous)
+    this.workers.set(worker.id, worker)
+    for (const summary of running) this.adopt(worker, summary)
+  }
+
+  /**
+   * A worker stopped answering: its models leave the list (a model with replicas elsewhere keeps serving),
+   * and requests to them fail at once with `why` until the worker comes back.
+   */
+  loseWorker(id: string, why: string): void {
+    const worker = this.workers.get(id)
+    if (!worker) return
+    for (const uid of this.detach(worker)) this.lost.set(uid, `model ${uid} is unavailable: ${why}`)
+    this.options.log.warn(`worker ${id} lost: ${why}`)
+  }
+
+  /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
+  describeWorkers(): Array<WorkerStatus & {models: string[]}> {
+    return [...this.workers.values()].map((worker) => ({
+      ...worker.status(),
+      models: this.sorted().filter((record) => record.replicas.some((r) => r.worker === worker)).map((record) => record.uid),
+    }))
+  }
+
+  /** Removes a worker's replicas from every model; answers the uids of the models left with none. */
+  private detach(worker: WorkerApi): string[] {
+    const emptied: string[] = []
+    for (const record of this.instances.values()) {
+      if (record.status === 'launching' || !record.replicas.some((r) => r.worker === worker)) continue
+      record.replicas = record.replicas.filter((r) => r.worker !== worker)
+      if (record.replicas.length === 0) {
+        this.instances.delete(record.uid)
+        emptied.push(record.uid)
+      }
+    }
+
+    return emptied
+  }
+
+  /** Takes an instance a worker reports into the table: a model of its own, or one more replica of one. */
+  private adopt(worker: WorkerApi, summary: InstanceSummary) {
+    const {launch} = summary
+    if (!launch || (summary.state !== 'ready' && summary.state !== 'crashed')) return
+    const uid = launch.replicaOf?.modelUid ?? launch.load.modelUid
+    const replica: Replica = {pid: summary.pid, uid: summary.uid, worker}
+    const existing = this.instances.get(uid)
+    if (existing) {
+      if (existing.status !== 'launching' && !existing.replicas.some((r) => r.uid === summary.uid)) existing.replicas.push(replica)
+      return
+    }
+
+    const {load} = launch
+    const type = this.options.kernel.modelType(load.modelType)?.definition
+    const abilities = Array.isArray(summary.info.abilities) ? (summary.info.abilities as string[]) : (load.family.model_ability ?? type?.defaultAbilities ?? [])
+    this.instances.set(uid, {
+      abilities,
+      contextLength: typeof summary.info.contextLength === 'number' ? summary.info.contextLength : undefined,
+      controller: new AbortController(),
+      created: this.now(),
+      done: Promise.resolve(),
+      downloaded: false,
+      engine: launch.engine,
+      error: summary.state === 'crashed' ? new ServiceError(503, 'model_crashed', summary.error ?? `model ${uid} crashed.`) : undefined,
+      family: load.family,
+      info: summary.info,
+      modelName: load.modelName,
+      modelType: load.modelType,
+      next: 0,
+      parameters: load.parameters,
+      progress: {downloaded_bytes: 0, error: null, files: [], hub: null, model_uid: uid, progress: 1, repo: load.spec.model_id ?? null, stage: 'ready', total_bytes: 0},
+      replica: launch.replicaOf?.replica ?? 1,
+      replicas: [replica],
+      spec: load.spec as ResolvedSpec,
+      status: summary.state === 'crashed' ? 'error' : 'ready',
+      uid,
+    })
+    this.lost.delete(uid)
+    this.options.log.info(`model ${uid} is running on worker ${worker.id}`)
   }
 
   /**
@@ -127,6 +232,13 @@ export class Supervisor implements ModelDirectory {
    */
   async launch(body: unknown, {signal, waitReady = true}: {signal?: AbortSignal; waitReady?: boolean} = {}): Promise<{model_uid: string}> {
     const {engine, entry, parameters, spec, request} = this.resolveLaunch(body)
+    const replicas = request.replica ?? 1
+    const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
+    const candidates = this.candidates(request.worker_ip ?? undefined)
+    // With one candidate there is nothing to choose: its engine's own load error is the better answer. (No
+    // await otherwise, so the launch is in the table as soon as this call returns its promise.)
+    const need = candidates.length > 1 ? await this.memoryNeed(candidates[0], {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
+    const workers = this.choose(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
     const uid = this.chooseUid(request.model_uid, request.model_name)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
     const record: InstanceRecord = {
@@ -140,17 +252,25 @@ export class Supervisor implements ModelDirectory {
       info: {},
       modelName: entry.family.model_name,
       modelType: entry.modelType,
+      next: 0,
       parameters,
       progress: {downloaded_bytes: 0, error: null, files: [], hub: spec.model_uri ? null : spec.model_hub, model_uid: uid, progress: 0, repo: spec.model_id, stage: 'pending', total_bytes: 0},
+      replica: replicas,
+      // Like Xinference, replicas of a model run as `<uid>-rep<i>`; a single instance keeps the model's uid.
+      replicas: workers.map((worker, index) => ({uid: replicas === 1 ? uid : `${uid}-rep${index}`, worker})),
       spec,
       status: 'launching',
       uid,
-      worker: this.placeOn(),
     }
     this.instances.set(uid, record)
     this.ended.delete(uid)
-    this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}`)
-    record.done = this.run(record, {engine: engine.name, load: {family: entry.family, modelName: record.modelName, modelType: record.modelType, modelUid: uid, parameters, spec}})
+    this.lost.delete(uid)
+    this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
+    record.done = this.run(record, (replica) => ({
+      engine: engine.name,
+      load: {...load, modelUid: replica.uid},
+      ...(replicas === 1 ? {} : {replicaOf: {modelUid: uid, replica: replicas}}),
+    }))
     if (!waitReady) {
       record.done.catch(() => {})
       return {model_uid: uid}
@@ -197,9 +317,9 @@ export class Supervisor implements ModelDirectory {
     if (record.status === 'launching') return this.cancel(uid)
     record.status = 'terminating'
     try {
-      await record.worker.terminate(uid)
-    } catch (error) {
-      if (!(error instanceof ServiceError && error.status === 404)) throw error
+      const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.terminate(replica.uid)))
+      const failure = results.find((result) => result.status === 'rejected' && !(result.reason instanceof ServiceError && result.reason.status === 404))
+      if (failure) throw (failure as PromiseRejectedResult).reason
     } finally {
       this.instances.delete(uid)
     }
@@ -207,7 +327,7 @@ export class Supervisor implements ModelDirectory {
 
   /** Every worker's cached model versions (optionally of one model), each with the worker that has it. */
   async cachedModels(modelName?: string): Promise<Array<CachedModel & {worker: string}>> {
-    const lists = await Promise.all(this.options.workers.map(async (worker) => (await worker.cachedModels()).map((entry) => ({...entry, worker: worker.id}))))
+    const lists = await Promise.all(this.ready().map(async (worker) => (await worker.cachedModels()).map((entry) => ({...entry, worker: worker.id}))))
     return lists.flat().filter((entry) => !modelName || entry.model_name === modelName)
   }
 
@@ -216,7 +336,7 @@ export class Supervisor implements ModelDirectory {
     const holders = (await this.cachedModels()).filter((entry) => entry.model_version === version)
     if (holders.length === 0) throw notFound(`there is no cached model version named ${version}; \`servicectl cached\` lists them.`, 'not_found', 'model_version')
     const paths: string[] = []
-    for (const worker of this.options.workers.filter((w) => holders.some((entry) => entry.worker === w.id))) paths.push(...(await worker.removeCachedModel(version)))
+    for (const worker of this.ready().filter((w) => holders.some((entry) => entry.worker === w.id))) paths.push(...(await worker.removeCachedModel(version)))
     return {model_version: version, paths}
   }
 
@@ -227,7 +347,9 @@ export class Supervisor implements ModelDirectory {
   async estimateMemory(body: Record<string, unknown>, signal?: AbortSignal): Promise<WorkerMemoryEstimate & {model_version: string}> {
     const {context_length: contextLength, ...rest} = body
     const {engine, entry, parameters, spec} = this.resolveLaunch(contextLength === undefined ? rest : {...rest, n_ctx: contextLength}, {needsEstimator: true})
-    const estimate = await this.placeOn().estimateMemory({engine: engine.name, load: {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, modelUid: '', parameters, spec}}, signal)
+    const [worker] = this.ready()
+    if (!worker) throw this.noWorker()
+    const estimate = await worker.estimateMemory({engine: engine.name, load: {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, modelUid: '', parameters, spec}}, signal)
     return {...estimate, model_version: cacheEntryName(entry.family.model_name, spec)}
   }
 
@@ -243,17 +365,25 @@ export class Supervisor implements ModelDirectory {
       size_in_billions: size === undefined ? undefined : String(size),
     })
     const parameters = engineParameters(engine, request)
-    if ((request.replica ?? 1) > 1)
-      throw badRequest('replica > 1 needs a cluster with several workers; launch with replica 1 in local mode.', 'replica')
     return {engine, entry, parameters, request, spec}
   }
 
-  private async run(record: InstanceRecord, launch: InstanceLaunch): Promise<void> {
+  private async run(record: InstanceRecord, launchOf: (replica: Replica) => InstanceLaunch): Promise<void> {
     const {uid} = record
     try {
-      const summary = await record.worker.launch(launch, {onProgress: (step) => this.advance(record, step), signal: record.controller.signal})
+      const options = {onProgress: (step: LaunchStep) => this.advance(record, step), signal: record.controller.signal}
+      const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.launch(launchOf(replica), options)))
+      const failed = results.find((result) => result.status === 'rejected')
+      if (failed) {
+        // All replicas or none: the ones that did load are ended, so a failed launch leaves nothing running.
+        await Promise.allSettled(record.replicas.filter((_, i) => results[i].status === 'fulfilled').map((replica) => replica.worker.terminate(replica.uid)))
+        throw (failed as PromiseRejectedResult).reason
+      }
+
+      const summaries = results.map((result) => (result as PromiseFulfilledResult<InstanceSummary>).value)
+      for (const [i, replica] of record.replicas.entries()) replica.pid = summaries[i].pid
+      const [summary] = summaries
       record.status = 'ready'
-      record.pid = summary.pid
       record.info = summary.info
       record.contextLength = typeof summary.info.contextLength === 'number' ? summary.info.contextLength : undefined
       if (Array.isArray(summary.info.abilities)) record.abilities = summary.info.abilities as string[]
@@ -314,9 +444,15 @@ export class Supervisor implements ModelDirectory {
   }
 
   /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched. */
-  markCrashed(uid: string, error: ServiceError) {
-    const record = this.instances.get(uid)
+  markCrashed(instanceUid: string, error: ServiceError) {
+    const record = [...this.instances.values()].find((r) => r.replicas.some((replica) => replica.uid === instanceUid))
     if (!record || record.status !== 'ready') return
+    // A replica that dies leaves the rotation; the model fails only when none is left.
+    if (record.replicas.length > 1) {
+      record.replicas = record.replicas.filter((replica) => replica.uid !== instanceUid)
+      return
+    }
+
     record.status = 'error'
     record.error = error
   }
@@ -341,7 +477,8 @@ export class Supervisor implements ModelDirectory {
       invoke: (operation, payload, signal) => {
         if (record.status === 'error') throw record.error!
         if (record.status !== 'ready') throw new ServiceError(503, 'model_not_ready', `model ${uid} is ${record.status}; retry when it is ready.`)
-        return record.worker.invoke(uid, operation, payload, signal)
+        const replica = record.replicas[record.next++ % record.replicas.length]
+        return replica.worker.invoke(replica.uid, operation, payload, signal)
       },
       modelName: record.modelName,
       modelType: record.modelType,
@@ -380,13 +517,15 @@ export class Supervisor implements ModelDirectory {
 
   /** Ordered shutdown: every instance's process is asked to free its model, then the workers go. */
   async dispose(): Promise<void> {
-    await Promise.all(this.options.workers.map((worker) => worker.dispose()))
+    await Promise.all([...this.workers.values()].map((worker) => worker.dispose()))
     this.instances.clear()
   }
 
   private require(uid: string): InstanceRecord {
     const record = this.instances.get(uid)
     if (!record) {
+      const lost = this.lost.get(uid)
+      if (lost) throw new ServiceError(503, 'worker_lost', lost)
       const running = [...this.instances.keys()]
       const ended = this.ended.get(uid)
       const why = ended?.error ? ` Its last launch ${ended.stage === 'cancelled' ? 'was cancelled' : `failed: ${ended.error.message}`}` : ''
@@ -435,10 +574,63 @@ export class Supervisor implements ModelDirectory {
     return uid
   }
 
-  private placeOn(): WorkerApi {
-    const [worker] = [...this.options.workers].sort((a, b) => a.instances().length - b.instances().length)
-    if (!worker) throw new ServiceError(503, 'overloaded', 'no worker is available to run the model.')
-    return worker
+  /** Workers that answer, in a stable order. */
+  private ready(): WorkerApi[] {
+    return [...this.workers.values()].filter((worker) => worker.status().state === 'ready')
+  }
+
+  private noWorker() {
+    const lost = [...this.workers.values()].map((worker) => worker.id)
+    return new ServiceError(503, 'overloaded', `no worker is available${lost.length > 0 ? ` (lost: ${lost.join(', ')})` : ''}; start one with \`service-worker -e <supervisor endpoint> -H <worker host>\`.`)
+  }
+
+  /** The workers a launch may go to: those that answer, narrowed to the one `worker_ip` names. */
+  private candidates(workerIp: string | undefined): WorkerApi[] {
+    const ready = this.ready()
+    if (ready.length === 0) throw this.noWorker()
+    const named = workerIp ? ready.filter((worker) => matchesWorker(worker.status(), workerIp)) : ready
+    if (named.length === 0)
+      throw badRequest(`worker_ip ${workerIp} names no worker that answers; workers: ${ready.map((w) => `${w.id} (${w.status().address ?? 'local'})`).join(', ')}.`, 'worker_ip')
+    return named
+  }
+
+  /**
+   * Chooses a worker for each replica: among those named by `worker_ip` (else all), the ones with the memory
+   * the model needs free, then the fewest replicas of this model, the fewest models, and the most memory free.
+   * When none fits, the 503 says why for each worker.
+   */
+  private choose(named: WorkerApi[], need: number | undefined, replicas: number, uid: string): WorkerApi[] {
+    const fits = need === undefined ? named : named.filter((worker) => worker.status().resources.memory_free_bytes >= need)
+    if (fits.length === 0)
+      throw new ServiceError(
+        503,
+        'overloaded',
+        `no worker has the ${gib(need!)} ${uid} needs: ${named.map((w) => `${w.id} has ${gib(w.status().resources.memory_free_bytes)} free`).join('; ')}. Terminate a model, or launch with a smaller n_ctx or quantization.`,
+      )
+    const load = new Map(fits.map((worker) => [worker, this.sorted().filter((r) => r.replicas.some((replica) => replica.worker === worker)).length]))
+    const chosen: WorkerApi[] = []
+    const mine = (worker: WorkerApi) => chosen.filter((w) => w === worker).length
+    for (let i = 0; i < replicas; i++) {
+      // Replicas of this model spread first, so a lost worker takes as few of them as possible.
+      const [best] = [...load.keys()].sort(
+        (a, b) => mine(a) - mine(b) || load.get(a)! - load.get(b)! || b.status().resources.memory_free_bytes - a.status().resources.memory_free_bytes,
+      )
+      chosen.push(best)
+      load.set(best, load.get(best)! + 1)
+    }
+
+    return chosen
+  }
+
+  /** Bytes a launch needs, from the engine's estimator when it has one; unknown (no check) when it cannot tell. */
+  private async memoryNeed(worker: WorkerApi, launch: InstanceLaunch, signal?: AbortSignal): Promise<number | undefined> {
+    if (!this.options.kernel.engine(launch.engine)?.definition.estimatorModule) return undefined
+    try {
+      return (await worker.estimateMemory(launch, signal)).total_bytes
+    } catch (error) {
+      this.options.log.debug(`no memory estimate for ${launch.load.modelUid}: ${(error as Error).message}`)
+      return undefined
+    }
   }
 
   private describe(record: InstanceRecord): Record<string, unknown> {
@@ -466,13 +658,24 @@ export class Supervisor implements ModelDirectory {
       ...(dimensions === undefined ? {} : {dimensions}),
       ...(maxTokens === undefined ? {} : {max_tokens: maxTokens}),
       engine_parameters: record.parameters,
-      replica: 1,
+      replica: record.replica,
       status: record.status,
-      worker: record.worker.id,
-      pid: record.pid ?? null,
+      worker: record.replicas.map((replica) => replica.worker.id).join(', '),
+      replicas: record.replicas.map((replica) => ({model_uid: replica.uid, pid: replica.pid ?? null, worker: replica.worker.id})),
+      pid: record.replicas[0]?.pid ?? null,
       ...(record.status === 'launching' ? {stage: record.progress.stage, progress: record.progress.progress} : {}),
       ...(record.error ? {error: record.error.message} : {}),
     }
+  }
+}
+
+/** `worker_ip` as Xinference clients send it: a worker's id, address, or the host part of its address. */
+function matchesWorker(status: WorkerStatus, workerIp: string): boolean {
+  if (status.id === workerIp || status.address === workerIp) return true
+  try {
+    return status.address !== null && new URL(status.address).hostname === workerIp
+  } catch {
+    return false
   }
 }
 

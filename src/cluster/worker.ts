@@ -3,6 +3,7 @@
  * through `WorkerApi`; in local mode the worker lives in the same process, and cluster mode puts the same
  * interface on the network.
  */
+import {availableParallelism, freemem, totalmem} from 'node:os'
 import {join} from 'node:path'
 
 import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
@@ -17,6 +18,8 @@ import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLoc
 export interface InstanceLaunch {
   engine: string
   load: Omit<LoadRequest, 'modelPath'>
+  /** Set when the instance is one replica of a model launched with `replica > 1`; its own uid is `load.modelUid`. */
+  replicaOf?: {modelUid: string; replica: number}
 }
 
 export interface InstanceSummary {
@@ -25,6 +28,30 @@ export interface InstanceSummary {
   pid?: number
   info: LoadedModelInfo
   error?: string
+  /**
+   * How the instance was launched. A worker keeps it for as long as the instance runs, so a supervisor that
+   * restarts (or forgot the worker) can rebuild its table from what the worker reports.
+   */
+  launch?: InstanceLaunch
+}
+
+/** What a worker has to offer, as it reports in registrations and heartbeats. */
+export interface WorkerResources {
+  cpu_count: number
+  memory_total_bytes: number
+  memory_free_bytes: number
+  gpus: Array<{name: string; memory_total_bytes: number; memory_free_bytes: number}>
+}
+
+/** A worker as the supervisor sees it: where it is, what it has, and whether it still answers. */
+export interface WorkerStatus {
+  id: string
+  address: string | null
+  version: string
+  state: 'ready' | 'lost'
+  resources: WorkerResources
+  /** Milliseconds since the epoch of the last sign of life (a heartbeat or a registration). */
+  last_seen: number
 }
 
 /** How far a launch on a worker has got: fetching the weights, then loading them. */
@@ -50,6 +77,8 @@ export interface WorkerApi {
   removeCachedModel(version: string): Promise<string[]>
   /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
   estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
+  status(): WorkerStatus
+  /** Stops using the worker. A local worker ends its models; a remote one keeps running them (they are not ours to end). */
   dispose(): Promise<void>
 }
 
@@ -64,6 +93,14 @@ export interface LocalWorkerOptions {
   /** Told when an instance's process dies on its own, so the supervisor can show it on the model. */
   onCrash?: (uid: string, error: ServiceError) => void
   env?: Record<string, string>
+  version?: string
+  /** This machine's resources; injected by tests. */
+  resources?: () => WorkerResources
+}
+
+/** CPU and memory of this machine. GPUs are reported by engines that use them; llama.cpp here runs on the CPU. */
+export function machineResources(): WorkerResources {
+  return {cpu_count: availableParallelism(), gpus: [], memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
 }
 
 export class LocalWorker implements WorkerApi {
@@ -71,12 +108,14 @@ export class LocalWorker implements WorkerApi {
   private readonly running = new Map<string, InstanceProcess>()
   /** The cache entry each model launching or running here uses, by uid. */
   private readonly versions = new Map<string, string>()
+  private readonly launches = new Map<string, InstanceLaunch>()
 
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
   }
 
-  async launch({engine: engineName, load}: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
+  async launch(launch: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
+    const {engine: engineName, load} = launch
     const {kernel, log} = this.options
     const engine = kernel.engine(engineName)?.definition
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
@@ -103,11 +142,13 @@ export class LocalWorker implements WorkerApi {
       },
     )
     this.running.set(load.modelUid, instance)
+    this.launches.set(load.modelUid, launch)
     try {
       await instance.load(engine.hostModule, {...load, modelPath}, signal, (fraction) => onProgress?.({fraction, stage: 'loading'}))
     } catch (error) {
       this.running.delete(load.modelUid)
       this.versions.delete(load.modelUid)
+      this.launches.delete(load.modelUid)
       await instance.dispose(1000)
       throw error
     }
@@ -121,6 +162,7 @@ export class LocalWorker implements WorkerApi {
     if (!instance) throw notFound(`model ${uid} is not running on worker ${this.id}.`, 'model_not_found')
     this.running.delete(uid)
     this.versions.delete(uid)
+    this.launches.delete(uid)
     await instance.dispose()
     this.options.log.info(`model ${uid} terminated`)
   }
@@ -159,6 +201,10 @@ export class LocalWorker implements WorkerApi {
     return {...estimate, source: location.source}
   }
 
+  status(): WorkerStatus {
+    return {address: null, id: this.id, last_seen: Date.now(), resources: (this.options.resources ?? machineResources)(), state: 'ready', version: this.options.version ?? ''}
+  }
+
   async dispose(): Promise<void> {
     const all = [...this.running.values()]
     this.running.clear()
@@ -166,7 +212,7 @@ export class LocalWorker implements WorkerApi {
   }
 
   private summary(instance: InstanceProcess): InstanceSummary {
-    return {error: instance.failure?.message, info: instance.info, pid: instance.pid, state: instance.state, uid: instance.uid}
+    return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
   }
 
   private async checkAvailable(engine: EngineDefinition) {

@@ -26,7 +26,8 @@ export default class List extends ClientCommand<typeof List> {
     const types = [...new Set(models.map((m) => m.model_type))].sort()
     for (const [index, type] of types.entries()) {
       if (index > 0) this.log('')
-      const columns = COLUMNS[type] ?? COMMON
+      // In a cluster a Worker column says where each model runs; local mode has only the one worker.
+      const columns = [...(COLUMNS[type] ?? COMMON), ...(models.some((m) => m.worker !== 'local') ? [['Worker', 'worker'] as [string, string]] : [])]
       this.table(
         columns.map(([header]) => header),
         models.filter((m) => m.model_type === type).map((m) => columns.map(([, field]) => (field === 'status' ? status(m) : m[field]))),

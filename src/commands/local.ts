@@ -1,9 +1,17 @@
 import {Command, Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
-import {startLocalService} from '../cluster/local.js'
+import {type RunningService, startLocalService} from '../cluster/local.js'
 import {isServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+
+/** Runs until a signal (or, for a supervisor, `servicectl stop-cluster`) stops the service. */
+export async function untilStopped(service: RunningService): Promise<void> {
+  const stop = () => void service.stop()
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  await service.stopped
+}
 
 export default class Local extends Command {
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
@@ -28,11 +36,7 @@ export default class Local extends Command {
       {auth},
     )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
-    await new Promise<void>((resolve) => {
-      const stop = () => void service.stop().then(resolve)
-      process.once('SIGINT', stop)
-      process.once('SIGTERM', stop)
-    })
+    await untilStopped(service)
   }
 
   /** A refused config or a port in use is a message for the person starting the service, not a stack trace. */

@@ -11,6 +11,12 @@ export type Permission = (typeof PERMISSIONS)[number]
 /** What a route declares when anyone may call it, with or without credentials. */
 export const PUBLIC = 'public'
 
+/**
+ * What the routes between workers and the supervisor declare. With access control on they need the cluster
+ * token (no API key or user, not even admin, reaches them); with it off they are open like every route.
+ */
+export const CLUSTER = 'cluster'
+
 /** `admin` allows everything; every other permission allows only the routes that name it. */
 export const ADMIN: Permission = 'admin'
 
@@ -20,6 +26,6 @@ export const isPermission = (value: unknown): value is Permission => (PERMISSION
  * The permission a caller needs for a route. A route that declares none, or one that does not exist, is
  * admin-only: a plugin that forgets to say who may call its route must not open it to everyone.
  */
-export function requiredPermission(route: Pick<RouteDefinition, 'permission'>): Permission | typeof PUBLIC {
-  return route.permission === PUBLIC || isPermission(route.permission) ? route.permission : ADMIN
+export function requiredPermission(route: Pick<RouteDefinition, 'permission'>): Permission | typeof PUBLIC | typeof CLUSTER {
+  return route.permission === PUBLIC || route.permission === CLUSTER || isPermission(route.permission) ? route.permission : ADMIN
 }

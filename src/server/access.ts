@@ -6,11 +6,13 @@
  */
 import type Koa from 'koa'
 
+import {timingSafeEqual} from 'node:crypto'
+
 import type {AccessControl, Caller} from '../auth/access-control.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {CLUSTER, PUBLIC, requiredPermission} from '../kernel/permissions.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
 export const ANTHROPIC_PREFIX = '/anthropic'
@@ -50,6 +52,7 @@ export function accessGuards(access: AccessControl) {
     async (ctx, next) => {
       ;(ctx.state as AccessState).routed = true
       const permission = requiredPermission(definition)
+      if (permission === CLUSTER) throw new ServiceError(403, 'forbidden', `${definition.method} ${definition.path} is for cluster members only, and this service has no cluster token.`)
       if (permission !== PUBLIC) access.authorize(await callerOf(ctx), permission, `${definition.method} ${definition.path}`)
       await next()
     }
@@ -64,4 +67,20 @@ export function accessGuards(access: AccessControl) {
   }
 
   return {route, unrouted}
+}
+
+/**
+ * The guard of `cluster` routes (worker ↔ supervisor): the caller must send `Authorization: Bearer <cluster token>`.
+ * Users' API keys and tokens are not accepted, whatever their permissions: these routes run and end models
+ * without the checks the public API makes.
+ */
+export function clusterGuard(token: string): Koa.Middleware {
+  const expected = Buffer.from(token)
+  return async (ctx, next) => {
+    ;(ctx.state as AccessState).routed = true
+    const sent = Buffer.from(/^Bearer +(\S+) *$/i.exec(ctx.get('authorization'))?.[1] ?? '')
+    if (sent.length !== expected.length || !timingSafeEqual(sent, expected))
+      throw new ServiceError(401, 'unauthorized', `${ctx.method} ${ctx.path} is for cluster members: send the cluster token (service-worker --cluster-token, or SERVICE_CLUSTER_TOKEN).`)
+    await next()
+  }
 }

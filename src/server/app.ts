@@ -11,7 +11,8 @@ import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
-import {accessGuards, ANTHROPIC_PREFIX} from './access.js'
+import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
+import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {toServerSentEvents} from './sse.js'
 
 export const VERSION_HEADER = 'x-service-version'
@@ -25,6 +26,11 @@ export interface AppOptions {
   version: string
   /** When absent, access control is off: every route is open and credentials are ignored. */
   access?: AccessControl
+  /**
+   * The shared secret of `cluster` routes. When set, they need it; when not, they are open without access
+   * control and closed with it.
+   */
+  clusterToken?: string
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -64,7 +70,7 @@ const treatBodyAsJson =
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
 export function createApp(options: AppOptions): Koa {
-  const {access, log, models, routes, version} = options
+  const {access, clusterToken, log, models, routes, version} = options
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
   const guards = access ? accessGuards(access) : undefined
@@ -135,7 +141,8 @@ export function createApp(options: AppOptions): Koa {
     }
 
     const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
-    const chain: Koa.Middleware[] = [...(guards ? [guards.route(definition)] : []), ...(parse ? [treatBodyAsJson(acceptsForm), parse] : []), handle]
+    const guard = requiredPermission(definition) === CLUSTER && clusterToken ? clusterGuard(clusterToken) : guards?.route(definition)
+    const chain: Koa.Middleware[] = [...(guard ? [guard] : []), ...(parse ? [treatBodyAsJson(acceptsForm), parse] : []), handle]
     router[method](definition.path, ...chain)
   }
 

@@ -8,7 +8,6 @@ import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 export const ROOT = resolve(import.meta.dirname, '../..')
-const SERVICE_LOCAL = join(ROOT, 'bin/service-local.js')
 export const SERVICECTL = join(ROOT, 'bin/servicectl.js')
 
 export async function temporaryDirectory(prefix = 'service-test-'): Promise<string> {
@@ -24,8 +23,16 @@ export interface RunningService {
 }
 
 export async function startService({args = [], env = {}, home}: {home?: string; env?: Record<string, string>; args?: string[]} = {}): Promise<RunningService> {
+  return startProgram('service-local', ['--port', '0', ...args], {env, home})
+}
+
+/**
+ * Starts one of the service programs (`service-local`, `service-supervisor`, `service-worker`) as a real
+ * process and answers once it prints where it runs. A temporary SERVICE_HOME is removed on stop unless given.
+ */
+export async function startProgram(program: string, args: string[], {env = {}, home}: {home?: string; env?: Record<string, string>} = {}): Promise<RunningService> {
   const serviceHome = home ?? (await temporaryDirectory())
-  const child = execa('node', [SERVICE_LOCAL, '--port', '0', ...args], {
+  const child = execa('node', [join(ROOT, 'bin', `${program}.js`), ...args], {
     all: true,
     buffer: false,
     env: {...env, SERVICE_HOME: serviceHome},
@@ -33,10 +40,10 @@ export async function startService({args = [], env = {}, home}: {home?: string; 
   })
   let output = ''
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service-local did not start within 30 s:\n${output}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`${program} did not start within 30 s:\n${output}`)), 30_000)
     child.all!.on('data', (chunk: Buffer) => {
       output += chunk.toString()
-      const match = /Service running at (http:\/\/\S+) /.exec(output)
+      const match = /(?:Service|Supervisor|Worker) running at (http:\/\/[^\s,]+)/.exec(output)
       if (match) {
         clearTimeout(timer)
         resolveUrl(match[1])
@@ -44,7 +51,7 @@ export async function startService({args = [], env = {}, home}: {home?: string; 
     })
     void child.then(() => {
       clearTimeout(timer)
-      reject(new Error(`service-local exited before it started:\n${output}`))
+      reject(new Error(`${program} exited before it started:\n${output}`))
     })
   })
   return {

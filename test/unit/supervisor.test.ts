@@ -3,7 +3,7 @@ import {mkdtemp} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import type {InstanceLaunch, InstanceSummary, LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchOptions, WorkerApi, WorkerStatus} from '../../src/cluster/worker.js'
 
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
@@ -76,6 +76,10 @@ class FakeWorker implements WorkerApi {
 
   instances(): InstanceSummary[] {
     return []
+  }
+
+  status(): WorkerStatus {
+    return {address: null, id: this.id, last_seen: 0, resources: {cpu_count: 1, gpus: [], memory_free_bytes: 2 ** 30, memory_total_bytes: 2 ** 30}, state: 'ready', version: '0.0.0'}
   }
 
   async dispose() {}
@@ -167,10 +171,13 @@ describe('supervisor', () => {
     expect(supervisor.progress('other').stage).to.equal('cancelled')
   })
 
-  it('refuses replica > 1 in local mode, and unknown uids with the running ones listed', async () => {
-    const {supervisor} = await setup()
-    const replica = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2}).catch((e) => e)
-    expect(replica).to.include({param: 'replica', status: 400})
+  it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {
+    const {supervisor, worker} = await setup()
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2})
+    expect([...worker.running]).to.deep.equal(['demo-rep0', 'demo-rep1'])
+    expect(supervisor.describeModel('demo')).to.include({replica: 2, worker: 'fake, fake'})
+    await supervisor.terminate('demo')
+    expect(worker.running.size).to.equal(0)
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     expect(() => supervisor.get('other')).to.throw('model "other" is not running. Running models: demo.')
   })

@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+import './require-node.js'
+
+import {execute} from '@oclif/core'
+
+await execute({args: ['supervisor', ...process.argv.slice(2)], dir: import.meta.url})

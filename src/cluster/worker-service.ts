@@ -1,0 +1,81 @@
+/**
+ * The worker's process (`service-worker`): model instances in child processes, served to the supervisor by
+ * the worker's own HTTP server, and a link that registers with the supervisor and sends heartbeats.
+ */
+import type {Config} from '@oclif/core'
+
+import {join} from 'node:path'
+
+import type {ServiceSettings} from '../kernel/settings.js'
+import type {RunningService} from './local.js'
+
+import {ServiceError} from '../kernel/errors.js'
+import {homePaths} from '../kernel/settings.js'
+import {createLogger} from '../lib/logger.js'
+import {createApp} from '../server/app.js'
+import {listen} from '../server/listen.js'
+import {loadKernel} from './local.js'
+import {WeightStore} from './weights.js'
+import {SupervisorLink} from './worker-link.js'
+import {workerRoutes} from './worker-routes.js'
+import {LocalWorker} from './worker.js'
+
+export interface WorkerServiceOptions {
+  /** The supervisor's endpoint, e.g. http://10.0.0.1:9997. */
+  endpoint: string
+  clusterToken?: string
+}
+
+export async function startWorkerService(config: Config, settings: ServiceSettings, {clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
+  // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
+  if (settings.host === '0.0.0.0' || settings.host === '::')
+    throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
+  const paths = homePaths(settings.home)
+  const log = createLogger({file: join(paths.logs, 'service-worker.log'), level: settings.logLevel, name: 'worker'})
+  const version = config.version
+  const kernel = await loadKernel(config, log)
+
+  let stopping: Promise<void> | undefined
+  let resolveStopped!: () => void
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve))
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('shutting down: ending models, then closing the server')
+      link.stop()
+      await worker.dispose()
+      await listening.close()
+      await log.close()
+      resolveStopped()
+    })())
+
+  const noModels = {
+    get(): never {
+      throw new ServiceError(404, 'not_found', 'a worker serves no model routes; call the supervisor.')
+    },
+    list: () => [],
+  }
+  const routes = workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}).map((definition) => ({definition, plugin: 'core'}))
+  const app = createApp({clusterToken, log, models: noModels, routes, version})
+  const listening = await listen(app, {host: settings.host, port: settings.port})
+  const worker = new LocalWorker({
+    env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
+    id: listening.url.replace(/^https?:\/\//, ''),
+    kernel,
+    log,
+    logDir: paths.logs,
+    version,
+    weights: new WeightStore({cacheDir: paths.cache, log}),
+  })
+  const link = new SupervisorLink({address: listening.url, clusterToken, endpoint: endpoint.replace(/\/+$/, ''), log, version, worker})
+  try {
+    await link.join()
+  } catch (error) {
+    await listening.close()
+    await worker.dispose()
+    await log.close()
+    throw error
+  }
+
+  log.info(`worker ${version} listening on ${listening.url}, joined ${endpoint} (home ${settings.home})`)
+  return {kernel, stop, stopped, url: listening.url}
+}

@@ -1,0 +1,31 @@
+import {Flags} from '@oclif/core'
+
+import {ClientCommand} from '../lib/base-command.js'
+import {confirm} from '../lib/prompt.js'
+
+export default class StopCluster extends ClientCommand<typeof StopCluster> {
+  static description = `Stop a cluster: every worker ends its models and exits, then the supervisor exits.
+
+Lists the workers and their models and asks for confirmation first (--check skips that).`
+  static examples = ['<%= config.bin %> stop-cluster -e http://10.0.0.1:9997', '<%= config.bin %> stop-cluster -e http://10.0.0.1:9997 --check']
+  static flags = {
+    check: Flags.boolean({description: 'Stop without asking for confirmation.'}),
+  }
+
+  async run(): Promise<{stopped: true; unreachable_workers: string[]}> {
+    const client = this.client()
+    if (!this.flags.check) {
+      const workers = await client.workers()
+      const lines = workers.map((worker) => `  ${worker.id} (${worker.state}): ${worker.models.length > 0 ? worker.models.join(', ') : 'no models'}`)
+      this.logToStderr(`The supervisor at ${client.endpoint} and these workers will stop:\n${lines.join('\n') || '  (no workers)'}`)
+      if (!(await confirm('Do you want to stop the cluster? (y/[n]) '))) {
+        this.logToStderr('Nothing was stopped.')
+        this.exit(1)
+      }
+    }
+
+    const {unreachable_workers: unreachable} = await client.stopCluster()
+    this.log(`Stopped the cluster at ${client.endpoint}.${unreachable.length > 0 ? ` These workers did not answer and may still run: ${unreachable.join(', ')}.` : ''}`)
+    return {stopped: true, unreachable_workers: unreachable}
+  }
+}

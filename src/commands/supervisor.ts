@@ -1,0 +1,46 @@
+import {Command, Flags} from '@oclif/core'
+
+import {loadAuthConfig} from '../auth/config.js'
+import {CLUSTER_TOKEN_ENV, clusterTiming} from '../cluster/cluster-protocol.js'
+import {startLocalService} from '../cluster/local.js'
+import {isServiceErrorShape} from '../kernel/errors.js'
+import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+import {untilStopped} from './local.js'
+
+export default class Supervisor extends Command {
+  static description = 'The supervisor of a cluster: the HTTP API, docs and every model route; workers join it. This is what `service-supervisor` runs.'
+  static examples = ['service-supervisor -H 10.0.0.1', 'service-supervisor -H 10.0.0.1 --auth-config auth.json --cluster-token "$(cat cluster.token)"']
+  static flags = {
+    'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); workers then need --cluster-token.'}),
+    'cluster-token': Flags.string({description: `Shared secret workers must present (also ${CLUSTER_TOKEN_ENV}); required with --auth-config.`, env: CLUSTER_TOKEN_ENV}),
+    host: Flags.string({char: 'H', description: 'Address to listen on: this machine\'s address as clients and workers reach it [default: 127.0.0.1].'}),
+    'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
+    port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
+  }
+  static hidden = true
+  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>]'
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Supervisor)
+    const settings = await loadSettings()
+    const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
+    if (auth && !flags['cluster-token'])
+      this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
+    const service = await startLocalService(
+      this.config,
+      {...settings, host: flags.host ?? settings.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
+    )
+    this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)
+    await untilStopped(service)
+  }
+
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) {
+      this.logToStderr(`service-supervisor: ${error.message}`)
+      this.exit(1)
+    }
+
+    return super.catch(error)
+  }
+}

@@ -1,0 +1,42 @@
+import {Command, Flags} from '@oclif/core'
+
+import {CLUSTER_TOKEN_ENV} from '../cluster/cluster-protocol.js'
+import {startWorkerService} from '../cluster/worker-service.js'
+import {isServiceErrorShape} from '../kernel/errors.js'
+import {loadSettings} from '../kernel/settings.js'
+import {untilStopped} from './local.js'
+
+export default class Worker extends Command {
+  static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'
+  static examples = ['service-worker -e http://10.0.0.1:9997 -H 10.0.0.2', 'service-worker -e http://10.0.0.1:9997 -H 10.0.0.2 -p 30001 --cluster-token "$(cat cluster.token)"']
+  static flags = {
+    'cluster-token': Flags.string({description: `The cluster's shared secret (also ${CLUSTER_TOKEN_ENV}); needed when the supervisor has access control on.`, env: CLUSTER_TOKEN_ENV}),
+    endpoint: Flags.string({char: 'e', description: 'The supervisor, e.g. http://10.0.0.1:9997.', required: true}),
+    host: Flags.string({char: 'H', description: "This machine's address as the supervisor reaches it; the worker listens there.", required: true}),
+    'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
+    port: Flags.integer({char: 'p', description: 'Port to listen on [default: any free port].', max: 65_535, min: 0}),
+  }
+  static hidden = true
+  static usage = 'service-worker -e <supervisor endpoint> -H <worker host> [--port <port>] [--cluster-token <secret>] [--log-level <level>]'
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Worker)
+    const settings = await loadSettings()
+    const service = await startWorkerService(
+      this.config,
+      {...settings, host: flags.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
+      {clusterToken: flags['cluster-token'], endpoint: flags.endpoint},
+    )
+    this.log(`Worker running at ${service.url}, joined the supervisor at ${flags.endpoint}. Ctrl-C stops it and its models.`)
+    await untilStopped(service)
+  }
+
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) {
+      this.logToStderr(`service-worker: ${error.message}`)
+      this.exit(1)
+    }
+
+    return super.catch(error)
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Cluster routes of the supervisor: workers join and send heartbeats (`cluster`: the cluster token when access
+ * control is on), admins see the workers and stop the whole cluster. In local mode the one in-process worker
+ * is listed the same way, and there is nothing to join.
+ */
+import type {Supervisor} from '../../cluster/supervisor.js'
+import type {InstanceSummary, WorkerResources} from '../../cluster/worker.js'
+import type {WorkerRegistry} from '../../cluster/worker-registry.js'
+import type {RouteDefinition} from '../../kernel/contracts.js'
+
+import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../cluster/cluster-protocol.js'
+import {CLUSTER} from '../../kernel/permissions.js'
+
+const json = (body: unknown) => ({body, kind: 'json' as const})
+
+export interface ClusterRouteDependencies {
+  supervisor: Supervisor
+  version: string
+  /** Present in cluster mode. */
+  cluster?: {registry: WorkerRegistry; timing: ClusterTiming; stop(): void}
+}
+
+export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDependencies): RouteDefinition[] {
+  const routes: Array<RouteDefinition<any>> = [
+    {
+      async handler() {
+        return json({list: supervisor.describeWorkers()})
+      },
+      method: 'GET',
+      path: '/v1/workers',
+      permission: 'admin',
+      summary: "Workers: address, version, state (ready or lost), resources, last heartbeat and the models each runs",
+      tag: 'cluster',
+    },
+    {
+      async handler() {
+        const workers = supervisor.describeWorkers()
+        return json({
+          heartbeat_interval_s: cluster ? cluster.timing.heartbeatMs / 1000 : null,
+          lost_timeout_s: cluster ? cluster.timing.lostMs / 1000 : null,
+          mode: cluster ? 'cluster' : 'local',
+          models: supervisor.describeAll().length,
+          version,
+          workers: {lost: workers.filter((w) => w.state === 'lost').length, ready: workers.filter((w) => w.state === 'ready').length},
+        })
+      },
+      method: 'GET',
+      path: '/v1/cluster/info',
+      permission: 'admin',
+      summary: 'The cluster at a glance: mode, version, workers ready and lost, models, failure-detection timing',
+      tag: 'cluster',
+    },
+  ]
+  if (!cluster) return routes
+  routes.push(
+    {
+      body: registrationSchema,
+      async handler({body}) {
+        return json(await cluster.registry.register(body))
+      },
+      method: 'POST',
+      path: '/v1/cluster/workers',
+      permission: CLUSTER,
+      summary: 'A worker joins (or joins again) with its address, version, resources and running models',
+      tag: 'cluster',
+    },
+    {
+      body: heartbeatSchema,
+      async handler({body}) {
+        cluster.registry.heartbeat(body.address, body.resources as WorkerResources, body.instances as unknown as InstanceSummary[])
+        return json(null)
+      },
+      method: 'POST',
+      path: '/v1/cluster/workers/heartbeat',
+      permission: CLUSTER,
+      summary: "A worker's heartbeat with its resources and models; 404 worker_not_registered asks it to register again",
+      tag: 'cluster',
+    },
+    {
+      async handler({log}) {
+        const unreachable = await cluster.registry.shutdownWorkers()
+        log.info(`stop-cluster: workers told to stop${unreachable.length > 0 ? ` (unreachable: ${unreachable.join(', ')})` : ''}; the supervisor stops next`)
+        // Answer first, then stop: the caller learns the outcome before the supervisor goes away.
+        setImmediate(cluster.stop)
+        return json({unreachable_workers: unreachable})
+      },
+      method: 'POST',
+      path: '/v1/cluster/stop',
+      permission: 'admin',
+      summary: 'Stop the cluster: every worker ends its models and exits, then the supervisor exits',
+      tag: 'cluster',
+    },
+  )
+  return routes
+}

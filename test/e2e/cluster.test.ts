@@ -1,0 +1,144 @@
+/**
+ * A cluster of real processes on distinct loopback addresses: a supervisor on 127.0.0.1 and two workers on
+ * 127.0.0.2 and 127.0.0.3, each with its own SERVICE_HOME. Failure detection runs fast (heartbeats every
+ * 0.2 s, lost after 1.5 s) so the test polls for outcomes instead of waiting on timings.
+ */
+import {expect} from 'chai'
+import OpenAI from 'openai'
+
+import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
+import {writeTinyChatModel} from '../helpers/models.js'
+import {callApi, type RunningService, servicectl, startProgram, temporaryDirectory, until} from '../helpers/service.js'
+
+const FAST = {SERVICE_HEARTBEAT_INTERVAL: '0.2', SERVICE_WORKER_LOST_TIMEOUT: '1.5'}
+const LAUNCH = {model_engine: 'llama.cpp', model_format: 'ggufv2', model_name: 'tiny-chat', model_size_in_billions: '0_5', n_ctx: 512, n_threads: 1, quantization: 'q4_0'}
+
+describe('cluster (supervisor and two workers as real processes)', function () {
+  this.timeout(120_000)
+  let supervisor: RunningService
+  let supervisorHome: string
+  let port: number
+  const workers: RunningService[] = []
+  let family: Record<string, unknown>
+
+  const startSupervisor = async (args: string[] = ['-p', '0'], env: Record<string, string> = {}) =>
+    startProgram('service-supervisor', ['-H', '127.0.0.1', ...args], {env: {...FAST, ...env}, home: supervisorHome})
+  const startWorker = (host: string, env: Record<string, string> = {}) => startProgram('service-worker', ['-e', supervisor.url, '-H', host], {env})
+  const models = async () => (await callApi(supervisor, 'GET', '/v1/models')).body.data as Array<Record<string, any>>
+
+  before(async () => {
+    ;({family} = await writeTinyChatModel(await temporaryDirectory()))
+    supervisorHome = await temporaryDirectory()
+    supervisor = await startSupervisor()
+    port = Number(new URL(supervisor.url).port)
+    workers.push(await startWorker('127.0.0.2'), await startWorker('127.0.0.3'))
+    expect((await callApi(supervisor, 'POST', '/v1/model_registrations/LLM', {model: family})).status).to.equal(200)
+  })
+
+  after(async () => {
+    for (const service of [...workers, supervisor]) if (service && service.process.exitCode === null) await service.stop()
+  })
+
+  it('lists both workers with their resources', async () => {
+    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    expect(body.list.map((w: any) => w.address).sort()).to.deep.equal(workers.map((w) => w.url).sort())
+    expect(body.list[0].resources.cpu_count).to.be.greaterThan(0)
+    const info = await callApi(supervisor, 'GET', '/v1/cluster/info')
+    expect(info.body).to.include({mode: 'cluster'})
+    expect(info.body.workers).to.deep.equal({lost: 0, ready: 2})
+  })
+
+  it('launches on a worker (or the one worker_ip names) and streams chat through the supervisor', async () => {
+    const host = new URL(workers[1].url).hostname
+    const launched = await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'solo', worker_ip: host})
+    expect(launched).to.deep.equal({body: {model_uid: 'solo'}, status: 200})
+    const [model] = await models()
+    expect(model).to.include({id: 'solo', status: 'ready', worker: workers[1].url.replace('http://', '')})
+
+    const client = new OpenAI({apiKey: 'x', baseURL: `${supervisor.url}/v1`})
+    const stream = await client.chat.completions.create({max_tokens: 8, messages: [{content: 'Hi', role: 'user'}], model: 'solo', stream: true})
+    const chunks = []
+    for await (const chunk of stream) chunks.push(chunk)
+    expect(chunks.at(-1)!.choices[0].finish_reason).to.be.oneOf(['length', 'stop'])
+
+    const listed = await servicectl(['list'], {env: {SERVICE_ENDPOINT: supervisor.url}})
+    expect(listed.stdout).to.match(new RegExp(`solo\\s+LLM.*ready\\s+${model.worker}`))
+
+    const nowhere = await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'x', worker_ip: '127.0.0.9'})
+    expect(nowhere.status).to.equal(400)
+    expect(nowhere.body.error.message).to.contain('worker_ip 127.0.0.9 names no worker')
+  })
+
+  it('spreads replica: 2 over both workers and balances requests among them', async () => {
+    await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'twin', replica: 2})
+    const twin = (await models()).find((m) => m.id === 'twin')!
+    expect(twin.replica).to.equal(2)
+    expect(new Set(twin.replicas.map((r: any) => r.worker))).to.have.property('size', 2)
+    for (let i = 0; i < 2; i++) {
+      const reply = await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})
+      expect(reply.status).to.equal(200)
+    }
+  })
+
+  it('marks a killed worker lost: its models leave the list and fail fast with a 503, replicas elsewhere keep serving', async () => {
+    workers[1].process.kill('SIGKILL')
+    await workers[1].process
+    await until(async () => ((await models()).some((m) => m.id === 'solo') ? undefined : true), 'solo to leave the list')
+    const lost = await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'solo'})
+    expect(lost.status).to.equal(503)
+    expect(lost.body.error.message).to.match(/worker 127\.0\.0\.3:\d+ stopped answering/)
+    const twin = (await models()).find((m) => m.id === 'twin')!
+    expect(twin.replicas).to.have.length(1)
+    for (let i = 0; i < 2; i++)
+      expect((await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})).status).to.equal(200)
+    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    expect(body.list.find((w: any) => w.address === workers[1].url).state).to.equal('lost')
+  })
+
+  it('loses nothing when the supervisor restarts: the worker registers again with its models', async () => {
+    await supervisor.stop()
+    supervisor = await startSupervisor(['-p', String(port)])
+    const back = await until(async () => {
+      const list = await models()
+      return list.some((m) => m.id === 'twin') ? list : undefined
+    }, 'twin to come back')
+    expect(back.find((m) => m.id === 'twin')).to.include({status: 'ready', worker: workers[0].url.replace('http://', '')})
+    const reply = await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})
+    expect(reply.status).to.equal(200)
+  })
+
+  it('stop-cluster ends the workers, their models and the supervisor', async () => {
+    const stopped = await servicectl(['stop-cluster', '-e', supervisor.url, '--check'])
+    expect(stopped.stdout).to.contain(`Stopped the cluster at ${supervisor.url}.`)
+    const exits = await Promise.all([supervisor.process, workers[0].process])
+    expect(exits.map((exit) => exit.exitCode)).to.deep.equal([0, 0])
+  })
+})
+
+describe('cluster with access control', function () {
+  this.timeout(60_000)
+
+  it('refuses a worker without the cluster token, and worker routes to anyone without it', async () => {
+    const supervisor = await startProgram('service-supervisor', ['-H', '127.0.0.1', '-p', '0', '--auth-config', await writeTestAuthConfig(await temporaryDirectory()), '--cluster-token', 'sesame'], {env: FAST})
+    try {
+      const refused = await startProgram('service-worker', ['-e', supervisor.url, '-H', '127.0.0.2']).catch((error: Error) => error)
+      expect(String(refused)).to.contain('has access control on: give this worker its cluster token')
+      const wrong = await startProgram('service-worker', ['-e', supervisor.url, '-H', '127.0.0.2', '--cluster-token', 'nope']).catch((error: Error) => error)
+      expect(String(wrong)).to.contain('refused this worker')
+
+      const worker = await startProgram('service-worker', ['-e', supervisor.url, '-H', '127.0.0.2'], {env: {SERVICE_CLUSTER_TOKEN: 'sesame'}})
+      try {
+        const admin = {authorization: `Bearer ${apiKeyOf('root')}`}
+        expect((await callApi(supervisor, 'POST', '/v1/cluster/workers', {address: 'http://127.0.0.9:1', instances: [], resources: {}, version: '0'}, admin)).status).to.equal(401)
+        expect((await callApi(worker, 'GET', '/v1/worker/instances', undefined, admin)).status).to.equal(401)
+        expect((await callApi(worker, 'GET', '/v1/worker/instances', undefined, {authorization: 'Bearer sesame'})).status).to.equal(200)
+        const {body} = await callApi(supervisor, 'GET', '/v1/workers', undefined, admin)
+        expect(body.list.map((w: any) => w.address)).to.deep.equal([worker.url])
+      } finally {
+        await worker.stop()
+      }
+    } finally {
+      await supervisor.stop()
+    }
+  })
+})
