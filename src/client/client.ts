@@ -13,11 +13,17 @@
 import {readFileSync} from 'node:fs'
 import {setTimeout as sleep} from 'node:timers/promises'
 
+import type {LaunchProgress, LaunchStage} from '../cluster/supervisor.js'
+import type {CachedModel as CacheEntry} from '../cluster/hub/cache.js'
+
 import {ServiceError} from '../kernel/errors.js'
+import {readEventData} from './server-sent-events.js'
 
 export const CLIENT_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string}).version
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:9997'
 const VERSION_HEADER = 'x-service-version'
+
+export type {LaunchProgress, LaunchStage}
 
 export interface ClientOptions {
   /** An API key, or an access token from `login`, sent as `Authorization: Bearer` (ignored when access control is off). */
@@ -95,40 +101,8 @@ export interface AccessToken {
 
 export type ChatOptions = Record<string, unknown> & {max_tokens?: number; temperature?: number}
 
-export type LaunchStage = 'pending' | 'downloading' | 'loading' | 'ready' | 'error' | 'cancelled'
-
-/** `GET /v1/models/{uid}/progress`. */
-export interface LaunchProgress {
-  model_uid: string
-  stage: LaunchStage
-  /** The whole launch from 0 to 1; never goes back, 1 exactly when ready. */
-  progress: number
-  downloaded_bytes: number
-  total_bytes: number
-  files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
-  hub: string | null
-  repo: string | null
-  error: {message: string; code: string; status: number} | null
-}
-
-/** One model version in a worker's cache (`GET /v1/cache/models`). */
-export interface CachedModel {
-  model_version: string
-  model_name: string
-  model_size_in_billions: string
-  model_format: string
-  quantization: string
-  path: string
-  files: Array<{name: string; path: string; size: number}>
-  size_bytes: number
-  partial_bytes: number
-  complete: boolean
-  hub: string | null
-  repo: string | null
-  revision: string | null
-  worker: string
-  [field: string]: unknown
-}
+/** One model version in a worker's cache (`GET /v1/cache/models`), with the worker that holds it. */
+export type CachedModel = CacheEntry & {worker: string}
 
 /** `POST /v1/models/memory`: bytes a launch would need. */
 export interface MemoryEstimate {
@@ -283,25 +257,11 @@ export class Client {
   /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError. */
   async *stream<T>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T> {
     const response = await this.send('POST', path, body, signal)
-    const decoder = new TextDecoder()
-    let buffer = ''
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, {stream: true})
-      let boundary: number
-      while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, boundary)
-        buffer = buffer.slice(boundary + 2)
-        const data = block
-          .split('\n')
-          .filter((line) => line.startsWith('data:'))
-          .map((line) => line.slice(5).trimStart())
-          .join('\n')
-        if (!data) continue
-        if (data === '[DONE]') return
-        const event = JSON.parse(data) as T & {error?: {message: string; code?: string}}
-        if (event.error) throw new ServiceError(500, event.error.code ?? 'internal_error', event.error.message)
-        yield event as T
-      }
+    for await (const data of readEventData(response.body!)) {
+      if (data === '[DONE]') return
+      const event = JSON.parse(data) as T & {error?: {message: string; code?: string}}
+      if (event.error) throw new ServiceError(500, event.error.code ?? 'internal_error', event.error.message)
+      yield event as T
     }
   }
 

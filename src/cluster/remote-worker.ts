@@ -7,6 +7,7 @@
 import type {CachedModel} from './hub/cache.js'
 import type {InstanceLaunch, InstanceSummary, LaunchOptions, LaunchStep, WorkerApi, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from './worker.js'
 
+import {readEventData} from '../client/server-sent-events.js'
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 
 export interface RemoteWorkerOptions {
@@ -158,20 +159,5 @@ export class RemoteWorker implements WorkerApi {
 
 /** Frames of a server-sent event stream, each `data:` line parsed as JSON. */
 export async function* readFrames(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<WorkerFrame> {
-  const decoder = new TextDecoder()
-  let buffer = ''
-  for await (const chunk of body as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, {stream: true})
-    let boundary: number
-    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, boundary)
-      buffer = buffer.slice(boundary + 2)
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).trimStart())
-        .join('\n')
-      if (data) yield JSON.parse(data) as WorkerFrame
-    }
-  }
+  for await (const data of readEventData(body)) yield JSON.parse(data) as WorkerFrame
 }
