@@ -4,6 +4,8 @@
  * 0.2 s, lost after 1.5 s) so the test polls for outcomes instead of waiting on timings.
  */
 import {expect} from 'chai'
+import {readdir, readFile} from 'node:fs/promises'
+import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
@@ -67,6 +69,34 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     const nowhere = await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'x', worker_ip: '127.0.0.9'})
     expect(nowhere.status).to.equal(400)
     expect(nowhere.body.error.message).to.contain('worker_ip 127.0.0.9 names no worker')
+  })
+
+  it('passes a client disconnect through the supervisor to the model process on the worker', async () => {
+    const logs = join(workers[1].home, 'logs/models')
+    const logOf = async () => {
+      const [file] = (await readdir(logs)).filter((name) => name.startsWith('solo'))
+      return readFile(join(logs, file), 'utf8')
+    }
+
+    const aborted = async () => (await logOf()).split('\n').filter((line) => line.includes('request finished: abort'))
+    const before = (await aborted()).length
+    const controller = new AbortController()
+    const client = new OpenAI({apiKey: 'x', baseURL: `${supervisor.url}/v1`, maxRetries: 0})
+    const stream = await client.chat.completions.create(
+      {max_tokens: 900, messages: [{content: 'Go on forever.', role: 'user'}], model: 'solo', stream: true},
+      {signal: controller.signal},
+    )
+    try {
+      for await (const chunk of stream) if (chunk.choices[0]?.delta.content) controller.abort()
+    } catch (error) {
+      expect((error as Error).name).to.match(/Abort/)
+    }
+
+    const line = await until(async () => {
+      const lines = await aborted()
+      return lines.length > before ? lines.at(-1) : undefined
+    }, 'the worker\'s model to log the aborted request')
+    expect(Number(/\+ (\d+) generated/.exec(line)![1])).to.be.lessThan(900)
   })
 
   it('spreads replica: 2 over both workers and balances requests among them', async () => {
