@@ -73,6 +73,9 @@ export class WorkerRegistry {
     if (!remote || remote.status().state === 'lost')
       throw new ServiceError(404, 'worker_not_registered', `worker ${address} is not registered with this supervisor; register first.`)
     remote.heartbeat(resources, instances)
+    // A model process that died on the worker is reported in its heartbeats; the model shows it here too.
+    for (const instance of instances.filter((summary) => summary.state === 'crashed'))
+      this.options.supervisor.markCrashed(instance.uid, new ServiceError(503, 'model_crashed', instance.error ?? `model ${instance.uid} crashed on worker ${remote.id}; terminate it and launch it again.`))
   }
 
   /** Marks workers silent for longer than the lost timeout as lost. */

@@ -99,6 +99,22 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     expect(Number(/\+ (\d+) generated/.exec(line)![1])).to.be.lessThan(900)
   })
 
+  it('shows a model process that crashed on a worker on the model, and answers its requests with why', async () => {
+    const host = new URL(workers[0].url).hostname
+    expect((await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'fragile', worker_ip: host})).status).to.equal(200)
+    const {pid} = (await callApi(supervisor, 'GET', '/v1/models/fragile')).body
+    process.kill(pid, 'SIGKILL')
+    const described = await until(async () => {
+      const {body} = await callApi(supervisor, 'GET', '/v1/models/fragile')
+      return body.status === 'error' ? body : undefined
+    }, 'the supervisor to see the crash')
+    expect(described.error).to.contain('killed by SIGKILL')
+    const answer = await callApi(supervisor, 'POST', '/v1/chat/completions', {messages: [{content: 'Hi', role: 'user'}], model: 'fragile'})
+    expect(answer.status).to.equal(503)
+    expect(answer.body.error.message).to.match(/killed by SIGKILL.*terminate it and launch it again/)
+    expect((await callApi(supervisor, 'DELETE', '/v1/models/fragile')).status).to.equal(200)
+  })
+
   it('spreads replica: 2 over both workers and balances requests among them', async () => {
     await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'twin', replica: 2})
     const twin = (await models()).find((m) => m.id === 'twin')!
