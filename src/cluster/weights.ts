@@ -17,7 +17,7 @@ import {fileURLToPath} from 'node:url'
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest} from '../kernel/contracts.js'
 
-import {NO_SIZE, specFileNames} from '../kernel/catalogue.js'
+import {specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {formatBytes} from '../lib/format.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
