@@ -1,17 +1,8 @@
 /** `servicectl` as a real process against a real `service-local`, as in the README's quickstart. */
 import {expect} from 'chai'
-import {createServer} from 'node:net'
 
 import {writeTinyChatModel} from '../helpers/models.js'
-import {type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
-
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+import {closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('servicectl (real processes)', function () {
   let service: RunningService

@@ -8,24 +8,15 @@ import {expect} from 'chai'
 import {execa} from 'execa'
 import {existsSync} from 'node:fs'
 import {readdir, readFile} from 'node:fs/promises'
-import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {FakeHub, type FakeHubRepo} from '../helpers/fake-hub.js'
 import {writeTestLlamaGguf, writeTestLlamaGgufSplit} from '../helpers/gguf/models.js'
-import {callApi, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
+import {callApi, closedPort, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const REPO = 'test-org/tiny-GGUF'
 const QUANTIZATIONS = ['q4_0', 'q5_0', 'q6_k', 'q3_k', 'q8_0', 'split', 'q4_k_m', 'q5_k_m', 'q2_k', 'f16', 'q4_1']
 const SPLIT_PARTS = ['00001-of-00002', '00002-of-00002']
-
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 function source(modelId: string, quantizations: string[]) {
   return {

@@ -4,6 +4,7 @@
  */
 import {execa, type ResultPromise} from 'execa'
 import {mkdtemp, rm} from 'node:fs/promises'
+import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
@@ -105,4 +106,13 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
   }
 
   throw new Error(`timed out waiting for ${what}`)
+}
+
+/** A loopback port nothing listens on (it was free a moment ago), for "service not running" cases. */
+export async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }
