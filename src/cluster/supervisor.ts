@@ -687,9 +687,9 @@ function matchesWorker(status: WorkerStatus, workerIp: string): boolean {
 export function engineParameters(engine: EngineDefinition, request: Record<string, unknown>): Record<string, unknown> {
   const known = new Set(Object.keys(launchSchema.json.properties as object))
   const out: Record<string, unknown> = {}
-  if (request.n_gpu !== undefined && engine.parameters.n_gpu) out.n_gpu = request.n_gpu
   for (const [name, raw] of Object.entries(request)) {
-    if (known.has(name) || raw === null || raw === undefined || (CLIENT_KEYS.has(name) && !engine.parameters[name])) continue
+    // Launch fields (and the extra keys Xinference clients send) reach the engine only when it declares them.
+    if (raw === null || raw === undefined || ((known.has(name) || CLIENT_KEYS.has(name)) && !engine.parameters[name])) continue
     const declared = engine.parameters[name]
     if (!declared) {
       const accepted = Object.keys(engine.parameters).sort().join(', ') || '(none)'
