@@ -3,14 +3,15 @@ import {expect} from 'chai'
 import {SequencePool} from '../../plugins/engine-llama-cpp/src/sequence-pool.js'
 
 describe('sequence pool', () => {
-  it('leases the free sequence that holds most of the prompt, else the one used last', async () => {
+  it('leases the free sequence that holds most of the prompt, else the first in its order', async () => {
     const pool = new SequencePool(['a', 'b', 'c'])
     const held: Record<string, number> = {a: 0, b: 7, c: 3}
     expect(await pool.acquire(undefined, (slot) => held[slot])).to.equal('b')
+    expect(await pool.acquire()).to.equal('a')
     pool.release('b')
-    expect(await pool.acquire()).to.equal('b')
-    const c = await pool.acquire(undefined, () => 0)
-    expect(c).to.equal('a')
+    expect(await pool.acquire(undefined, () => 0)).to.equal('b')
+    pool.release('a')
+    expect(await pool.acquire()).to.equal('a')
   })
 
   it('queues requests beyond its size in order, and drops a waiter whose request is aborted', async () => {

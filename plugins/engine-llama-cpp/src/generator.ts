@@ -17,6 +17,7 @@ import type {
   ToolDefinition,
 } from 'service-toolkit'
 
+import {BatchGatherer} from './batch-gatherer.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
 import {toGrammarSchema} from './json-schema.js'
@@ -24,6 +25,8 @@ import {SequencePool} from './sequence-pool.js'
 import {forcedCallInstructions, forcedCallSchema, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
 interface Slot {
+  /** Its sequence id: a fresh context hands out ids 0, 1, … in the order of `getSequence` calls. */
+  id: number
   sequence: LlamaContextSequence
   chat?: import('node-llama-cpp').LlamaChat
   completion?: import('node-llama-cpp').LlamaCompletion
@@ -137,7 +140,10 @@ export async function loadGenerator(options: {
     throw new Error(`llama.cpp could not create a context of ${options.contextSize} tokens × ${parallel} sequences: ${(error as Error).message}`)
   }
 
-  const pool = new SequencePool<Slot>(Array.from({length: parallel}, () => ({sequence: context.getSequence()})))
+  const installed = BatchGatherer.install(context)
+  if (typeof installed === 'string') log.warn(installed)
+  const gatherer = typeof installed === 'string' ? undefined : installed
+  const pool = new SequencePool<Slot>(Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()})))
   const vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY
   log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatWrapper?.wrapperName ?? 'none'}`)
 
@@ -165,12 +171,16 @@ export async function loadGenerator(options: {
     const {promptTokens} = prepared
     const done = prepared.run(slot, (event) => queue.push(event)).then(
       ({finishReason, stopReason, stopSequence}) => {
+        gatherer?.settle(slot.id)
         const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
         log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
         queue.push({completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
         queue.end()
       },
-      (error) => queue.fail(error),
+      (error) => {
+        gatherer?.settle(slot.id)
+        queue.fail(error)
+      },
     )
     try {
       yield* queue
@@ -296,6 +306,7 @@ export async function loadGenerator(options: {
 
   return {
     async dispose() {
+      gatherer?.dispose()
       await context.dispose()
     },
     info: {

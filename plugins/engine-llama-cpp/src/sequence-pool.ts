@@ -3,14 +3,17 @@
  * and returns it when done, so up to N requests are evaluated together in each batch and the rest wait in
  * order. A leased sequence keeps its evaluated tokens, so the next request sharing a prefix skips them:
  * a request is given the free sequence its `affinity` scores highest (the one holding most of its prompt),
- * and among equals the one used last, whose tokens are the likeliest to be reused.
+ * and among equals the first in the pool's order. Keeping the busy sequences at the front matters: llama.cpp
+ * computes a batch in one pass only for consecutive sequence ids (see batch-gatherer.ts).
  */
 export class SequencePool<T> {
+  private readonly order: Map<T, number>
   private readonly free: T[]
   private readonly waiting: Array<{resolve(slot: T): void; reject(error: unknown): void; signal?: AbortSignal; onAbort(): void}> = []
 
   constructor(slots: T[]) {
     this.free = [...slots]
+    this.order = new Map(slots.map((slot, index) => [slot, index]))
   }
 
   acquire(signal?: AbortSignal, affinity?: (slot: T) => number): Promise<T> {
@@ -45,7 +48,8 @@ export class SequencePool<T> {
   release(slot: T): void {
     const next = this.waiting.shift()
     if (!next) {
-      this.free.unshift(slot)
+      const position = this.free.findIndex((free) => this.order.get(free)! > this.order.get(slot)!)
+      this.free.splice(position < 0 ? this.free.length : position, 0, slot)
       return
     }
 
