@@ -135,7 +135,7 @@ export class LocalWorker implements WorkerApi {
     const instance = new InstanceProcess(
       load.modelUid,
       this.options.spawn ?? spawnInstanceProcess,
-      {env: this.options.env, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
+      {env: {...engine.processEnvironment, ...this.options.env}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
       (error) => {
         log.error(`model ${load.modelUid}: ${error.message}`)
         this.options.onCrash?.(load.modelUid, error)

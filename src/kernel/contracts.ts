@@ -81,6 +81,11 @@ export interface EngineDefinition {
    * default export is an `EngineHost` (see below). The kernel spawns the process; the engine only serves it.
    */
   hostModule: string
+  /**
+   * Environment variables each model instance's process starts with, for settings a runtime reads only at
+   * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.
+   */
+  processEnvironment?: Record<string, string>
   /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
   availability?(): Promise<true | string> | true | string
   /**

@@ -163,6 +163,12 @@ export class Kernel {
       return
     }
 
+    const environment = engine.processEnvironment ?? {}
+    if (typeof environment !== 'object' || Object.values(environment).some((value) => typeof value !== 'string')) {
+      this.report(plugin, `engine ${engine.name}: processEnvironment must map variable names to strings`)
+      return
+    }
+
     const existing = this.engine(engine.name)
     if (existing) {
       this.report(plugin, `engine ${engine.name} is already provided by ${existing.plugin}`)
