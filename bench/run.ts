@@ -1,25 +1,24 @@
 /**
- * `npm run bench`: serving speed of our API against node-llama-cpp used directly, in the same run, on
- * generated models of three sizes. Prints medians (min–max) and writes JSON to bench/results/.
+ * `npm run bench`: serving speed of our API against our engine used in-process (bench/engine-direct.ts), in the
+ * same run, on generated models of three sizes. Prints medians (min–max) and writes JSON to bench/results/.
  *
  *   npm run bench                                   all sizes, 1/2/4/8 concurrent streams
  *   npm run bench -- --sizes small --concurrency 1,4 --repeats 5
  *   npm run bench -- --target http://127.0.0.1:8080/v1 --model qwen   also run the workload against any
  *                                                   OpenAI-compatible server and print the ratios
  *
- * Metrics follow vLLM's `bench serve`: TTFT (request sent → first content), TPOT ((end − first) /
- * (tokens − 1)), ITL (gaps between content chunks), end-to-end latency and output tokens/s.
+ * Metrics: see measure.ts.
  */
 import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {cpus} from 'node:os'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
+import {execa} from 'execa'
+
 import {TEST_MODEL_SIZES, writeTestLlamaGguf} from '../test/helpers/gguf/models.js'
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
-
-const PROMPT = 'Write a long story about a lighthouse keeper who finds a map, and tell it slowly, with every detail of the sea and sky.'
-const MAX_TOKENS = 128
+import {describeRounds, MAX_TOKENS, type Measured, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -31,42 +30,10 @@ const {values: options} = parseArgs({
     threads: {type: 'string'},
   },
 })
+const LAUNCH_PARAMETERS = {n_ctx: 1024, n_parallel: 8}
 const sizes = options.sizes.split(',') as Array<keyof typeof TEST_MODEL_SIZES>
 const levels = options.concurrency.split(',').map(Number)
 const repeats = Number(options.repeats)
-
-interface Sample {
-  ttft: number
-  tpot: number
-  itl: number[]
-  latency: number
-  tokens: number
-}
-
-interface Round {
-  samples: Sample[]
-  wall: number
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
-
-const summary = (values: number[]) => ({max: Math.max(...values), median: median(values), min: Math.min(...values)})
-const show = (s: {median: number; min: number; max: number}, digits = 1) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`
-
-function sampleFrom(start: number, stamps: number[], end: number, tokens: number): Sample {
-  const ttft = (stamps[0] ?? end) - start
-  return {
-    itl: stamps.slice(1).map((t, i) => t - stamps[i]),
-    latency: end - start,
-    tokens,
-    tpot: tokens > 1 ? (end - (stamps[0] ?? end)) / (tokens - 1) : 0,
-    ttft,
-  }
-}
 
 /**
  * One streamed chat completion against an OpenAI-compatible server, timed on the client. Other servers
@@ -108,57 +75,18 @@ async function streamOnce(baseUrl: string, model: string, extra: Record<string, 
   return sampleFrom(start, stamps, performance.now(), tokens || stamps.length)
 }
 
-async function rounds(run: () => Promise<Sample>, concurrency: number): Promise<Round[]> {
-  await run()
-  const out: Round[] = []
-  for (let i = 0; i < repeats; i++) {
-    const start = performance.now()
-    const samples = await Promise.all(Array.from({length: concurrency}, () => run()))
-    out.push({samples, wall: performance.now() - start})
-  }
-
-  return out
-}
-
-function describeRounds(list: Round[]) {
-  const all = list.flatMap((r) => r.samples)
-  return {
-    e2e_ms: summary(all.map((s) => s.latency)),
-    itl_ms: summary(all.flatMap((s) => s.itl).length > 0 ? all.flatMap((s) => s.itl) : [0]),
-    tokens_per_s: summary(list.map((r) => r.samples.reduce((n, s) => n + s.tokens, 0) / (r.wall / 1000))),
-    tpot_ms: summary(all.map((s) => s.tpot)),
-    ttft_ms: summary(all.map((s) => s.ttft)),
-  }
-}
-
-type Measured = ReturnType<typeof describeRounds>
-
-/** The same workload on node-llama-cpp in this process, with the chat template and sampling our engine uses. */
-async function direct(modelPath: string, concurrency: number, threads: number | undefined) {
-  const {getLlama, LlamaChat} = await import('node-llama-cpp')
-  const llama = await getLlama({build: 'never', gpu: false})
-  const model = await llama.loadModel({modelPath})
-  const context = await model.createContext({contextSize: 1024, sequences: concurrency, threads: threads ?? 1})
-  const chats = Array.from({length: concurrency}, () => new LlamaChat({autoDisposeSequence: false, contextSequence: context.getSequence()}))
-  let next = 0
-  const run = async (): Promise<Sample> => {
-    const chat = chats[next++ % concurrency]
-    const stamps: number[] = []
-    const start = performance.now()
-    const before = chat.sequence.tokenMeter.usedOutputTokens
-    await chat.generateResponse([{text: PROMPT, type: 'user'}, {response: [], type: 'model'}], {
-      maxTokens: MAX_TOKENS,
-      onTextChunk: (text) => text && stamps.push(performance.now()),
-      temperature: 0,
-    })
-    return sampleFrom(start, stamps, performance.now(), chat.sequence.tokenMeter.usedOutputTokens - before)
-  }
-
-  const result = describeRounds(await rounds(run, concurrency))
-  await context.dispose()
-  await model.dispose()
-  await llama.dispose()
-  return result
+/**
+ * The same workload on our engine in-process, without the service: the engine's host module loaded in a child
+ * process that starts as the kernel starts model processes (the engine's environment), and called directly.
+ */
+async function engineDirect(modelPath: string, concurrency: number, threads: number | undefined): Promise<Measured> {
+  const {default: register} = await import('../plugins/engine-llama-cpp/src/register.js')
+  const [engine] = (await register({} as never)).engines!
+  const result = await execa('node', ['--import', 'tsx', join(ROOT, 'bench/engine-direct.ts')], {
+    env: {...engine.processEnvironment},
+    input: JSON.stringify({concurrency, modelPath, parameters: {...LAUNCH_PARAMETERS, ...(threads ? {n_threads: threads} : {})}, repeats}),
+  })
+  return describeRounds(JSON.parse(result.stdout) as Round[])
 }
 
 async function loadOnly(modelPath: string): Promise<number> {
@@ -216,28 +144,28 @@ async function main() {
       const family = {model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: `file://${modelPath}`, quantization: 'f32'}]}
       await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})
       const launchStart = performance.now()
-      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, n_ctx: 1024, n_parallel: 8, ...(options.threads ? {n_threads: Number(options.threads)} : {})})
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, ...LAUNCH_PARAMETERS, ...(options.threads ? {n_threads: Number(options.threads)} : {})})
       if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
       const launchMs = performance.now() - launchStart
       const loadMs = await loadOnly(modelPath)
       const {pid} = (await callApi(service, 'GET', `/v1/models/${name}`)).body
       const instanceRss = await rssOf(pid)
       print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp load ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
-      print('streams | ours tok/s        | direct tok/s      | ours/direct | ours TTFT ms   | direct TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target' : ''))
+      print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target' : ''))
       const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, parameters: written.parameters}
       for (const concurrency of levels) {
-        const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency))
-        const directly: Measured = await direct(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
-        const target = options.target ? describeRounds(await rounds(() => streamOnce(options.target!, options.model ?? name, {ignore_eos: true}), concurrency)) : undefined
-        bySize[`c${concurrency}`] = {direct: directly, ours, target}
+        const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency, repeats))
+        const engine = await engineDirect(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
+        const target = options.target ? describeRounds(await rounds(() => streamOnce(options.target!, options.model ?? name, {ignore_eos: true}), concurrency, repeats)) : undefined
+        bySize[`c${concurrency}`] = {engine, ours, target}
         print(
           [
             String(concurrency).padStart(7),
             show(ours.tokens_per_s).padEnd(17),
-            show(directly.tokens_per_s).padEnd(17),
-            (ours.tokens_per_s.median / directly.tokens_per_s.median).toFixed(2).padEnd(11),
+            show(engine.tokens_per_s).padEnd(17),
+            (ours.tokens_per_s.median / engine.tokens_per_s.median).toFixed(2).padEnd(11),
             show(ours.ttft_ms).padEnd(14),
-            show(directly.ttft_ms).padEnd(14),
+            show(engine.ttft_ms).padEnd(14),
             show(ours.tpot_ms, 2).padEnd(12),
             show(ours.itl_ms, 2),
             ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2)] : []),
