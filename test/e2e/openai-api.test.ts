@@ -61,6 +61,13 @@ describe('OpenAI API (service-local, openai client)', function () {
       expect(body.data[0].context_length).to.be.at.least(1024)
     })
 
+    it('runs the model in a process of its own, started with the environment its engine declares', async () => {
+      const {pid} = (await api(service, 'GET', `/v1/models/${MODEL}`)).body
+      expect(pid).to.be.a('number').and.not.equal(service.process.pid)
+      const environment = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0')
+      expect(environment).to.include('UV_THREADPOOL_SIZE=1')
+    })
+
     it('describes one model and answers 404 for an unknown uid', async () => {
       expect((await api(service, 'GET', `/v1/models/${MODEL}`)).body).to.include({id: MODEL, model_type: 'LLM'})
       const missing = await api(service, 'GET', '/v1/models/nope')

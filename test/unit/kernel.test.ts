@@ -36,6 +36,7 @@ describe('kernel', () => {
           engines: [
             {formats: ['x'], hostModule: '/x.js', modelTypes: ['audio'], name: 'whisper', parameters: {}},
             {formats: ['x'], hostModule: '/y.js', modelTypes: ['LLM', 'rerank'], name: 'partial', parameters: {}},
+            {formats: ['x'], hostModule: '/z.js', modelTypes: ['LLM'], name: 'leaky', parameters: {}, processEnvironment: {THREADS: 2} as never},
           ],
           routes: [{handler, method: 'PATCH' as never, path: '/v1/x', summary: ''}, {handler, method: 'GET', path: '/v1/ok', permission: 'public', summary: 'ok'}],
         },
@@ -44,9 +45,9 @@ describe('kernel', () => {
       {contribution: {modelTypes: [{defaultAbilities: [], description: 'again', name: 'llm'}]}, plugin: 'twin'},
     ])
     expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/ok'])
-    expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy', 'messy'])
+    expect(kernel.problems.map((p) => p.plugin)).to.deep.equal(['twin', 'messy', 'messy', 'messy', 'messy', 'messy', 'messy'])
     expect(kernel.problems.map((p) => p.message).join('\n')).to.match(
-      /already provided by core[\s\S]*unknown model types: audio[\s\S]*unknown model types: rerank; it runs only LLM[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/,
+      /already provided by core[\s\S]*unknown model types: audio[\s\S]*unknown model types: rerank; it runs only LLM[\s\S]*leaky: processEnvironment must map[\s\S]*model_name must be[\s\S]*unknown model type "video"[\s\S]*route PATCH \/v1\/x/,
     )
     expect(kernel.enginesFor('LLM').map((e) => e.name)).to.deep.equal(['partial'])
   })
