@@ -35,7 +35,7 @@ describe('chat templates', () => {
     expect(chat.status).to.equal(200)
     expect(chat.body.usage.completion_tokens).to.equal(3)
     const log = await readFile(join(service.home, 'logs/models/family-template.log'), 'utf8')
-    expect(log).to.match(/chat template: JinjaTemplate/)
+    expect(log).to.match(/chat template: family[\s\S]*chat template rendered as JinjaTemplate/)
   })
 
   it('offers only completion when neither has a template, and says so on chat', async () => {

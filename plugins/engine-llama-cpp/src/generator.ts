@@ -38,6 +38,12 @@ interface Outcome {
   stopSequence?: string
 }
 
+/** Where the model's chat template comes from, and the wrapper rendering it (resolved on first call). */
+export interface ChatTemplate {
+  source: 'gguf' | 'family'
+  wrapper(): ChatWrapper
+}
+
 /** How many tokens two sequences share from their start: what a leased sequence need not evaluate again. */
 function sharedPrefix(held: readonly Token[], wanted: readonly Token[]): number {
   const length = Math.min(held.length, wanted.length)
@@ -122,11 +128,11 @@ export async function loadGenerator(options: {
   request: LoadRequest
   log: Logger
   threads: number
-  chatWrapper?: ChatWrapper
+  chatTemplate?: ChatTemplate
   contextSize: number
   parallel: number
 }): Promise<LoadedModel> {
-  const {chatWrapper, llama, log, model, parallel, request, threads} = options
+  const {chatTemplate, llama, log, model, parallel, request, threads} = options
   const {LlamaChat, LlamaCompletion, TokenBias} = await import('node-llama-cpp')
   // Found once, on the first ignore_eos request: every token llama.cpp treats as ending generation.
   let endTokens: Token[] | undefined
@@ -145,7 +151,16 @@ export async function loadGenerator(options: {
   const gatherer = typeof installed === 'string' ? undefined : installed
   const pool = new SequencePool<Slot>(Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()})))
   const vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY
-  log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatWrapper?.wrapperName ?? 'none'}`)
+  log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatTemplate?.source ?? 'none'}`)
+  // Once the ready message is out; a request arriving first resolves it itself.
+  if (chatTemplate)
+    setImmediate(() => {
+      try {
+        log.info(`chat template rendered as ${chatTemplate.wrapper().wrapperName}`)
+      } catch (error) {
+        log.debug(`chat template not resolved: ${(error as Error).message}`)
+      }
+    })
 
   const budgetAfter = (promptTokens: number, param: string) => {
     const budget = context.contextSize - promptTokens
@@ -192,11 +207,11 @@ export async function loadGenerator(options: {
 
   /** The history, functions and instructions a chat request is rendered with, and its size in tokens. */
   function renderChat(request: ChatPayload) {
-    if (!chatWrapper) throw requestError('this model has no chat template; use /v1/completions.', 'model')
+    if (!chatTemplate) throw requestError('this model has no chat template; use /v1/completions.', 'model')
     const plan = toolPlan(request)
     const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
     const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined)
-    const state = chatWrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
+    const state = chatTemplate.wrapper().generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
     const promptTokenIds = state.contextText.tokenize(model.tokenizer)
     return {functions, history, plan, promptTokenIds, promptTokens: promptTokenIds.length}
   }
@@ -223,7 +238,7 @@ export async function loadGenerator(options: {
       promptTokenIds,
       promptTokens,
       async run(slot, emit) {
-        slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatWrapper!, contextSequence: slot.sequence})
+        slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatTemplate!.wrapper(), contextSequence: slot.sequence})
         const common = {...options, signal, stopOnAbortSignal: true}
         if (plan.mode === 'forced') {
           const parser = new ForcedCallParser(emit)
@@ -293,7 +308,7 @@ export async function loadGenerator(options: {
     },
   }
 
-  if (chatWrapper) {
+  if (chatTemplate) {
     operations.chat = (payload, requestSignal) =>
       (async function* () {
         yield* generate(requestSignal, await prepareChat(payload as ChatPayload, requestSignal))
@@ -310,8 +325,8 @@ export async function loadGenerator(options: {
       await context.dispose()
     },
     info: {
-      abilities: chatWrapper ? ['chat', 'generate'] : ['generate'],
-      chatTemplate: chatWrapper?.wrapperName ?? null,
+      abilities: chatTemplate ? ['chat', 'generate'] : ['generate'],
+      chatTemplate: chatTemplate?.source ?? null,
       contextLength: context.contextSize,
       parallel,
       threads: context.currentThreads,

@@ -3,6 +3,7 @@
  * model's type: LLMs generate (generator.ts), embedding models embed and rerankers rank (retrieval.ts).
  */
 import type {ChatWrapper, LlamaModel} from 'node-llama-cpp'
+import type {ChatTemplate} from './generator.js'
 import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit'
 
 import {open, stat} from 'node:fs/promises'
@@ -24,13 +25,23 @@ async function defaultThreads(modelPath: string, cores: number): Promise<number>
   return size < SINGLE_THREAD_BELOW_BYTES ? 1 : Math.max(1, cores)
 }
 
-async function chooseChatWrapper(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatWrapper | undefined> {
+/**
+ * How the model renders chat prompts: the GGUF's own template, else the family's, else none (no chat). Matching
+ * a GGUF template to node-llama-cpp's specialized wrappers renders it against many test chats, about 200 ms
+ * of blocked event loop; node-llama-cpp's own LlamaChat does it when first used, and so does the engine, right
+ * after the model reports ready rather than before.
+ */
+async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatTemplate | undefined> {
   const {JinjaTemplateChatWrapper, resolveChatWrapper} = await import('node-llama-cpp')
-  const embedded = model.fileInfo.metadata.tokenizer?.chat_template
-  if (embedded) return resolveChatWrapper(model) ?? undefined
+  if (model.fileInfo.metadata.tokenizer?.chat_template) {
+    let resolved: ChatWrapper | undefined
+    return {source: 'gguf', wrapper: () => (resolved ??= resolveChatWrapper(model))}
+  }
+
   if (family.chat_template) {
     try {
-      return new JinjaTemplateChatWrapper({template: family.chat_template})
+      const wrapper = new JinjaTemplateChatWrapper({template: family.chat_template})
+      return {source: 'family', wrapper: () => wrapper}
     } catch (error) {
       log.warn(`the family's chat_template cannot be used: ${(error as Error).message}`)
     }
@@ -99,7 +110,7 @@ const host: EngineHost = {
     try {
       if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
       else if (request.modelType === 'rerank') loaded = await loadRanker(options)
-      else loaded = await loadGenerator({...options, chatWrapper: await chooseChatWrapper(model, request.family, log), llama})
+      else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request.family, log), llama})
     } catch (error) {
       await model.dispose()
       await llama.dispose()
