@@ -18,7 +18,7 @@ import {execa} from 'execa'
 
 import {TEST_MODEL_SIZES, writeTestLlamaGguf} from '../test/helpers/gguf/models.js'
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
-import {describeRounds, MAX_TOKENS, type Measured, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
+import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -89,7 +89,8 @@ async function engineDirect(modelPath: string, concurrency: number, threads: num
   return describeRounds(JSON.parse(result.stdout) as Round[])
 }
 
-async function loadOnly(modelPath: string): Promise<number> {
+/** node-llama-cpp's load in this process, where it is already imported: getLlama, loadModel, createContext. */
+async function loadInProcess(modelPath: string): Promise<number> {
   const {getLlama} = await import('node-llama-cpp')
   const start = performance.now()
   const llama = await getLlama({build: 'never', gpu: false})
@@ -99,6 +100,16 @@ async function loadOnly(modelPath: string): Promise<number> {
   await context.dispose()
   await model.dispose()
   await llama.dispose()
+  return elapsed
+}
+
+/** What a launch has to do at least, done by a plain script (load-in-new-process.mjs), timed from spawn until ready. */
+async function loadInNewProcess(modelPath: string): Promise<number> {
+  const start = performance.now()
+  const child = execa('node', [join(ROOT, 'bench/load-in-new-process.mjs'), modelPath], {env: {NODE_COMPILE_CACHE: undefined}})
+  for await (const line of child) if (line === 'ready') break
+  const elapsed = performance.now() - start
+  await child
   return elapsed
 }
 
@@ -143,16 +154,27 @@ async function main() {
       const name = `bench-${size}`
       const family = {model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: `file://${modelPath}`, quantization: 'f32'}]}
       await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})
-      const launchStart = performance.now()
-      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, ...LAUNCH_PARAMETERS, ...(options.threads ? {n_threads: Number(options.threads)} : {})})
-      if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
-      const launchMs = performance.now() - launchStart
-      const loadMs = await loadOnly(modelPath)
+      const launch = async () => {
+        const start = performance.now()
+        const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, ...LAUNCH_PARAMETERS, ...(options.threads ? {n_threads: Number(options.threads)} : {})})
+        if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
+        return performance.now() - start
+      }
+
+      const launches: number[] = []
+      for (let i = 0; i < 3; i++) {
+        if (i > 0) await callApi(service, 'DELETE', `/v1/models/${name}`)
+        launches.push(await launch())
+      }
+
+      const launchMs = median(launches)
+      const loadMs = await loadInProcess(modelPath)
+      const newProcessMs = median([await loadInNewProcess(modelPath), await loadInNewProcess(modelPath), await loadInNewProcess(modelPath)])
       const {pid} = (await callApi(service, 'GET', `/v1/models/${name}`)).body
       const instanceRss = await rssOf(pid)
-      print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp load ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
+      print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp loading it in a new process ${newProcessMs.toFixed(0)} ms (×${(launchMs / newProcessMs).toFixed(2)}), in this one after its import ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
       print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target' : ''))
-      const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, parameters: written.parameters}
+      const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, load_new_process_ms: newProcessMs, parameters: written.parameters}
       for (const concurrency of levels) {
         const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency, repeats))
         const engine = await engineDirect(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
