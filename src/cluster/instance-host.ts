@@ -6,7 +6,7 @@
 import {pathToFileURL} from 'node:url'
 
 import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
-import type {FromInstance, ToInstance} from './protocol.js'
+import type {FromInstance, RequestMessage, ToInstance} from './protocol.js'
 
 import {toServiceError} from '../kernel/errors.js'
 
@@ -54,38 +54,40 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
 }
 
 /**
- * Events are coalesced: while one IPC send is in flight, later events queue and go out together in one
- * message, so a fast token stream costs one IPC round per batch instead of one per token.
+ * Every request's messages go through one outbox, sent on the next event-loop turn as one IPC message, and
+ * while a send is in flight the next ones gather: concurrent streams then cost one IPC round per decode step
+ * instead of one per token per stream. Waiting for the next turn also lets the engine start its next decode
+ * (on another thread) before this thread spends time sending.
  */
+let outbox: RequestMessage[] = []
+let sending: Promise<void> | undefined
+
+function post(message: RequestMessage): Promise<void> {
+  outbox.push(message)
+  sending ??= (async () => {
+    await new Promise((resolve) => setImmediate(resolve))
+    while (outbox.length > 0) {
+      const messages = outbox
+      outbox = []
+      await send(messages.length === 1 ? messages[0] : {messages, type: 'batch'})
+    }
+
+    sending = undefined
+  })()
+  return sending
+}
+
 async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   const controller = new AbortController()
   running.set(message.id, controller)
-  let pending: unknown[] = []
-  let flushing: Promise<void> | undefined
-  const flush = async () => {
-    while (pending.length > 0) {
-      const events = pending
-      pending = []
-      await send(events.length === 1 ? {event: events[0], id: message.id, type: 'event'} : {events, id: message.id, type: 'events'})
-    }
-
-    flushing = undefined
-  }
-
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw Object.assign(new Error(`this model does not support "${message.operation}"`), {code: 'unsupported', status: 400})
-    for await (const event of operation(message.payload, controller.signal)) {
-      pending.push(event)
-      flushing ??= flush()
-    }
-
-    await (flushing ?? flush())
-    await send({id: message.id, type: 'end'})
+    for await (const event of operation(message.payload, controller.signal)) void post({event, id: message.id, type: 'event'})
+    await post({id: message.id, type: 'end'})
   } catch (error) {
-    await (flushing ?? flush())
     if (toServiceError(error).status === 500) log.error(`${message.operation} failed: ${(error as Error)?.stack ?? error}`)
-    await send({error: toServiceError(error).toJSON(), id: message.id, type: 'error'})
+    await post({error: toServiceError(error).toJSON(), id: message.id, type: 'error'})
   } finally {
     running.delete(message.id)
   }
@@ -95,6 +97,7 @@ async function dispose() {
   lifetime.abort()
   for (const controller of running.values()) controller.abort()
   await model?.dispose()
+  await sending
   await send({type: 'disposed'})
   process.exit(0)
 }

@@ -252,9 +252,8 @@ export class InstanceProcess {
         break
       }
 
-      case 'events': {
-        const pending = this.pending.get(message.id)
-        for (const event of message.events) pending?.push(event)
+      case 'batch': {
+        for (const each of message.messages) this.receive(each)
         break
       }
 

@@ -11,12 +11,14 @@ export type ToInstance =
   | {type: 'abort'; id: number}
   | {type: 'dispose'}
 
+/** What a request's operation sends back: its events in order, then how it ended. */
+export type RequestMessage = {type: 'event'; id: number; event: unknown} | {type: 'end'; id: number} | {type: 'error'; id: number; error: ServiceErrorShape}
+
 export type FromInstance =
   | {type: 'load-progress'; fraction: number}
   | {type: 'ready'; info: LoadedModelInfo; operations: string[]}
   | {type: 'load-failed'; error: ServiceErrorShape}
-  | {type: 'event'; id: number; event: unknown}
-  | {type: 'events'; id: number; events: unknown[]}
-  | {type: 'end'; id: number}
-  | {type: 'error'; id: number; error: ServiceErrorShape}
+  | RequestMessage
+  /** Several requests' messages at once, in the order they were produced. */
+  | {type: 'batch'; messages: RequestMessage[]}
   | {type: 'disposed'}

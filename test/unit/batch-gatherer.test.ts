@@ -11,6 +11,10 @@ function fakeContext(batchSize = 8) {
   const calls: number[] = []
   const context = {
     batchSize,
+    dispatched: 0,
+    dispatchPendingBatch() {
+      context.dispatched++
+    },
     _decodeTokens(request: {sequenceId: number; tokens: number[]}) {
       calls.push(request.sequenceId)
       return new Promise((resolve, reject) => pending.set(request.sequenceId, {reject, resolve}))
@@ -57,6 +61,7 @@ describe('batch gatherer', () => {
     expect(armed).to.have.length(1)
     void ask(context, 3)
     expect(calls).to.deep.equal([3, 0, 1, 3])
+    expect(context.dispatched, 'each batch starts as soon as it is sent').to.equal(2)
     expect(armed, 'the straggler timer is cleared').to.have.length(0)
   })
 
@@ -107,7 +112,7 @@ describe('batch gatherer', () => {
     const {timers} = manualTimers()
     install(context, timers).dispose()
     expect(context._decodeTokens).to.equal(original)
-    expect(BatchGatherer.install({batchSize: 1})).to.match(/no LlamaContext._decodeTokens/)
+    expect(BatchGatherer.install({batchSize: 1})).to.match(/no LlamaContext._decodeTokens or dispatchPendingBatch/)
   })
 })
 

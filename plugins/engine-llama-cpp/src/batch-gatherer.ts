@@ -11,7 +11,8 @@
  *
  * It wraps the context's single entry point for decodes (`_decodeTokens`, private to node-llama-cpp): a
  * request waits while a batch is being computed and while sequences of that batch have not asked for their
- * next token yet; then all waiting requests go in at once, ordered by sequence id. A sequence that does not
+ * next token yet; then all waiting requests go in at once, ordered by sequence id, and the batch starts at once
+ * instead of on node-llama-cpp's next event-loop turn, ahead of the previous tokens' delivery. A sequence that does not
  * come back (its request ended) is waited for at most `stragglerMs`, or not at all once `settle` says so.
  * Requests too long for one batch (long prompts) are never waited for: other sequences keep generating
  * alongside them, in the batches node-llama-cpp fills.
@@ -26,6 +27,7 @@ interface DecodeRequest {
 export interface DecodingContext {
   readonly batchSize: number
   _decodeTokens(request: DecodeRequest, ...rest: unknown[]): Promise<unknown>
+  dispatchPendingBatch(): void
 }
 
 export interface GathererTimers {
@@ -50,8 +52,8 @@ export class BatchGatherer {
    */
   static install(context: object, options: {stragglerMs?: number; timers?: GathererTimers} = {}): BatchGatherer | string {
     const candidate = context as Partial<DecodingContext>
-    if (typeof candidate._decodeTokens !== 'function' || typeof candidate.batchSize !== 'number')
-      return 'this node-llama-cpp has no LlamaContext._decodeTokens; decode batches are left as node-llama-cpp forms them'
+    if (typeof candidate._decodeTokens !== 'function' || typeof candidate.batchSize !== 'number' || typeof candidate.dispatchPendingBatch !== 'function')
+      return 'this node-llama-cpp has no LlamaContext._decodeTokens or dispatchPendingBatch; decode batches are left as node-llama-cpp forms them'
     return new BatchGatherer(context as DecodingContext, options.stragglerMs ?? 1, options.timers ?? realTimers)
   }
 
@@ -124,5 +126,6 @@ export class BatchGatherer {
     const batch = this.waiting.sort((a, b) => a.sequenceId - b.sequenceId)
     this.waiting = []
     for (const request of batch) request.send()
+    if (batch.length > 0) this.context.dispatchPendingBatch()
   }
 }
