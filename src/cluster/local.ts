@@ -9,12 +9,12 @@ import {join} from 'node:path'
 
 import type {AuthConfig} from '../auth/config.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
+import type {Kernel} from '../kernel/kernel.js'
 import type {ServiceSettings} from '../kernel/settings.js'
 import type {ClusterTiming} from './cluster-protocol.js'
 
 import {AccessControl} from '../auth/access-control.js'
-import {collectContributions} from '../kernel/hooks.js'
-import {createKernelApi, Kernel} from '../kernel/kernel.js'
+import {loadKernel} from '../kernel/hooks.js'
 import {ModelRegistry} from '../kernel/registry.js'
 import {homePaths} from '../kernel/settings.js'
 import {createLogger} from '../lib/logger.js'
@@ -41,15 +41,6 @@ export interface ServiceOptions {
   auth?: AuthConfig
   /** Cluster mode: no worker in this process; workers join over the network. */
   cluster?: {timing: ClusterTiming; clusterToken?: string}
-}
-
-/** Plugins, engines and custom registrations, as every process that runs or describes models loads them. */
-export async function loadKernel(config: Config, log: ReturnType<typeof createLogger>) {
-  const api = createKernelApi(config.version, log)
-  const {contributions, failures} = await collectContributions(config, api)
-  const kernel = Kernel.fromContributions(api, contributions, failures)
-  log.info(`plugins: ${kernel.plugins.join(', ') || '(none)'}; engines: ${[...kernel.engines.values()].map((e) => e.definition.name).join(', ') || '(none)'}`)
-  return kernel
 }
 
 export async function startLocalService(config: Config, settings: ServiceSettings, {auth, cluster}: ServiceOptions = {}): Promise<RunningService> {

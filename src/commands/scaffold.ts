@@ -1,9 +1,7 @@
 import {Args, Command, Flags} from '@oclif/core'
 
+import {shellQuote} from '../lib/format.js'
 import {PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../lib/scaffold.js'
-
-/** Quotes a path for a POSIX shell when it needs it, so that the printed next step can be pasted. */
-const shellQuote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", String.raw`'\''`)}'`)
 
 export default class Scaffold extends Command {
   static args = {

@@ -93,6 +93,35 @@ export interface EngineDefinition {
    * `servicectl cal-model-mem`. It runs in a short-lived child process of its own, like `hostModule`.
    */
   estimatorModule?: string
+  /** How to build the engine for this machine, for `servicectl engine build`; absent when there is nothing to build. */
+  build?: EngineBuild
+}
+
+/**
+ * A build a person runs on the machine that serves (like `pip install` compiling a wheel): data only, run by
+ * `servicectl engine build` with the person's terminal attached, never by the service itself.
+ */
+export interface EngineBuild {
+  /** What building does and when it helps, in a sentence. */
+  description: string
+  /** Program and arguments, run as given (no shell). */
+  command: string[]
+  /** Programs the command needs on PATH; all are checked before it runs, so a missing one is named up front. */
+  requires?: BuildRequirement[]
+  /**
+   * A command that prints, in a line or two, which build the engine now uses; run after a successful build so the
+   * person sees it took effect.
+   */
+  reportCommand?: string[]
+}
+
+export interface BuildRequirement {
+  /** As the message names it: `cmake`, `a C++ compiler`. */
+  name: string
+  /** Any one of these on PATH satisfies it (a compiler goes by several names). */
+  programs: string[]
+  /** The Debian and Ubuntu package that provides it, for the `apt install` hint. */
+  aptPackage?: string
 }
 
 /** What `cal-model-mem` asks an engine: how much memory these weights need when launched with these parameters. */

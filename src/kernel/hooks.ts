@@ -1,6 +1,8 @@
 import type {Config, Hook, Interfaces} from '@oclif/core'
 
-import type {Contribution, KernelApi} from './contracts.js'
+import type {Contribution, KernelApi, Logger} from './contracts.js'
+
+import {createKernelApi, Kernel} from './kernel.js'
 
 /** The one custom oclif event every toolkit plugin implements. */
 export const REGISTER_EVENT = 'service:register'
@@ -47,4 +49,13 @@ export async function collectContributions(
 
   const byName = (a: {plugin: string}, b: {plugin: string}) => a.plugin.localeCompare(b.plugin)
   return {contributions: contributions.sort(byName), failures: failures.sort(byName)}
+}
+
+/** Plugins and engines, as every process that runs, describes or builds models loads them. */
+export async function loadKernel(config: Config, log: Logger): Promise<Kernel> {
+  const api = createKernelApi(config.version, log)
+  const {contributions, failures} = await collectContributions(config, api)
+  const kernel = Kernel.fromContributions(api, contributions, failures)
+  log.info(`plugins: ${kernel.plugins.join(', ') || '(none)'}; engines: ${[...kernel.engines.values()].map((e) => e.definition.name).join(', ') || '(none)'}`)
+  return kernel
 }

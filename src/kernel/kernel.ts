@@ -6,6 +6,7 @@
 import type {ModelFamily} from './catalogue.js'
 import type {
   Contribution,
+  EngineBuild,
   EngineDefinition,
   KernelApi,
   Logger,
@@ -175,9 +176,44 @@ export class Kernel {
       return
     }
 
-    const modelTypes = types.filter((t) => this.modelType(t))
-    this.engines.set(engine.name.toLowerCase(), {definition: {...engine, modelTypes, parameters: engine.parameters ?? {}}, plugin})
+    // A broken build only costs the build: the engine still runs models with what it has.
+    const buildProblem = engine.build === undefined ? undefined : engineBuildProblem(engine.build)
+    if (buildProblem) this.report(plugin, `engine ${engine.name}: its build is ignored: ${buildProblem}`)
+
+    const definition = {...engine, modelTypes: types.filter((t) => this.modelType(t)), parameters: engine.parameters ?? {}}
+    if (buildProblem) delete definition.build
+    this.engines.set(engine.name.toLowerCase(), {definition, plugin})
   }
+}
+
+const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0
+const isCommand = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(isNonEmptyString)
+/** Looked up on PATH, so a bare name: `cmake`, not `/usr/bin/cmake`. */
+const isProgramName = (value: unknown) => isNonEmptyString(value) && !value.includes('/')
+
+/** Why an engine's `build` cannot be used, or undefined if it can. */
+export function engineBuildProblem(build: EngineBuild): string | undefined {
+  if (typeof build !== 'object' || build === null) return 'build must be an object with a description and a command'
+  if (!isNonEmptyString(build.description)) return 'build.description must be a non-empty string'
+  if (!isCommand(build.command)) return 'build.command must be a non-empty list of strings: the program, then its arguments'
+  if (build.reportCommand !== undefined && !isCommand(build.reportCommand))
+    return 'build.reportCommand must be a non-empty list of strings: the program, then its arguments'
+  if (build.requires === undefined) return undefined
+  if (!Array.isArray(build.requires)) return 'build.requires must be a list of requirements'
+  for (const [index, requirement] of build.requires.entries()) {
+    const valid =
+      typeof requirement === 'object' &&
+      requirement !== null &&
+      isNonEmptyString(requirement.name) &&
+      Array.isArray(requirement.programs) &&
+      requirement.programs.length > 0 &&
+      requirement.programs.every(isProgramName) &&
+      (requirement.aptPackage === undefined || isNonEmptyString(requirement.aptPackage))
+    if (!valid)
+      return `build.requires[${index}] needs a name and a non-empty list of programs (names looked up on PATH, without a directory), and optionally an aptPackage`
+  }
+
+  return undefined
 }
 
 /** Why a family cannot be registered, or undefined if it can. */

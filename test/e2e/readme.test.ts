@@ -7,7 +7,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
@@ -107,6 +107,28 @@ describe('README examples', () => {
       await catalogue.stop()
       await hub.stop()
     }
+  })
+})
+
+describe('README engine build example', () => {
+  it('checks the programs and prints the command without building', async () => {
+    const directory = await temporaryDirectory()
+    const bin = join(directory, 'bin')
+    await mkdir(bin)
+    await writeFile(join(bin, 'servicectl'), `#!/bin/sh\nexec node ${join(ROOT, 'bin/servicectl.js')} "$@"\n`)
+    // Stand-ins, so that the example passes on a machine without compilers; a dry run starts none of them.
+    for (const program of ['cmake', 'c++', 'cc', 'make', 'git', 'npm']) await writeFile(join(bin, program), '#!/bin/sh\nexit 1\n')
+    for (const program of await readdir(bin)) await chmod(join(bin, program), 0o755)
+
+    const run = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('engine-build')], {
+      cwd: directory,
+      env: {PATH: `${bin}:${process.env.PATH}`, SERVICE_HOME: join(directory, 'home')},
+      reject: false,
+    })
+    await rm(directory, {force: true, recursive: true})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.contain(`  needs cmake: ${join(bin, 'cmake')}\n`)
+    expect(run.stdout).to.match(/\nCommand: \S+ \S+\/node-llama-cpp\/dist\/cli\/cli\.js source download --gpu false --noUsageExample\nDry run: nothing was run\.$/)
   })
 })
 

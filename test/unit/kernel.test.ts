@@ -52,6 +52,36 @@ describe('kernel', () => {
     expect(kernel.enginesFor('LLM').map((e) => e.name)).to.deep.equal(['partial'])
   })
 
+  it('keeps an engine whose build is malformed, without the build, and reports it by plugin', () => {
+    const engine = {formats: ['ggufv2'], hostModule: '/x.js', modelTypes: ['LLM'], parameters: {}}
+    const build = {command: ['/usr/bin/node', 'build.js'], description: 'Compiles it.', requires: [{aptPackage: 'cmake', name: 'cmake', programs: ['cmake']}]}
+    const kernel = Kernel.fromContributions(api, [
+      {contribution: {modelTypes: [{defaultAbilities: [], description: 'LLM', name: 'LLM'}]}, plugin: 'core'},
+      {
+        contribution: {
+          engines: [
+            {...engine, build, name: 'good'},
+            {...engine, build: {command: [], description: 'Nothing to run.'}, name: 'empty-command'},
+            {...engine, build: {...build, requires: [{name: 'cmake', programs: ['/usr/bin/cmake']}]}, name: 'path-not-name'},
+            {...engine, build: {...build, reportCommand: 'node report.js' as never}, name: 'report-string'},
+          ],
+        },
+        plugin: 'builder',
+      },
+    ])
+    expect(kernel.engine('good')?.definition.build).to.deep.equal(build)
+    expect([...kernel.engines.keys()]).to.deep.equal(['good', 'empty-command', 'path-not-name', 'report-string'])
+    for (const name of ['empty-command', 'path-not-name', 'report-string']) expect(kernel.engine(name)?.definition).to.not.have.property('build')
+    expect(kernel.problems).to.deep.equal([
+      {message: 'engine empty-command: its build is ignored: build.command must be a non-empty list of strings: the program, then its arguments', plugin: 'builder'},
+      {
+        message: 'engine path-not-name: its build is ignored: build.requires[0] needs a name and a non-empty list of programs (names looked up on PATH, without a directory), and optionally an aptPackage',
+        plugin: 'builder',
+      },
+      {message: 'engine report-string: its build is ignored: build.reportCommand must be a non-empty list of strings: the program, then its arguments', plugin: 'builder'},
+    ])
+  })
+
   it('keeps a route that declares no permission, or an unknown one, as admin-only and says so', () => {
     const kernel = Kernel.fromContributions(api, [
       {

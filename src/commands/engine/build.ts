@@ -1,0 +1,98 @@
+import {Args, Command, Flags} from '@oclif/core'
+
+import type {Logger} from '../../kernel/contracts.js'
+
+import {
+  type EngineBuildPlan,
+  findOnPath,
+  missingRequirementsError,
+  planEngineBuild,
+  type ProgramRunner,
+  runEngineBuild,
+  runProgram,
+} from '../../cluster/engine-build.js'
+import {isServiceErrorShape} from '../../kernel/errors.js'
+import {loadKernel} from '../../kernel/hooks.js'
+import {shellQuote} from '../../lib/format.js'
+
+interface BuildOutput {
+  engine: string
+  plugin: string
+  command: string[]
+  requirements: Array<{name: string; programs: string[]; found: string | null}>
+  dry_run: boolean
+  exit_code?: number
+  report?: string
+}
+
+export default class BuildEngine extends Command {
+  static args = {
+    engine: Args.string({description: 'The engine, as --model-engine names it (e.g. llama.cpp).', required: true}),
+  }
+  static description =
+    'Build an engine for this machine, where its plugin offers a build (llama.cpp: compile it for this CPU). It runs here, without the service; on a cluster, run it on every worker.'
+  static enableJsonFlag = true
+  static examples = ['<%= config.bin %> engine build llama.cpp', '<%= config.bin %> engine build llama.cpp --dry-run']
+  static flags = {
+    'dry-run': Flags.boolean({default: false, description: 'Print the command and check what it needs, without running it.'}),
+  }
+
+  async run(): Promise<BuildOutput> {
+    const {args, flags} = await this.parse(BuildEngine)
+    const kernel = await loadKernel(this.config, this.pluginLog())
+    const plan = planEngineBuild(kernel, args.engine, (program) => findOnPath(program))
+    this.describe(plan)
+    const output: BuildOutput = {
+      command: plan.command,
+      dry_run: flags['dry-run'],
+      engine: plan.engine,
+      plugin: plan.plugin,
+      requirements: plan.requirements.map(({found, name, programs}) => ({found: found ?? null, name, programs})),
+    }
+    if (flags['dry-run']) {
+      const missing = missingRequirementsError(plan)
+      if (missing) throw missing
+      this.log('Dry run: nothing was run.')
+      return output
+    }
+
+    // With --json, standard output carries only the result; the build's own output goes to standard error.
+    const run: ProgramRunner = (command, stdout) => runProgram(command, stdout === 'inherit' && this.jsonEnabled() ? 'stderr' : stdout)
+    const result = await runEngineBuild(plan, run)
+    if (result.exitCode !== 0) {
+      const how = result.signal ? `was stopped by ${result.signal}` : `failed with exit code ${result.exitCode}`
+      this.fail(`building ${plan.engine} ${how}; its output above says why.`, result.exitCode)
+    }
+
+    this.log('')
+    this.log(`Built ${plan.engine}.${result.report ? ` ${result.report}` : ''}`)
+    if (result.reportProblem) this.warn(`could not tell which build ${plan.engine} uses now: ${result.reportProblem}`)
+    this.log('Every model runs in a process of its own, so models launched from now on use the new build without restarting the service; terminate and launch a running model again to move it over.')
+    return {...output, exit_code: result.exitCode, report: result.report}
+  }
+
+  /** A refusal is one line for a person, never a stack trace. */
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) this.fail(error.message, 1, (error as {code?: string}).code)
+    return super.catch(error)
+  }
+
+  private fail(message: string, exitCode: number, code?: string): never {
+    this.logToStderr(`Error: ${message}`)
+    if (this.jsonEnabled()) this.logJson({error: {code, exit_code: exitCode, message}})
+    this.exit(exitCode)
+  }
+
+  private describe(plan: EngineBuildPlan): void {
+    this.log(`${plan.engine} (${plan.plugin}): ${plan.description}`)
+    for (const requirement of plan.requirements)
+      this.log(`  needs ${requirement.name}: ${requirement.found ?? `missing (none of ${requirement.programs.join(', ')} on PATH)`}`)
+    this.log(`Command: ${plan.command.map((part) => shellQuote(part)).join(' ')}`)
+  }
+
+  /** Plugins load as the service loads them; only their problems are worth a line here. */
+  private pluginLog(): Logger {
+    return {debug() {}, error: (message) => this.logToStderr(`Error: ${message}`), info() {}, warn: (message) => this.warn(message)}
+  }
+}
+
