@@ -3,7 +3,8 @@
  * listens. Order: error boundary → request logging and version header → access control for requests no
  * route takes → routes (each guarded by its permission first) → method checks → 404.
  */
-import Router from '@koa/router'
+import {createRequire} from 'node:module'
+
 import Koa from 'koa'
 
 import type {AccessControl} from '../auth/access-control.js'
@@ -13,6 +14,13 @@ import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError}
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {toServerSentEvents} from './sse.js'
+
+/**
+ * The router's CommonJS build, on purpose: its ES build imports `node:http` as an ES module, and Node then reads
+ * every export of `node:http`, whose `WebSocket` getter loads Node's bundled undici (fetch and WebSockets),
+ * about 5 MB the service never uses (nodejs/node#59686). listen.ts loads `node:http` the same way.
+ */
+const {Router} = createRequire(import.meta.url)('@koa/router') as typeof import('@koa/router')
 
 export const VERSION_HEADER = 'x-service-version'
 /** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
