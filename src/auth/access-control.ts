@@ -5,7 +5,6 @@
  * and the permission a route needs.
  */
 import {createHash, randomBytes, timingSafeEqual} from 'node:crypto'
-import {jwtVerify, SignJWT} from 'jose'
 
 import type {AuthConfig, AuthUser} from './config.js'
 
@@ -31,6 +30,9 @@ export interface TokenResponse {
 
 /** Fixed-length digests, so that comparing them in constant time does not reveal lengths either. */
 const digest = (text: string) => createHash('sha256').update(text).digest()
+
+/** jose is loaded by the first token issued or checked: a service without access control, or used only with API keys, never needs it. */
+const loadJose = () => import('jose')
 
 export class AccessControl {
   private readonly key: Uint8Array
@@ -64,6 +66,7 @@ export class AccessControl {
     if (!entry || !matches) throw new ServiceError(401, 'login_failed', 'incorrect username or password.')
     const issuedAt = Math.floor(this.now() / 1000)
     const lifetime = this.config.tokenExpireInMinutes * 60
+    const {SignJWT} = await loadJose()
     const token = await new SignJWT({scopes: entry.user.permissions})
       .setProtectedHeader({alg: this.config.algorithm, typ: 'JWT'})
       .setSubject(username)
@@ -88,6 +91,7 @@ export class AccessControl {
       return {permissions: new Set(owner.permissions), username: owner.username, via: 'api_key'}
     }
 
+    const {jwtVerify} = await loadJose()
     let subject: string
     try {
       const {payload} = await jwtVerify(credential, this.key, {algorithms: [this.config.algorithm], currentDate: new Date(this.now()), requiredClaims: ['sub', 'exp']})

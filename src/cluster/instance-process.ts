@@ -8,8 +8,6 @@ import {createWriteStream, mkdirSync, type WriteStream} from 'node:fs'
 import {dirname} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {execaNode} from 'execa'
-
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './protocol.js'
 
@@ -35,55 +33,61 @@ export type SpawnInstance = (options: SpawnOptions) => SpawnedProcess
 const HOST_ENTRY = fileURLToPath(new URL('instance-host.js', import.meta.url))
 const STDERR_TAIL_LINES = 20
 
-/** The real spawner: a Node child process running instance-host.js, its output appended to the model's log. */
-export const spawnInstanceProcess: SpawnInstance = ({env, logFile}) => {
-  mkdirSync(dirname(logFile), {recursive: true})
-  const log: WriteStream = createWriteStream(logFile, {flags: 'a'})
-  const tail: string[] = []
-  const child = execaNode(HOST_ENTRY, [], {
-    buffer: false,
-    env,
-    ipc: true,
-    reject: false,
-    serialization: 'advanced',
-    stderr: 'pipe',
-    stdin: 'ignore',
-    stdout: 'pipe',
-  })
-  child.stdout.pipe(log, {end: false})
-  child.stderr.on('data', (chunk: Buffer) => {
-    log.write(chunk)
-    tail.push(chunk.toString())
-    if (tail.length > STDERR_TAIL_LINES) tail.shift()
-  })
-  let connected = true
-  const exited = child.then(async (result) => {
-    connected = false
-    await new Promise<void>((resolve) => log.end(resolve))
-    return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
-  })
-  return {
-    get connected() {
-      return connected
-    },
-    exited,
-    kill: (signal) => child.kill(signal),
-    on(_event, listener) {
-      void (async () => {
-        try {
-          for await (const message of child.getEachMessage()) listener(message as FromInstance)
-        } catch {
-          // The channel closes when the process exits; `exited` reports that.
-        }
-      })()
-    },
-    pid: child.pid,
-    send(message) {
-      if (!connected) return false
-      child.sendMessage(message as never).catch(() => {})
-      return true
-    },
-    stderrTail: () => tail.join(''),
+/**
+ * The real spawner: a Node child process running instance-host.js, its output appended to the model's log.
+ * execa is loaded by the first launch rather than at start, since an idle service spawns nothing.
+ */
+export async function instanceSpawner(): Promise<SpawnInstance> {
+  const {execaNode} = await import('execa')
+  return ({env, logFile}) => {
+    mkdirSync(dirname(logFile), {recursive: true})
+    const log: WriteStream = createWriteStream(logFile, {flags: 'a'})
+    const tail: string[] = []
+    const child = execaNode(HOST_ENTRY, [], {
+      buffer: false,
+      env,
+      ipc: true,
+      reject: false,
+      serialization: 'advanced',
+      stderr: 'pipe',
+      stdin: 'ignore',
+      stdout: 'pipe',
+    })
+    child.stdout.pipe(log, {end: false})
+    child.stderr.on('data', (chunk: Buffer) => {
+      log.write(chunk)
+      tail.push(chunk.toString())
+      if (tail.length > STDERR_TAIL_LINES) tail.shift()
+    })
+    let connected = true
+    const exited = child.then(async (result) => {
+      connected = false
+      await new Promise<void>((resolve) => log.end(resolve))
+      return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
+    })
+    return {
+      get connected() {
+        return connected
+      },
+      exited,
+      kill: (signal) => child.kill(signal),
+      on(_event, listener) {
+        void (async () => {
+          try {
+            for await (const message of child.getEachMessage()) listener(message as FromInstance)
+          } catch {
+            // The channel closes when the process exits; `exited` reports that.
+          }
+        })()
+      },
+      pid: child.pid,
+      send(message) {
+        if (!connected) return false
+        child.sendMessage(message as never).catch(() => {})
+        return true
+      },
+      stderrTail: () => tail.join(''),
+    }
   }
 }
 

@@ -1,8 +1,6 @@
 /** Runs a plugin module's default export in a child process of its own and answers what it returned. */
 import {fileURLToPath} from 'node:url'
 
-import {execaNode} from 'execa'
-
 import type {IsolatedAnswer} from './isolated-host.js'
 
 import {ServiceError} from '../kernel/errors.js'
@@ -10,6 +8,7 @@ import {ServiceError} from '../kernel/errors.js'
 const HOST_ENTRY = fileURLToPath(new URL('isolated-host.js', import.meta.url))
 
 export async function runIsolated<T>(module: string, input: unknown, {signal, timeoutMs = 120_000}: {signal?: AbortSignal; timeoutMs?: number} = {}): Promise<T> {
+  const {execaNode} = await import('execa')
   const child = execaNode(HOST_ENTRY, [], {cancelSignal: signal, ipc: true, reject: false, serialization: 'advanced', stderr: 'pipe', stdin: 'ignore', stdout: 'ignore', timeout: timeoutMs})
   try {
     await child.sendMessage({input, module} as never)

@@ -11,7 +11,7 @@ import type {Kernel} from '../kernel/kernel.js'
 import type {CachedModel} from './hub/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
-import {InstanceProcess, type InstanceState, type SpawnInstance, spawnInstanceProcess} from './instance-process.js'
+import {InstanceProcess, instanceSpawner, type InstanceState, type SpawnInstance} from './instance-process.js'
 import {runIsolated} from './isolated.js'
 import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from './weights.js'
 
@@ -134,7 +134,7 @@ export class LocalWorker implements WorkerApi {
     onProgress?.({fraction: 0, stage: 'loading'})
     const instance = new InstanceProcess(
       load.modelUid,
-      this.options.spawn ?? spawnInstanceProcess,
+      this.options.spawn ?? (await instanceSpawner()),
       {env: {...engine.processEnvironment, ...this.options.env}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
       (error) => {
         log.error(`model ${load.modelUid}: ${error.message}`)

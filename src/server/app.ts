@@ -3,9 +3,9 @@
  * listens. Order: error boundary → request logging and version header → access control for requests no
  * route takes → routes (each guarded by its permission first) → method checks → 404.
  */
-import Router from '@koa/router'
+import {createRequire} from 'node:module'
+
 import Koa from 'koa'
-import {koaBody} from 'koa-body'
 
 import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
@@ -14,6 +14,13 @@ import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError}
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {toServerSentEvents} from './sse.js'
+
+/**
+ * The router's CommonJS build, on purpose: its ES build imports `node:http` as an ES module, and Node then reads
+ * every export of `node:http`, whose `WebSocket` getter loads Node's bundled undici (fetch and WebSockets),
+ * about 5 MB the service never uses (nodejs/node#59686). listen.ts loads `node:http` the same way.
+ */
+const {Router} = createRequire(import.meta.url)('@koa/router') as typeof import('@koa/router')
 
 export const VERSION_HEADER = 'x-service-version'
 /** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
@@ -66,6 +73,26 @@ const treatBodyAsJson =
     await next()
   }
 
+const bodyParsers = new Map<boolean, Promise<Koa.Middleware>>()
+
+/**
+ * koa-body (with zod, formidable, co-body and two copies of mime-db behind it) is loaded by the first request
+ * that has a body rather than at start: an idle service never needs it, and it is about 10 MB of its memory.
+ */
+const parseBody =
+  (acceptsForm: boolean): Koa.Middleware =>
+  async (ctx, next) => {
+    let parser = bodyParsers.get(acceptsForm)
+    if (!parser) {
+      parser = import('koa-body').then(({koaBody}) =>
+        koaBody({encoding: 'utf-8', formLimit: JSON_LIMIT, json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm}),
+      )
+      bodyParsers.set(acceptsForm, parser)
+    }
+
+    return (await parser)(ctx, next)
+  }
+
 /** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
@@ -97,9 +124,6 @@ export function createApp(options: AppOptions): Koa {
   const router = new Router()
   for (const {definition} of routes) {
     const acceptsForm = definition.acceptsForm === true
-    const parse = definition.body
-      ? koaBody({encoding: 'utf-8', formLimit: JSON_LIMIT, json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm})
-      : undefined
     const handle: Koa.Middleware = async (ctx) => {
       const controller = new AbortController()
       ctx.res.once('close', () => {
@@ -142,7 +166,7 @@ export function createApp(options: AppOptions): Koa {
 
     const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
     const guard = requiredPermission(definition) === CLUSTER && clusterToken ? clusterGuard(clusterToken) : guards?.route(definition)
-    const chain: Koa.Middleware[] = [...(guard ? [guard] : []), ...(parse ? [treatBodyAsJson(acceptsForm), parse] : []), handle]
+    const chain: Koa.Middleware[] = [...(guard ? [guard] : []), ...(definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []), handle]
     router[method](definition.path, ...chain)
   }
 

@@ -1,8 +1,12 @@
-import {createServer, type Server} from 'node:http'
-
+import type {Server} from 'node:http'
 import type Koa from 'koa'
 
+import {createRequire} from 'node:module'
+
 import {ServiceError} from '../kernel/errors.js'
+
+/** Required, not imported: an ES import of `node:http` loads Node's bundled undici for nothing (see app.ts). */
+const {createServer} = createRequire(import.meta.url)('node:http') as typeof import('node:http')
 
 export interface Listening {
   server: Server
