@@ -173,7 +173,7 @@ async function main() {
       const {pid} = (await callApi(service, 'GET', `/v1/models/${name}`)).body
       const instanceRss = await rssOf(pid)
       print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp loading it in a new process ${newProcessMs.toFixed(0)} ms (×${(launchMs / newProcessMs).toFixed(2)}), in this one after its import ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
-      print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target' : ''))
+      print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target | target TTFT ms' : ''))
       const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, load_new_process_ms: newProcessMs, parameters: written.parameters}
       for (const concurrency of levels) {
         const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency, repeats))
@@ -190,7 +190,7 @@ async function main() {
             show(engine.ttft_ms).padEnd(14),
             show(ours.tpot_ms, 2).padEnd(12),
             show(ours.itl_ms, 2),
-            ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2)] : []),
+            ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2), show(target.ttft_ms)] : []),
           ].join(' | '),
         )
       }
