@@ -2,7 +2,7 @@
  * Runs inside a model instance's own process: loads one GGUF with node-llama-cpp and serves it according to the
  * model's type: LLMs generate (generator.ts), embedding models embed and rerankers rank (retrieval.ts).
  */
-import type {ChatWrapper, LlamaModel} from 'node-llama-cpp'
+import type {ChatWrapper, Llama, LlamaModel} from 'node-llama-cpp'
 import type {ChatTemplate} from './generator.js'
 import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit'
 
@@ -15,14 +15,19 @@ import {loadEmbedder, loadRanker} from './retrieval.js'
 /** An embedding or ranking context evaluates one input at a time; more of them cost memory, so one by default. */
 const DEFAULT_RETRIEVAL_PARALLEL = 1
 /**
- * Below this much weight, a token is too little work to share: on 2 cores a 4M-parameter model (17 MB) decodes
- * at 652 tok/s on one thread and 100 on two, where a 137M one (550 MB) does 86 on two and 51 on one.
+ * How many threads decode by default. llama.cpp built with OpenMP (`servicectl engine build llama.cpp`) keeps
+ * its threads warm, so all cores pay off at any size. node-llama-cpp's prebuilt binaries use ggml's own thread
+ * pool, whose hand-over costs more than a small model's token: on 2 cores a 4M-parameter model (17 MB) decodes
+ * at 652 tok/s on one thread and 100 on two (with OpenMP: 840 and 1405), where a 137M one (550 MB) does 86 on
+ * two and 51 on one.
  */
 const SINGLE_THREAD_BELOW_BYTES = 64 * 1024 ** 2
 
-async function defaultThreads(modelPath: string, cores: number): Promise<number> {
+async function defaultThreads(modelPath: string, llama: Llama): Promise<number> {
+  const cores = Math.max(1, llama.cpuMathCores)
+  if (/OPENMP = 1/.test(llama.systemInfo)) return cores
   const {size} = await stat(modelPath)
-  return size < SINGLE_THREAD_BELOW_BYTES ? 1 : Math.max(1, cores)
+  return size < SINGLE_THREAD_BELOW_BYTES ? 1 : cores
 }
 
 /**
@@ -104,7 +109,7 @@ const host: EngineHost = {
       model,
       parallel: (parameters.n_parallel as number | undefined) ?? (retrieval ? DEFAULT_RETRIEVAL_PARALLEL : DEFAULT_PARALLEL),
       request,
-      threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama.cpuMathCores)),
+      threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
     }
     let loaded: LoadedModel
     try {

@@ -43,7 +43,7 @@ const register: RegisterHook = async () => ({
         n_ctx: {description: 'Context length available to each request, in tokens (default: the smaller of the model\'s and 4096; embedding and rerank models: the model\'s).', minimum: 16, type: 'integer'},
         n_gpu_layers: {description: 'Layers to offload to the GPU; -1 for all (default: as many as fit).', minimum: -1, type: 'integer'},
         n_parallel: {description: 'Requests served at once, batched together (default 4); embedding and rerank models: inputs evaluated side by side, one context each (default 1).', maximum: 256, minimum: 1, type: 'integer'},
-        n_threads: {description: 'CPU threads for inference (default: the cores llama.cpp computes on; 1 below 64 MiB of weights).', minimum: 1, type: 'integer'},
+        n_threads: {description: 'CPU threads for inference (default: the cores llama.cpp computes on; with the prebuilt binaries, 1 below 64 MiB of weights).', minimum: 1, type: 'integer'},
         use_mmap: {description: 'Memory-map the model file (default: automatic).', type: 'boolean'},
       },
     },
