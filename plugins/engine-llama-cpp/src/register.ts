@@ -33,7 +33,8 @@ const register: RegisterHook = async () => ({
       hostModule: fileURLToPath(new URL('host.js', import.meta.url)),
       // Each decode runs on a libuv pool thread, and llama.cpp's compute threads are kept per calling thread: with
       // Node's four pool threads, their idle compute threads compete with the working ones. One pool thread
-      // made two compute threads pay off (137M-parameter model, 2 cores: 86 tok/s against 39 with four).
+      // made two compute threads pay off (137M-parameter model, 2 cores, measured back to back: 64–66 tok/s
+      // against 39–45 with four).
       processEnvironment: {UV_THREADPOOL_SIZE: '1'},
       modelTypes: ['LLM', 'embedding', 'rerank'],
       name: 'llama.cpp',
