@@ -31,10 +31,10 @@ const register: RegisterHook = async () => ({
       estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
       formats: ['ggufv2'],
       hostModule: fileURLToPath(new URL('host.js', import.meta.url)),
-      // Each decode runs on a libuv pool thread, and llama.cpp's compute threads are kept per calling thread: with
-      // Node's four pool threads, their idle compute threads compete with the working ones. One pool thread
-      // made two compute threads pay off (137M-parameter model, 2 cores, measured back to back: 64–66 tok/s
-      // against 39–45 with four).
+      // Each decode runs on a libuv pool thread. With Node's default of four pool threads, two compute threads
+      // decoded far slower than with one pool thread (137M-parameter model, 2 cores, measured back to back:
+      // 39–45 tok/s against 64–66), most likely because decodes and samplings move between pool threads and
+      // llama.cpp's compute threads with them; one pool thread keeps that path on one thread.
       processEnvironment: {UV_THREADPOOL_SIZE: '1'},
       modelTypes: ['LLM', 'embedding', 'rerank'],
       name: 'llama.cpp',
