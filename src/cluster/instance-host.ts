@@ -6,9 +6,10 @@
 import {pathToFileURL} from 'node:url'
 
 import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
-import type {FromInstance, RequestMessage, ToInstance} from './protocol.js'
+import type {FromInstance, ToInstance} from './protocol.js'
 
 import {toServiceError} from '../kernel/errors.js'
+import {Outbox} from './outbox.js'
 
 const send = (message: FromInstance) =>
   new Promise<void>((resolve) => {
@@ -53,29 +54,17 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
   }
 }
 
-/**
- * Every request's messages go through one outbox, sent on the next event-loop turn as one IPC message, and
- * while a send is in flight the next ones gather: concurrent streams then cost one IPC round per decode step
- * instead of one per token per stream. Waiting for the next turn also lets the engine start its next decode
- * (on another thread) before this thread spends time sending.
- */
-let outbox: RequestMessage[] = []
-let sending: Promise<void> | undefined
-
-function post(message: RequestMessage): Promise<void> {
-  outbox.push(message)
-  sending ??= (async () => {
-    await new Promise((resolve) => setImmediate(resolve))
-    while (outbox.length > 0) {
-      const messages = outbox
-      outbox = []
-      await send(messages.length === 1 ? messages[0] : {messages, type: 'batch'})
-    }
-
-    sending = undefined
-  })()
-  return sending
+/** How often, at most, a streaming request's tokens leave (see Outbox); SERVICE_STREAM_INTERVAL_MS, 0 for every decode step. */
+function streamInterval(setting = process.env.SERVICE_STREAM_INTERVAL_MS): number {
+  const DEFAULT_MS = 3
+  if (setting === undefined || setting === '') return DEFAULT_MS
+  const value = Number(setting)
+  if (Number.isFinite(value) && value >= 0) return value
+  log.warn(`SERVICE_STREAM_INTERVAL_MS=${setting} is not a number of milliseconds ≥ 0; using ${DEFAULT_MS}.`)
+  return DEFAULT_MS
 }
+
+const outbox = new Outbox(send, streamInterval())
 
 async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   const controller = new AbortController()
@@ -83,11 +72,11 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw Object.assign(new Error(`this model does not support "${message.operation}"`), {code: 'unsupported', status: 400})
-    for await (const event of operation(message.payload, controller.signal)) void post({event, id: message.id, type: 'event'})
-    await post({id: message.id, type: 'end'})
+    for await (const event of operation(message.payload, controller.signal)) outbox.post({event, id: message.id, type: 'event'})
+    outbox.post({id: message.id, type: 'end'})
   } catch (error) {
     if (toServiceError(error).status === 500) log.error(`${message.operation} failed: ${(error as Error)?.stack ?? error}`)
-    await post({error: toServiceError(error).toJSON(), id: message.id, type: 'error'})
+    outbox.post({error: toServiceError(error).toJSON(), id: message.id, type: 'error'})
   } finally {
     running.delete(message.id)
   }
@@ -97,7 +86,7 @@ async function dispose() {
   lifetime.abort()
   for (const controller of running.values()) controller.abort()
   await model?.dispose()
-  await sending
+  await outbox.flush()
   await send({type: 'disposed'})
   process.exit(0)
 }

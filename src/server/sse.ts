@@ -28,5 +28,43 @@ export function toServerSentEvents(
     }
   }
 
-  return Readable.from(lines(), {objectMode: false})
+  return Readable.from(coalesced(lines()), {objectMode: false})
+}
+
+const TURN_ENDED = Symbol('turn ended')
+
+/**
+ * Joins the lines that are ready within the event-loop turn of the first one (a model process sends the tokens of
+ * a few decode steps in one IPC message) into one chunk, so they cost one socket write and wake the client once.
+ */
+async function* coalesced(lines: AsyncGenerator<string>): AsyncGenerator<string> {
+  let next: Promise<IteratorResult<string>> | undefined
+  try {
+    while (true) {
+      const first = await (next ?? lines.next())
+      next = undefined
+      if (first.done) return
+      let chunk = first.value
+      const turnEnded = new Promise<typeof TURN_ENDED>((resolve) => setImmediate(resolve, TURN_ENDED))
+      while (true) {
+        const following = lines.next()
+        const ready = await Promise.race([following, turnEnded])
+        if (ready === TURN_ENDED) {
+          next = following
+          break
+        }
+
+        if (ready.done) {
+          yield chunk
+          return
+        }
+
+        chunk += ready.value
+      }
+
+      yield chunk
+    }
+  } finally {
+    await lines.return(undefined)
+  }
 }

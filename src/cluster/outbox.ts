@@ -1,0 +1,82 @@
+import type {RequestMessage} from './protocol.js'
+
+export interface OutboxTimers {
+  now(): number
+  /** Runs `callback` after the current event-loop turn, or after `delayMs` when given. */
+  later(callback: () => void, delayMs?: number): void
+}
+
+const realTimers: OutboxTimers = {
+  later: (callback, delayMs) => (delayMs === undefined ? setImmediate(callback) : setTimeout(callback, delayMs)),
+  now: () => performance.now(),
+}
+
+/** How many events of a request go out without waiting: its start and its first token (the TTFT). */
+const PROMPT_EVENTS = 2
+
+/**
+ * All of a model process's request messages go through one outbox and leave as one IPC message per flush, so
+ * concurrent streams cost one IPC round per decode step rather than one per token per stream.
+ *
+ * A flush happens on the next event-loop turn, after the engine has started its next decode. Once a request
+ * streams, its tokens are held until `intervalMs` after the previous flush. Tokens of a small model come
+ * faster than every millisecond, and each IPC message wakes the worker, which then writes to the client's socket
+ * and wakes the client: on two cores those wake-ups took CPU from the decode. A request's first events and its
+ * end are never held.
+ */
+export class Outbox {
+  private messages: RequestMessage[] = []
+  private readonly eventsSent = new Map<number, number>()
+  private urgent = false
+  /** Which scheduled flush is current: a flush made sooner turns the ones scheduled before it stale. */
+  private schedule = 0
+  private scheduledImmediately = false
+  private lastFlush = Number.NEGATIVE_INFINITY
+  private sending: Promise<void> = Promise.resolve()
+
+  constructor(
+    private readonly send: (message: RequestMessage | {type: 'batch'; messages: RequestMessage[]}) => Promise<void>,
+    private readonly intervalMs: number,
+    private readonly timers: OutboxTimers = realTimers,
+  ) {}
+
+  post(message: RequestMessage): void {
+    const first = this.messages.length === 0
+    this.messages.push(message)
+    if (message.type === 'event') {
+      const sent = (this.eventsSent.get(message.id) ?? 0) + 1
+      this.eventsSent.set(message.id, sent)
+      if (sent <= PROMPT_EVENTS) this.urgent = true
+    } else {
+      this.eventsSent.delete(message.id)
+      this.urgent = true
+    }
+
+    if (first || (this.urgent && !this.scheduledImmediately)) this.scheduleFlush()
+  }
+
+  /** Sends whatever is held now; resolves once the channel has taken it. */
+  flush(): Promise<void> {
+    if (this.messages.length > 0) {
+      const messages = this.messages
+      this.messages = []
+      this.urgent = false
+      this.schedule++
+      this.lastFlush = this.timers.now()
+      this.sending = this.send(messages.length === 1 ? messages[0] : {messages, type: 'batch'})
+    }
+
+    return this.sending
+  }
+
+  private scheduleFlush(delayMs?: number) {
+    const schedule = ++this.schedule
+    this.scheduledImmediately = delayMs === undefined
+    this.timers.later(() => {
+      if (schedule !== this.schedule) return
+      const wait = this.lastFlush + this.intervalMs - this.timers.now()
+      if (!this.urgent && wait > 0) return this.scheduleFlush(wait)
+      void this.flush()
+    }, delayMs)
+  }
+}

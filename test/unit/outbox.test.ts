@@ -1,0 +1,107 @@
+import {expect} from 'chai'
+
+import type {RequestMessage} from '../../src/cluster/protocol.js'
+
+import {Outbox, type OutboxTimers} from '../../src/cluster/outbox.js'
+
+/** Timers the test runs by hand: `turn()` runs what waits for the next turn, `advance(ms)` moves the clock. */
+function manualTimers() {
+  let clock = 0
+  let queued: Array<{at?: number; callback: () => void}> = []
+  const timers: OutboxTimers = {
+    later: (callback, delayMs) => queued.push({at: delayMs === undefined ? undefined : clock + delayMs, callback}),
+    now: () => clock,
+  }
+  const run = (due: (entry: {at?: number}) => boolean) => {
+    const ready = queued.filter(due)
+    queued = queued.filter((entry) => !due(entry))
+    for (const entry of ready) entry.callback()
+  }
+
+  return {
+    advance(ms: number) {
+      clock += ms
+      run((entry) => entry.at !== undefined && entry.at <= clock)
+    },
+    timers,
+    turn: () => run((entry) => entry.at === undefined),
+  }
+}
+
+function outboxWith(intervalMs: number) {
+  const sent: unknown[] = []
+  const time = manualTimers()
+  const outbox = new Outbox(async (message) => void sent.push(message), intervalMs, time.timers)
+  return {outbox, sent, time}
+}
+
+const token = (id: number, text: string): RequestMessage => ({event: {text, type: 'text'}, id, type: 'event'})
+
+describe('model process outbox', () => {
+  it('sends a request\'s first events on the next turn, then holds its tokens until the interval has passed', () => {
+    const {outbox, sent, time} = outboxWith(3)
+    outbox.post(token(1, 'start'))
+    expect(sent, 'nothing goes out in the same turn').to.deep.equal([])
+    time.turn()
+    expect(sent).to.deep.equal([token(1, 'start')])
+
+    outbox.post(token(1, 'first'))
+    time.turn()
+    expect(sent, 'the first token (the TTFT) is never held').to.have.length(2)
+
+    outbox.post(token(1, 'a'))
+    time.turn()
+    outbox.post(token(1, 'b'))
+    time.turn()
+    time.advance(2)
+    expect(sent, 'later tokens wait for the interval').to.have.length(2)
+    time.advance(1)
+    expect(sent[2], 'and leave together').to.deep.equal({messages: [token(1, 'a'), token(1, 'b')], type: 'batch'})
+  })
+
+  it('sends held tokens at once when a request ends or another request starts', () => {
+    const {outbox, sent, time} = outboxWith(3)
+    outbox.post(token(1, 'start'))
+    outbox.post(token(1, 'first'))
+    time.turn()
+    outbox.post(token(1, 'held'))
+    time.turn()
+    outbox.post({id: 1, type: 'end'})
+    time.turn()
+    expect(sent[1]).to.deep.equal({messages: [token(1, 'held'), {id: 1, type: 'end'}], type: 'batch'})
+
+    outbox.post(token(1, 'start'))
+    outbox.post(token(1, 'first'))
+    time.turn()
+    outbox.post(token(1, 'held'))
+    time.turn()
+    outbox.post(token(2, 'start'))
+    time.turn()
+    expect(sent[3], 'a request id used again counts from its start').to.deep.equal({messages: [token(1, 'held'), token(2, 'start')], type: 'batch'})
+    time.advance(10)
+    expect(sent, 'the stale timer sends nothing twice').to.have.length(4)
+  })
+
+  it('flush() sends what is held without waiting', async () => {
+    const {outbox, sent, time} = outboxWith(1000)
+    outbox.post(token(1, 'start'))
+    outbox.post(token(1, 'first'))
+    time.turn()
+    outbox.post(token(1, 'held'))
+    await outbox.flush()
+    expect(sent.at(-1)).to.deep.equal(token(1, 'held'))
+    time.turn()
+    time.advance(1000)
+    expect(sent).to.have.length(2)
+  })
+
+  it('with an interval of 0 sends every turn\'s messages on the next turn', () => {
+    const {outbox, sent, time} = outboxWith(0)
+    for (const text of ['start', 'first', 'a', 'b']) {
+      outbox.post(token(1, text))
+      time.turn()
+    }
+
+    expect(sent).to.have.length(4)
+  })
+})
