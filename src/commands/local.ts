@@ -1,19 +1,12 @@
-import {Command, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
-import {type RunningService, startLocalService} from '../cluster/local.js'
-import {isServiceErrorShape} from '../kernel/errors.js'
+import {startLocalService} from '../cluster/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+import {ServiceProcessCommand} from '../lib/service-command.js'
 
-/** Runs until a signal (or, for a supervisor, `servicectl stop-cluster`) stops the service. */
-export async function untilStopped(service: RunningService): Promise<void> {
-  const stop = () => void service.stop()
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
-  await service.stopped
-}
-
-export default class Local extends Command {
+export default class Local extends ServiceProcessCommand {
+  protected readonly program = 'service-local'
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
   static examples = ['service-local', 'service-local --host 0.0.0.0 --port 9997 --log-level debug', 'service-local --auth-config auth.json']
   static flags = {
@@ -36,16 +29,6 @@ export default class Local extends Command {
       {auth},
     )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
-    await untilStopped(service)
-  }
-
-  /** A refused config or a port in use is a message for the person starting the service, not a stack trace. */
-  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
-    if (isServiceErrorShape(error) && !('oclif' in error)) {
-      this.logToStderr(`service-local: ${error.message}`)
-      this.exit(1)
-    }
-
-    return super.catch(error)
+    await this.untilStopped(service)
   }
 }

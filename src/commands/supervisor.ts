@@ -1,13 +1,13 @@
-import {Command, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
 import {CLUSTER_TOKEN_ENV, clusterTiming} from '../cluster/cluster-protocol.js'
 import {startLocalService} from '../cluster/local.js'
-import {isServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
-import {untilStopped} from './local.js'
+import {ServiceProcessCommand} from '../lib/service-command.js'
 
-export default class Supervisor extends Command {
+export default class Supervisor extends ServiceProcessCommand {
+  protected readonly program = 'service-supervisor'
   static description = 'The supervisor of a cluster: the HTTP API, docs and every model route; workers join it. This is what `service-supervisor` runs.'
   static examples = ['service-supervisor -H 10.0.0.1', 'service-supervisor -H 10.0.0.1 --auth-config auth.json --cluster-token "$(cat cluster.token)"']
   static flags = {
@@ -32,15 +32,6 @@ export default class Supervisor extends Command {
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
     this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)
-    await untilStopped(service)
-  }
-
-  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
-    if (isServiceErrorShape(error) && !('oclif' in error)) {
-      this.logToStderr(`service-supervisor: ${error.message}`)
-      this.exit(1)
-    }
-
-    return super.catch(error)
+    await this.untilStopped(service)
   }
 }

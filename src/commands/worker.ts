@@ -1,12 +1,12 @@
-import {Command, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {CLUSTER_TOKEN_ENV} from '../cluster/cluster-protocol.js'
 import {startWorkerService} from '../cluster/worker-service.js'
-import {isServiceErrorShape} from '../kernel/errors.js'
 import {loadSettings} from '../kernel/settings.js'
-import {untilStopped} from './local.js'
+import {ServiceProcessCommand} from '../lib/service-command.js'
 
-export default class Worker extends Command {
+export default class Worker extends ServiceProcessCommand {
+  protected readonly program = 'service-worker'
   static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'
   static examples = ['service-worker -e http://10.0.0.1:9997 -H 10.0.0.2', 'service-worker -e http://10.0.0.1:9997 -H 10.0.0.2 -p 30001 --cluster-token "$(cat cluster.token)"']
   static flags = {
@@ -28,15 +28,6 @@ export default class Worker extends Command {
       {clusterToken: flags['cluster-token'], endpoint: flags.endpoint},
     )
     this.log(`Worker running at ${service.url}, joined the supervisor at ${flags.endpoint}. Ctrl-C stops it and its models.`)
-    await untilStopped(service)
-  }
-
-  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
-    if (isServiceErrorShape(error) && !('oclif' in error)) {
-      this.logToStderr(`service-worker: ${error.message}`)
-      this.exit(1)
-    }
-
-    return super.catch(error)
+    await this.untilStopped(service)
   }
 }

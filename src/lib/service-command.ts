@@ -1,0 +1,29 @@
+import {Command} from '@oclif/core'
+
+import type {RunningService} from '../cluster/local.js'
+
+import {isServiceErrorShape} from '../kernel/errors.js'
+
+/** Base of the commands that run a service (`service-local`, `service-supervisor`, `service-worker`) until stopped. */
+export abstract class ServiceProcessCommand extends Command {
+  /** The program a refusal names, as the person started it. */
+  protected abstract readonly program: string
+
+  /** Runs until a signal (or, for a supervisor, `servicectl stop-cluster`) stops the service. */
+  protected async untilStopped(service: RunningService): Promise<void> {
+    const stop = () => void service.stop()
+    process.once('SIGINT', stop)
+    process.once('SIGTERM', stop)
+    await service.stopped
+  }
+
+  /** A refused config or a port in use is one line for the person starting the service, not a stack trace. */
+  protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
+    if (isServiceErrorShape(error) && !('oclif' in error)) {
+      this.logToStderr(`${this.program}: ${error.message}`)
+      this.exit(1)
+    }
+
+    return super.catch(error)
+  }
+}
