@@ -38,7 +38,7 @@ function outboxWith(intervalMs: number) {
 const token = (id: number, text: string): RequestMessage => ({event: {text, type: 'text'}, id, type: 'event'})
 
 describe('model process outbox', () => {
-  it('sends a request\'s first events on the next turn, then holds its tokens until the interval has passed', () => {
+  it('sends a request\'s first events on the next turn, then holds its tokens until one comes an interval after the last send', () => {
     const {outbox, sent, time} = outboxWith(3)
     outbox.post(token(1, 'start'))
     expect(sent, 'nothing goes out in the same turn').to.deep.equal([])
@@ -53,10 +53,25 @@ describe('model process outbox', () => {
     time.turn()
     outbox.post(token(1, 'b'))
     time.turn()
-    time.advance(2)
-    expect(sent, 'later tokens wait for the interval').to.have.length(2)
+    time.advance(3)
+    expect(sent, 'later tokens wait for the next one after the interval').to.have.length(2)
+    outbox.post(token(1, 'c'))
+    time.turn()
+    expect(sent[2], 'and leave with it').to.deep.equal({messages: [token(1, 'a'), token(1, 'b'), token(1, 'c')], type: 'batch'})
+  })
+
+  it('sends held tokens by timer when no message follows them, at most twice the interval after the last send', () => {
+    const {outbox, sent, time} = outboxWith(3)
+    outbox.post(token(1, 'start'))
+    outbox.post(token(1, 'first'))
+    time.turn()
     time.advance(1)
-    expect(sent[2], 'and leave together').to.deep.equal({messages: [token(1, 'a'), token(1, 'b')], type: 'batch'})
+    outbox.post(token(1, 'held'))
+    time.turn()
+    time.advance(4)
+    expect(sent).to.have.length(1)
+    time.advance(1)
+    expect(sent[1]).to.deep.equal(token(1, 'held'))
   })
 
   it('sends held tokens at once when a request ends or another request starts', () => {
