@@ -106,6 +106,60 @@ describe('batch gatherer', () => {
     await finish(1)
   })
 
+  it('starts requests that arrive together at an idle model together, waiting at most for the arrival timer', async () => {
+    const {calls, context, finish} = fakeContext()
+    const {armed, timers} = manualTimers()
+    const gatherer = install(context, timers)
+    const alone = gatherer.arriving()
+    alone.at(0)
+    void ask(context, 0)
+    expect(calls, 'a lone request waits for nothing').to.deep.equal([0])
+    await finish(0)
+    gatherer.settle(0)
+
+    const [first, second, third] = [gatherer.arriving(), gatherer.arriving(), gatherer.arriving()]
+    first.at(2)
+    void ask(context, 2)
+    expect(calls, 'the first waits for the others announced with it').to.deep.equal([0])
+    second.at(1)
+    void ask(context, 1)
+    expect(calls).to.deep.equal([0])
+    third.release()
+    expect(calls, 'one that gave up is not waited for; the others go together, in order').to.deep.equal([0, 1, 2])
+    expect(armed).to.have.length(0)
+    await finish(1, 2)
+    gatherer.settle(1)
+    gatherer.settle(2)
+
+    const late = gatherer.arriving()
+    gatherer.arriving().at(5)
+    late.at(4)
+    void ask(context, 4)
+    expect(armed).to.have.length(1)
+    armed[0]()
+    expect(calls, 'one that is slow to ask is waited for until the timer fires').to.deep.equal([0, 1, 2, 4])
+  })
+
+  it('holds the next batch for a newcomer that has leased its sequence, but not for one still preparing', async () => {
+    const {calls, context, finish} = fakeContext()
+    const {armed, timers} = manualTimers()
+    const gatherer = install(context, timers)
+    void ask(context, 0)
+    await finish(0)
+    const preparing = gatherer.arriving()
+    void ask(context, 0)
+    expect(calls, 'a generating sequence does not wait for a prompt being rendered').to.deep.equal([0, 0])
+    await finish(0)
+
+    preparing.at(1)
+    void ask(context, 0)
+    expect(calls, 'but for a newcomer about to ask').to.deep.equal([0, 0])
+    expect(armed).to.have.length(1)
+    void ask(context, 1)
+    expect(calls).to.deep.equal([0, 0, 0, 1])
+    expect(armed).to.have.length(0)
+  })
+
   it('puts the context back as it was on dispose, and says why when the context has no entry point to wrap', () => {
     const {context} = fakeContext()
     const original = context._decodeTokens

@@ -177,31 +177,39 @@ export async function loadGenerator(options: {
    * tokens are counted by the sequence's own meter: `onToken` re-emits text held back for stop-trigger checks as
    * re-tokenized pieces, so counting its calls over-counts.
    */
-  async function* generate(signal: AbortSignal, prepared: Prepared): AsyncGenerator<GenerationEvent> {
-    yield {promptTokens: prepared.promptTokens, type: 'start', ...(prepared.prompt === undefined ? {} : {prompt: prepared.prompt})}
-    const wanted = prepared.promptTokenIds
-    const slot = await pool.acquire(signal, wanted && ((candidate) => sharedPrefix(candidate.sequence.contextTokens, wanted)))
-    const queue = new EventQueue<GenerationEvent>()
-    const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
-    const {promptTokens} = prepared
-    const done = prepared.run(slot, (event) => queue.push(event)).then(
-      ({finishReason, stopReason, stopSequence}) => {
-        gatherer?.settle(slot.id)
-        const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
-        log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
-        queue.push({completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
-        queue.end()
-      },
-      (error) => {
-        gatherer?.settle(slot.id)
-        queue.fail(error)
-      },
-    )
+  async function* generate(signal: AbortSignal, prepare: () => Prepared | Promise<Prepared>): AsyncGenerator<GenerationEvent> {
+    // Announced before the prompt is rendered, so that requests arriving together at an idle model start together.
+    const arrival = gatherer?.arriving()
     try {
-      yield* queue
+      const prepared = await prepare()
+      yield {promptTokens: prepared.promptTokens, type: 'start', ...(prepared.prompt === undefined ? {} : {prompt: prepared.prompt})}
+      const wanted = prepared.promptTokenIds
+      const slot = await pool.acquire(signal, wanted && ((candidate) => sharedPrefix(candidate.sequence.contextTokens, wanted)))
+      arrival?.at(slot.id)
+      const queue = new EventQueue<GenerationEvent>()
+      const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
+      const {promptTokens} = prepared
+      const done = prepared.run(slot, (event) => queue.push(event)).then(
+        ({finishReason, stopReason, stopSequence}) => {
+          gatherer?.settle(slot.id)
+          const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
+          log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
+          queue.push({completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
+          queue.end()
+        },
+        (error) => {
+          gatherer?.settle(slot.id)
+          queue.fail(error)
+        },
+      )
+      try {
+        yield* queue
+      } finally {
+        await done
+        pool.release(slot)
+      }
     } finally {
-      await done
-      pool.release(slot)
+      arrival?.release()
     }
   }
 
@@ -283,7 +291,7 @@ export async function loadGenerator(options: {
   const operations: LoadedModel['operations'] = {
     complete: (payload, requestSignal) => {
       const request = payload as CompletionPayload
-      return (async function* () {
+      return generate(requestSignal, () => {
         const tokens = typeof request.prompt === 'string' ? undefined : (request.prompt as Token[])
         const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
         if (bad >= 0) throw requestError(`prompt[${bad}] is not a token id of this model (its vocabulary has ${vocabularySize} tokens).`, 'prompt')
@@ -293,7 +301,7 @@ export async function loadGenerator(options: {
         const promptTokenIds = [...(bos ? [model.tokens.bos!] : []), ...(tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined))]
         const promptTokens = promptTokenIds.length
         const options = samplingFor(request, budgetAfter(promptTokens, 'prompt'))
-        yield* generate(requestSignal, {
+        return {
           prompt: tokens ? model.detokenize(tokens) : undefined,
           promptTokenIds,
           promptTokens,
@@ -303,16 +311,13 @@ export async function loadGenerator(options: {
             const result = await slot.completion.generateCompletionWithMeta(tokens ?? (request.prompt as string), {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})
             return outcomeOf(result.metadata)
           },
-        })
-      })()
+        }
+      })
     },
   }
 
   if (chatTemplate) {
-    operations.chat = (payload, requestSignal) =>
-      (async function* () {
-        yield* generate(requestSignal, await prepareChat(payload as ChatPayload, requestSignal))
-      })()
+    operations.chat = (payload, requestSignal) => generate(requestSignal, () => prepareChat(payload as ChatPayload, requestSignal))
     operations.count_tokens = (payload) =>
       (async function* (): AsyncGenerator<TokenCountEvent> {
         yield {count: renderChat(payload as ChatPayload).promptTokens, type: 'tokens'}
