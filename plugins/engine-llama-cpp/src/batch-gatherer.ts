@@ -167,8 +167,9 @@ export class BatchGatherer {
    * waited for only by an idle model's first batch.
    */
   private awaitsArrivals(): boolean {
-    const leased = [...this.arrivals.values()].some((sequenceId) => sequenceId !== undefined)
-    return leased || (this.arrivals.size > 0 && this.waiting.every((request) => request.arrived))
+    if (this.arrivals.size === 0) return false
+    for (const sequenceId of this.arrivals.values()) if (sequenceId !== undefined) return true
+    return this.waiting.every((request) => request.arrived)
   }
 
   private flush(): void {
