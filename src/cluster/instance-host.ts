@@ -9,6 +9,7 @@ import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './protocol.js'
 
 import {toServiceError} from '../kernel/errors.js'
+import {joinGenerationEvents} from '../kernel/generation.js'
 import {Outbox} from './outbox.js'
 
 const send = (message: FromInstance) =>
@@ -64,7 +65,7 @@ function streamInterval(setting = process.env.SERVICE_STREAM_INTERVAL_MS): numbe
   return DEFAULT_MS
 }
 
-const outbox = new Outbox(send, streamInterval())
+const outbox = new Outbox(send, streamInterval(), undefined, joinGenerationEvents)
 
 async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   const controller = new AbortController()

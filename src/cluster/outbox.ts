@@ -24,9 +24,13 @@ const PROMPT_EVENTS = 2
  * client's socket and wakes the client; on two cores those wake-ups took CPU from the decode. Flushes ride on posts
  * rather than on a timer, whose own wake-up cost as much where a core was free; the timer only sends what is
  * held when no message follows (a stop string being checked). A request's first events and its end are never held.
+ * A later event joins the same request's last held one when `join` can make one of the two (text pieces), so the
+ * tokens of one interval cost the service and the client one event. The first events are never joined.
  */
 export class Outbox {
   private messages: RequestMessage[] = []
+  /** Where each request's last held event sits in `messages`, so a later one can join it. */
+  private readonly lastHeld = new Map<number, number>()
   private readonly eventsSent = new Map<number, number>()
   private urgent = false
   /** Which scheduled flush is current: a flush made sooner turns the ones scheduled before it stale. */
@@ -40,15 +44,23 @@ export class Outbox {
     private readonly send: (message: RequestMessage | {type: 'batch'; messages: RequestMessage[]}) => Promise<void>,
     private readonly intervalMs: number,
     private readonly timers: OutboxTimers = realTimers,
+    private readonly join: (earlier: unknown, later: unknown) => unknown = () => undefined,
   ) {}
 
   post(message: RequestMessage): void {
-    this.messages.push(message)
     if (message.type === 'event') {
       const sent = (this.eventsSent.get(message.id) ?? 0) + 1
       this.eventsSent.set(message.id, sent)
-      if (sent <= PROMPT_EVENTS) this.urgent = true
+      if (sent <= PROMPT_EVENTS) {
+        this.urgent = true
+        this.messages.push(message)
+      } else if (!this.joined(message)) {
+        this.lastHeld.set(message.id, this.messages.length)
+        this.messages.push(message)
+      }
     } else {
+      this.lastHeld.delete(message.id)
+      this.messages.push(message)
       this.eventsSent.delete(message.id)
       this.urgent = true
     }
@@ -67,6 +79,17 @@ export class Outbox {
     }
   }
 
+  /** Folds an event into the same request's last held one, when `join` can express both as one. */
+  private joined(message: Extract<RequestMessage, {type: 'event'}>): boolean {
+    const at = this.lastHeld.get(message.id)
+    if (at === undefined) return false
+    const held = this.messages[at] as Extract<RequestMessage, {type: 'event'}>
+    const event = this.join(held.event, message.event)
+    if (event === undefined) return false
+    this.messages[at] = {...held, event}
+    return true
+  }
+
   /** Sends whatever is held now; resolves once the channel has taken it. */
   flush(): Promise<void> {
     this.schedule++
@@ -75,6 +98,7 @@ export class Outbox {
     if (this.messages.length > 0) {
       const messages = this.messages
       this.messages = []
+      this.lastHeld.clear()
       this.urgent = false
       this.lastFlush = this.timers.now()
       this.sending = this.send(messages.length === 1 ? messages[0] : {messages, type: 'batch'})

@@ -94,3 +94,17 @@ export interface TokenCountEvent {
   type: 'tokens'
   count: number
 }
+
+/**
+ * Two consecutive events of one generation as one, when they can be: text pieces, or argument pieces of the same
+ * tool call, concatenated. A model process sends the tokens that arrive within its stream interval this way, so a
+ * fast model costs the service and the client one chunk per interval rather than one per token.
+ */
+export function joinGenerationEvents(earlier: unknown, later: unknown): GenerationEvent | undefined {
+  const first = earlier as GenerationEvent
+  const second = later as GenerationEvent
+  if (first?.type === 'text' && second?.type === 'text') return {text: first.text + second.text, type: 'text'}
+  if (first?.type === 'tool_arguments' && second?.type === 'tool_arguments' && first.index === second.index)
+    return {index: first.index, text: first.text + second.text, type: 'tool_arguments'}
+  return undefined
+}

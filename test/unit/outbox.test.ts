@@ -3,6 +3,7 @@ import {expect} from 'chai'
 import type {RequestMessage} from '../../src/cluster/protocol.js'
 
 import {Outbox, type OutboxTimers} from '../../src/cluster/outbox.js'
+import {joinGenerationEvents} from '../../src/kernel/generation.js'
 
 /** Timers the test runs by hand: `turn()` runs what waits for the next turn, `advance(ms)` moves the clock. */
 function manualTimers() {
@@ -28,10 +29,10 @@ function manualTimers() {
   }
 }
 
-function outboxWith(intervalMs: number) {
+function outboxWith(intervalMs: number, join?: (earlier: unknown, later: unknown) => unknown) {
   const sent: unknown[] = []
   const time = manualTimers()
-  const outbox = new Outbox(async (message) => void sent.push(message), intervalMs, time.timers)
+  const outbox = new Outbox(async (message) => void sent.push(message), intervalMs, time.timers, join)
   return {outbox, sent, time}
 }
 
@@ -118,5 +119,56 @@ describe('model process outbox', () => {
     }
 
     expect(sent).to.have.length(4)
+  })
+
+  it('joins the text a request produces within one interval into one event, each request on its own', () => {
+    const {outbox, sent, time} = outboxWith(3, joinGenerationEvents)
+    const event = (id: number, event: object): RequestMessage => ({event, id, type: 'event'})
+    for (const id of [1, 2]) {
+      outbox.post(event(id, {promptTokens: 5, type: 'start'}))
+      outbox.post(token(id, 'first'))
+    }
+
+    time.turn()
+    expect(sent[0], 'a start and a first token stay apart').to.deep.equal({
+      messages: [event(1, {promptTokens: 5, type: 'start'}), token(1, 'first'), event(2, {promptTokens: 5, type: 'start'}), token(2, 'first')],
+      type: 'batch',
+    })
+    for (const text of [' a', ' b']) {
+      outbox.post(token(1, text))
+      outbox.post(token(2, text.toUpperCase()))
+      time.turn()
+    }
+
+    outbox.post(event(2, {index: 0, name: 'lookup', type: 'tool_call'}))
+    outbox.post(event(2, {index: 0, text: '{"q":', type: 'tool_arguments'}))
+    outbox.post(event(2, {index: 0, text: '1}', type: 'tool_arguments'}))
+    time.advance(3)
+    outbox.post(token(1, ' c'))
+    time.turn()
+    expect(sent[1]).to.deep.equal({
+      messages: [
+        token(1, ' a b c'),
+        token(2, ' A B'),
+        event(2, {index: 0, name: 'lookup', type: 'tool_call'}),
+        event(2, {index: 0, text: '{"q":1}', type: 'tool_arguments'}),
+      ],
+      type: 'batch',
+    })
+    outbox.post(token(1, ' d'))
+    outbox.post({id: 1, type: 'end'})
+    outbox.post(token(2, 'after'))
+    time.turn()
+    expect(sent[2], 'nothing joins what has been sent').to.deep.equal({messages: [token(1, ' d'), {id: 1, type: 'end'}, token(2, 'after')], type: 'batch'})
+
+    outbox.post(event(3, {promptTokens: 5, type: 'start'}))
+    outbox.post(token(3, 'first'))
+    outbox.post(token(3, ' second'))
+    outbox.post(token(3, ' third'))
+    time.turn()
+    expect(sent[3], 'the first token leaves alone even when others come in its turn').to.deep.equal({
+      messages: [event(3, {promptTokens: 5, type: 'start'}), token(3, 'first'), token(3, ' second third')],
+      type: 'batch',
+    })
   })
 })
