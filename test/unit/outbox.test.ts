@@ -39,16 +39,12 @@ function outboxWith(intervalMs: number, join?: (earlier: unknown, later: unknown
 const token = (id: number, text: string): RequestMessage => ({event: {text, type: 'text'}, id, type: 'event'})
 
 describe('model process outbox', () => {
-  it('sends a request\'s first events on the next turn, then holds its tokens until one comes an interval after the last send', () => {
+  it('sends a request\'s first events at once, then holds its tokens until one comes an interval after the last send', () => {
     const {outbox, sent, time} = outboxWith(3)
     outbox.post(token(1, 'start'))
-    expect(sent, 'nothing goes out in the same turn').to.deep.equal([])
-    time.turn()
-    expect(sent).to.deep.equal([token(1, 'start')])
-
+    expect(sent, 'the start goes out at once').to.deep.equal([token(1, 'start')])
     outbox.post(token(1, 'first'))
-    time.turn()
-    expect(sent, 'the first token (the TTFT) is never held').to.have.length(2)
+    expect(sent, 'so does the first token (the TTFT)').to.deep.equal([token(1, 'start'), token(1, 'first')])
 
     outbox.post(token(1, 'a'))
     time.turn()
@@ -57,58 +53,57 @@ describe('model process outbox', () => {
     time.advance(3)
     expect(sent, 'later tokens wait for the next one after the interval').to.have.length(2)
     outbox.post(token(1, 'c'))
+    expect(sent, 'which leaves on the next turn').to.have.length(2)
     time.turn()
-    expect(sent[2], 'and leave with it').to.deep.equal({messages: [token(1, 'a'), token(1, 'b'), token(1, 'c')], type: 'batch'})
+    expect(sent[2], 'with them').to.deep.equal({messages: [token(1, 'a'), token(1, 'b'), token(1, 'c')], type: 'batch'})
   })
 
   it('sends held tokens by timer when no message follows them, at most twice the interval after the last send', () => {
     const {outbox, sent, time} = outboxWith(3)
     outbox.post(token(1, 'start'))
     outbox.post(token(1, 'first'))
-    time.turn()
     time.advance(1)
     outbox.post(token(1, 'held'))
     time.turn()
     time.advance(4)
-    expect(sent).to.have.length(1)
+    expect(sent).to.have.length(2)
     time.advance(1)
-    expect(sent[1]).to.deep.equal(token(1, 'held'))
+    expect(sent[2]).to.deep.equal(token(1, 'held'))
   })
 
   it('sends held tokens at once when a request ends or another request starts', () => {
     const {outbox, sent, time} = outboxWith(3)
     outbox.post(token(1, 'start'))
     outbox.post(token(1, 'first'))
-    time.turn()
     outbox.post(token(1, 'held'))
     time.turn()
     outbox.post({id: 1, type: 'end'})
-    time.turn()
-    expect(sent[1]).to.deep.equal({messages: [token(1, 'held'), {id: 1, type: 'end'}], type: 'batch'})
+    expect(sent[2]).to.deep.equal({messages: [token(1, 'held'), {id: 1, type: 'end'}], type: 'batch'})
 
     outbox.post(token(1, 'start'))
     outbox.post(token(1, 'first'))
-    time.turn()
     outbox.post(token(1, 'held'))
     time.turn()
     outbox.post(token(2, 'start'))
-    time.turn()
-    expect(sent[3], 'a request id used again counts from its start').to.deep.equal({messages: [token(1, 'held'), token(2, 'start')], type: 'batch'})
+    expect(sent.slice(3), 'a request id used again counts from its start').to.deep.equal([
+      token(1, 'start'),
+      token(1, 'first'),
+      {messages: [token(1, 'held'), token(2, 'start')], type: 'batch'},
+    ])
     time.advance(10)
-    expect(sent, 'the stale timer sends nothing twice').to.have.length(4)
+    expect(sent, 'the stale timer sends nothing twice').to.have.length(6)
   })
 
   it('flush() sends what is held without waiting', async () => {
     const {outbox, sent, time} = outboxWith(1000)
     outbox.post(token(1, 'start'))
     outbox.post(token(1, 'first'))
-    time.turn()
     outbox.post(token(1, 'held'))
     await outbox.flush()
     expect(sent.at(-1)).to.deep.equal(token(1, 'held'))
     time.turn()
     time.advance(1000)
-    expect(sent).to.have.length(2)
+    expect(sent).to.have.length(3)
   })
 
   it('with an interval of 0 sends every turn\'s messages on the next turn', () => {
@@ -129,11 +124,12 @@ describe('model process outbox', () => {
       outbox.post(token(id, 'first'))
     }
 
-    time.turn()
-    expect(sent[0], 'a start and a first token stay apart').to.deep.equal({
-      messages: [event(1, {promptTokens: 5, type: 'start'}), token(1, 'first'), event(2, {promptTokens: 5, type: 'start'}), token(2, 'first')],
-      type: 'batch',
-    })
+    expect(sent, 'a start and a first token stay apart').to.deep.equal([
+      event(1, {promptTokens: 5, type: 'start'}),
+      token(1, 'first'),
+      event(2, {promptTokens: 5, type: 'start'}),
+      token(2, 'first'),
+    ])
     for (const text of [' a', ' b']) {
       outbox.post(token(1, text))
       outbox.post(token(2, text.toUpperCase()))
@@ -146,7 +142,7 @@ describe('model process outbox', () => {
     time.advance(3)
     outbox.post(token(1, ' c'))
     time.turn()
-    expect(sent[1]).to.deep.equal({
+    expect(sent[4]).to.deep.equal({
       messages: [
         token(1, ' a b c'),
         token(2, ' A B'),
@@ -157,18 +153,19 @@ describe('model process outbox', () => {
     })
     outbox.post(token(1, ' d'))
     outbox.post({id: 1, type: 'end'})
-    outbox.post(token(2, 'after'))
-    time.turn()
-    expect(sent[2], 'nothing joins what has been sent').to.deep.equal({messages: [token(1, ' d'), {id: 1, type: 'end'}, token(2, 'after')], type: 'batch'})
+    outbox.post(token(2, ' after'))
+    time.advance(6)
+    expect(sent.slice(5), 'nothing joins what has been sent').to.deep.equal([{messages: [token(1, ' d'), {id: 1, type: 'end'}], type: 'batch'}, token(2, ' after')])
 
     outbox.post(event(3, {promptTokens: 5, type: 'start'}))
     outbox.post(token(3, 'first'))
     outbox.post(token(3, ' second'))
     outbox.post(token(3, ' third'))
-    time.turn()
-    expect(sent[3], 'the first token leaves alone even when others come in its turn').to.deep.equal({
-      messages: [event(3, {promptTokens: 5, type: 'start'}), token(3, 'first'), token(3, ' second third')],
-      type: 'batch',
-    })
+    time.advance(6)
+    expect(sent.slice(7), 'the first token leaves alone even when others follow it at once').to.deep.equal([
+      event(3, {promptTokens: 5, type: 'start'}),
+      token(3, 'first'),
+      token(3, ' second third'),
+    ])
   })
 })
