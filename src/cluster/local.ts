@@ -24,6 +24,7 @@ import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {Supervisor} from './supervisor.js'
+import {stopOnce} from './stop-once.js'
 import {WeightStore} from './weights.js'
 import {WorkerRegistry} from './worker-registry.js'
 import {LocalWorker} from './worker.js'
@@ -73,18 +74,13 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
-  let stopping: Promise<void> | undefined
-  let resolveStopped!: () => void
-  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve))
-  const stop = () =>
-    (stopping ??= (async () => {
-      log.info('shutting down: closing the API, then terminating models')
-      workerRegistry?.stop()
-      await listening.close()
-      await supervisor.dispose()
-      await log.close()
-      resolveStopped()
-    })())
+  const {stop, stopped} = stopOnce(async () => {
+    log.info('shutting down: closing the API, then terminating models')
+    workerRegistry?.stop()
+    await listening.close()
+    await supervisor.dispose()
+    await log.close()
+  })
 
   const routes = [
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),

@@ -15,6 +15,7 @@ import {homePaths} from '../kernel/settings.js'
 import {createLogger} from '../lib/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {stopOnce} from './stop-once.js'
 import {WeightStore} from './weights.js'
 import {SupervisorLink} from './worker-link.js'
 import {workerRoutes} from './worker-routes.js'
@@ -35,18 +36,13 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const version = config.version
   const kernel = await loadKernel(config, log)
 
-  let stopping: Promise<void> | undefined
-  let resolveStopped!: () => void
-  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve))
-  const stop = () =>
-    (stopping ??= (async () => {
-      log.info('shutting down: ending models, then closing the server')
-      link.stop()
-      await worker.dispose()
-      await listening.close()
-      await log.close()
-      resolveStopped()
-    })())
+  const {stop, stopped} = stopOnce(async () => {
+    log.info('shutting down: ending models, then closing the server')
+    link.stop()
+    await worker.dispose()
+    await listening.close()
+    await log.close()
+  })
 
   const noModels = {
     get(): never {
