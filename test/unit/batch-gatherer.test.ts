@@ -5,26 +5,45 @@ import {BatchGatherer, type GathererTimers} from '../../plugins/engine-llama-cpp
 import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
-/** A context whose decodes finish when the test says, recording which sequences each call carried. */
+/**
+ * A context whose batches finish when the test says, recording which sequences each batch carried, how many
+ * tokens of each, and where in its sequence each part starts.
+ */
 function fakeContext(batchSize = 8) {
-  const pending = new Map<number, {resolve(value: unknown): void; reject(error: unknown): void}>()
   const calls: number[] = []
+  const sizes: number[] = []
+  const starts: number[] = []
+  let batch: {resolve(): void; reject(error: unknown): void} | undefined
+  let inBatch: number[] = []
   const context = {
+    _ctx: {
+      addToBatch(sequenceId: number, first: number, tokens: Uint32Array, logitIndexes: Uint32Array) {
+        calls.push(sequenceId)
+        sizes.push(tokens.length)
+        starts.push(first)
+        inBatch.push(sequenceId)
+        return logitIndexes.map((_, index) => inBatch.length * 100 + index)
+      },
+      decodeBatch: () => new Promise<void>((resolve, reject) => (batch = {reject, resolve})),
+      initBatch() {
+        inBatch = []
+      },
+    },
+    _decodeTokens(_request: unknown, _mapLogits: unknown): Promise<Array<[number, unknown]>> {
+      throw new Error('node-llama-cpp\'s own dispatch is not used')
+    },
     batchSize,
-    dispatched: 0,
-    dispatchPendingBatch() {
-      context.dispatched++
-    },
-    _decodeTokens(request: {sequenceId: number; tokens: number[]}) {
-      calls.push(request.sequenceId)
-      return new Promise((resolve, reject) => pending.set(request.sequenceId, {reject, resolve}))
-    },
   }
-  const finish = async (...ids: number[]) => {
-    for (const id of ids) pending.get(id)!.resolve(`token of ${id}`)
+  /** Ends the batch being computed, and lets its requests have their tokens. */
+  const finish = async () => {
+    batch!.resolve()
     await new Promise((resolve) => setImmediate(resolve))
   }
-  return {calls, context, finish, pending}
+  const failBatch = async (error: Error) => {
+    batch!.reject(error)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  return {calls, context, failBatch, finish, sizes, starts}
 }
 
 function manualTimers() {
@@ -40,8 +59,12 @@ function manualTimers() {
 }
 
 const install = (context: object, timers: GathererTimers) => BatchGatherer.install(context, {timers}) as BatchGatherer
-const ask = (context: {_decodeTokens(request: unknown): Promise<unknown>}, sequenceId: number, tokens = 1) =>
-  context._decodeTokens({sequenceId, tokens: Array.from({length: tokens}, () => 0)})
+/** A decode of `tokens` tokens at the start of the sequence, sampling after the last, as node-llama-cpp asks. */
+const ask = (context: {_decodeTokens(request: unknown, mapLogits: unknown): Promise<unknown>}, sequenceId: number, tokens = 1) =>
+  context._decodeTokens(
+    {firstTokenSequenceIndex: 0, logits: Array.from({length: tokens}, (_, index) => index === tokens - 1), sequenceId, tokens: Array.from({length: tokens}, () => 0)},
+    (batchLogitIndex: number) => `token of ${sequenceId} at ${batchLogitIndex}`,
+  )
 const tick = () => new Promise((resolve) => setImmediate(resolve))
 
 describe('batch gatherer', () => {
@@ -55,13 +78,12 @@ describe('batch gatherer', () => {
     void ask(context, 0)
     await tick()
     expect(calls, 'nothing joins a batch already being decoded').to.deep.equal([3])
-    await finish(3)
-    expect(await first).to.equal('token of 3')
+    await finish()
+    expect(await first, 'the sampled token, at its place in the sequence').to.deep.equal([[0, 'token of 3 at 100']])
     expect(calls, 'sequence 3 has not asked again yet').to.deep.equal([3])
     expect(armed).to.have.length(1)
     void ask(context, 3)
     expect(calls).to.deep.equal([3, 0, 1, 3])
-    expect(context.dispatched, 'each batch starts as soon as it is sent').to.equal(2)
     expect(armed, 'the straggler timer is cleared').to.have.length(0)
   })
 
@@ -71,12 +93,12 @@ describe('batch gatherer', () => {
     const gatherer = install(context, timers)
     void ask(context, 1)
     void ask(context, 2)
-    await finish(1)
+    await finish()
     expect(calls, 'sequence 2 waits for sequence 1 to ask again').to.deep.equal([1])
     armed[0]()
     expect(calls).to.deep.equal([1, 2])
 
-    await finish(2)
+    await finish()
     void ask(context, 1)
     await tick()
     expect(calls, 'sequence 1 waits for sequence 2').to.deep.equal([1, 2])
@@ -85,25 +107,53 @@ describe('batch gatherer', () => {
     expect(armed).to.have.length(0)
   })
 
-  it('does not hold other sequences back while a request longer than one batch is decoded', async () => {
-    const {calls, context} = fakeContext(8)
-    const {timers} = manualTimers()
-    install(context, timers)
-    void ask(context, 0, 100)
+  it('decodes a prompt longer than a batch over several, each generating sequence getting its token first', async () => {
+    const {calls, context, finish, sizes, starts} = fakeContext(8)
+    const {armed, timers} = manualTimers()
+    const gatherer = install(context, timers)
+    const prompt = ask(context, 0, 20)
     void ask(context, 1)
-    expect(calls).to.deep.equal([0, 1])
+    expect(calls).to.deep.equal([0])
+    await finish()
+    expect(calls).to.deep.equal([0, 0, 1])
+    expect(sizes).to.deep.equal([8, 7, 1])
+    expect(starts, 'the prompt goes on where it stopped').to.deep.equal([0, 8, 0])
+    await finish()
+    armed[0]()
+    expect(sizes.slice(3)).to.deep.equal([5])
+    await finish()
+    expect(await prompt, 'only the last token of the prompt has logits').to.deep.equal([[19, 'token of 0 at 100']])
+    gatherer.settle(0)
   })
 
-  it('hands a failed decode to its caller and goes on with the others', async () => {
-    const {calls, context, pending, finish} = fakeContext()
+  it('hands a failed batch to its requests and goes on with the others', async () => {
+    const {calls, context, failBatch, finish} = fakeContext()
     const {timers} = manualTimers()
     install(context, timers)
-    const failing = ask(context, 0)
-    void ask(context, 1)
-    pending.get(0)!.reject(new Error('decode failed'))
-    expect(await failing.catch((error: Error) => error.message)).to.equal('decode failed')
+    const failing = ask(context, 0).catch((error: Error) => error.message)
+    const waiting = ask(context, 1)
+    await failBatch(new Error('decode failed'))
+    expect(await failing).to.equal('decode failed')
     expect(calls).to.deep.equal([0, 1])
-    await finish(1)
+    await finish()
+    expect(await waiting).to.deep.equal([[0, 'token of 1 at 100']])
+  })
+
+  it('fails only the request whose logits could not be mapped', async () => {
+    const {calls, context, finish} = fakeContext()
+    const {timers} = manualTimers()
+    install(context, timers)
+    const first = ask(context, 0)
+    const failing = context
+      ._decodeTokens({firstTokenSequenceIndex: 0, logits: [true], sequenceId: 1, tokens: [0]}, () => Promise.reject(new Error('sampling failed')))
+      .catch((error: Error) => error.message)
+    await finish()
+    await first
+    const next = ask(context, 0)
+    expect(calls).to.deep.equal([0, 0, 1])
+    await finish()
+    expect(await failing).to.equal('sampling failed')
+    expect(await next).to.deep.equal([[0, 'token of 0 at 100']])
   })
 
   it('starts requests that arrive together at an idle model together, waiting at most for the arrival timer', async () => {
@@ -114,7 +164,7 @@ describe('batch gatherer', () => {
     alone.at(0)
     void ask(context, 0)
     expect(calls, 'a lone request waits for nothing').to.deep.equal([0])
-    await finish(0)
+    await finish()
     gatherer.settle(0)
 
     const [first, second, third] = [gatherer.arriving(), gatherer.arriving(), gatherer.arriving()]
@@ -127,7 +177,7 @@ describe('batch gatherer', () => {
     third.release()
     expect(calls, 'one that gave up is not waited for; the others go together, in order').to.deep.equal([0, 1, 2])
     expect(armed).to.have.length(0)
-    await finish(1, 2)
+    await finish()
     gatherer.settle(1)
     gatherer.settle(2)
 
@@ -145,11 +195,11 @@ describe('batch gatherer', () => {
     const {armed, timers} = manualTimers()
     const gatherer = install(context, timers)
     void ask(context, 0)
-    await finish(0)
+    await finish()
     const preparing = gatherer.arriving()
     void ask(context, 0)
     expect(calls, 'a generating sequence does not wait for a prompt being rendered').to.deep.equal([0, 0])
-    await finish(0)
+    await finish()
 
     preparing.at(1)
     void ask(context, 0)
@@ -160,20 +210,24 @@ describe('batch gatherer', () => {
     expect(armed).to.have.length(0)
   })
 
-  it('puts the context back as it was on dispose, and says why when the context has no entry point to wrap', () => {
+  it('puts the context back as it was on dispose, failing what still waits, and says why when the context has no entry point to wrap', async () => {
     const {context} = fakeContext()
     const original = context._decodeTokens
     const {timers} = manualTimers()
-    install(context, timers).dispose()
+    const gatherer = install(context, timers)
+    void ask(context, 0)
+    const waiting = ask(context, 1)
+    gatherer.dispose()
+    expect(await waiting.catch((error: Error) => error.message)).to.equal('the model is being unloaded')
     expect(context._decodeTokens).to.equal(original)
-    expect(BatchGatherer.install({batchSize: 1})).to.match(/no LlamaContext._decodeTokens or dispatchPendingBatch/)
+    expect(BatchGatherer.install({batchSize: 1})).to.match(/no LlamaContext._decodeTokens or native batch calls/)
   })
 })
 
 describe('batch gatherer on node-llama-cpp', function () {
   this.timeout(60_000)
 
-  it('wraps the real context, so that sequences generating together share every decode, in order', async () => {
+  it('drives the real context, so that sequences generating together share every decode, in order', async () => {
     const directory = await temporaryDirectory()
     const {filePath} = await writeTestLlamaGguf(join(directory, 'tiny.gguf'))
     const {getLlama} = await import('node-llama-cpp')
@@ -181,13 +235,21 @@ describe('batch gatherer on node-llama-cpp', function () {
     const model = await llama.loadModel({modelPath: filePath})
     const context = await model.createContext({contextSize: 256, sequences: 2, threads: 1})
     try {
-      const internals = context as unknown as {_decodeTokens(request: {sequenceId: number}, ...rest: unknown[]): Promise<unknown>}
-      const decode = internals._decodeTokens.bind(context)
+      // The native context's methods cannot be reassigned, so the gatherer is handed a recording stand-in.
+      const internals = context as unknown as {_ctx: Record<string | symbol, unknown> & {addToBatch(sequenceId: number, ...rest: unknown[]): Uint32Array}}
+      const native = internals._ctx
       const calls: number[] = []
-      internals._decodeTokens = (request, ...rest) => {
-        calls.push(request.sequenceId)
-        return decode(request, ...rest)
-      }
+      internals._ctx = new Proxy(native, {
+        get(target, key) {
+          if (key === 'addToBatch')
+            return (sequenceId: number, ...rest: unknown[]) => {
+              calls.push(sequenceId)
+              return target.addToBatch(sequenceId, ...rest)
+            }
+          const value = target[key]
+          return typeof value === 'function' ? value.bind(target) : value
+        },
+      })
 
       const gatherer = BatchGatherer.install(context, {stragglerMs: 60_000})
       expect(gatherer).to.be.instanceOf(BatchGatherer)

@@ -4,6 +4,7 @@
  * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first.
  */
 import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
+import {withLock} from 'lifecycle-utils'
 import type {
   ChatPayload,
   CompletionPayload,
@@ -146,7 +147,7 @@ export async function loadGenerator(options: {
     throw new Error(`llama.cpp could not create a context of ${options.contextSize} tokens × ${parallel} sequences: ${(error as Error).message}`)
   }
 
-  const installed = BatchGatherer.install(context)
+  const installed = BatchGatherer.install(context, {lock: (run) => withLock([context, 'context'], run)})
   if (typeof installed === 'string') log.warn(installed)
   const gatherer = typeof installed === 'string' ? undefined : installed
   const pool = new SequencePool<Slot>(Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()})))
