@@ -22,6 +22,7 @@ import {BatchGatherer} from './batch-gatherer.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
 import {toGrammarSchema} from './json-schema.js'
+import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
 import {SequencePool} from './sequence-pool.js'
 import {forcedCallInstructions, forcedCallSchema, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
@@ -43,14 +44,6 @@ interface Outcome {
 export interface ChatTemplate {
   source: 'gguf' | 'family'
   wrapper(): ChatWrapper
-}
-
-/** How many tokens two sequences share from their start: what a leased sequence need not evaluate again. */
-function sharedPrefix(held: readonly Token[], wanted: readonly Token[]): number {
-  const length = Math.min(held.length, wanted.length)
-  let shared = 0
-  while (shared < length && held[shared] === wanted[shared]) shared++
-  return shared
 }
 
 /** A request that passed its checks: its prompt size, and how to run it on a leased sequence. */
@@ -150,7 +143,22 @@ export async function loadGenerator(options: {
   const installed = BatchGatherer.install(context, {lock: (run) => withLock([context, 'context'], run)})
   if (typeof installed === 'string') log.warn(installed)
   const gatherer = typeof installed === 'string' ? undefined : installed
-  const pool = new SequencePool<Slot>(Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()})))
+  const slots = Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()}))
+  const pool = new SequencePool<Slot>(slots)
+  const plainSupport = await plainGenerationSupport(slots[0].sequence)
+  if (typeof plainSupport === 'string') log.warn(plainSupport)
+  const createSampler = typeof plainSupport === 'string' ? undefined : plainSupport
+  /** The plain path for a request, when it needs nothing of LlamaChat's or LlamaCompletion's (see plain-generation.ts). */
+  const plainRequest = (
+    options: ReturnType<typeof samplingFor>,
+    prompt: readonly Token[],
+    stops: {tokens: Token[]; texts: TextStop[]} = {texts: [], tokens: []},
+  ): PlainRequest | undefined => {
+    if (!createSampler || options.repeatPenalty !== false) return undefined
+    const {maxTokens, minP, seed, temperature, tokenBias, topK, topP} = options
+    const requested = (options.customStopTriggers ?? []).map((text) => ({requested: true, text}))
+    return {maxTokens, prompt, sampling: {minP, seed, temperature, tokenBias, topK, topP}, stopTexts: [...requested, ...stops.texts], stopTokens: new Set(stops.tokens)}
+  }
   const vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY
   log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatTemplate?.source ?? 'none'}`)
   // Once the ready message is out; a request arriving first resolves it itself.
@@ -220,9 +228,22 @@ export async function loadGenerator(options: {
     const plan = toolPlan(request)
     const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
     const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined)
-    const state = chatTemplate.wrapper().generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
+    const wrapper = chatTemplate.wrapper()
+    const state = wrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
     const promptTokenIds = state.contextText.tokenize(model.tokenizer)
-    return {functions, history, plan, promptTokenIds, promptTokens: promptTokenIds.length}
+    // What the plain path must handle to stand in for LlamaChat: only stop triggers.
+    const plainStops =
+      plan.mode === 'none' &&
+      Object.keys(wrapper.settings.segments ?? {}).length === 0 &&
+      !state.ignoreStartText?.length &&
+      !state.functionCall &&
+      !state.prefixTriggers?.length &&
+      !state.noPrefixTrigger &&
+      !state.rerender &&
+      !state.detectFunctionCalls
+        ? templateStops(model, state.stopGenerationTriggers)
+        : undefined
+    return {functions, history, plainStops, plan, promptTokenIds, promptTokens: promptTokenIds.length}
   }
 
   async function grammarFor(request: ChatPayload, plan: ReturnType<typeof toolPlan>): Promise<LlamaGrammar | undefined> {
@@ -240,13 +261,15 @@ export async function loadGenerator(options: {
   }
 
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
-    const {functions, history, plan, promptTokenIds, promptTokens} = renderChat(request)
+    const {functions, history, plainStops, plan, promptTokenIds, promptTokens} = renderChat(request)
     const grammar = await grammarFor(request, plan)
     const options = samplingFor(request, budgetAfter(promptTokens, 'messages'))
+    const plain = !grammar && plainStops ? plainRequest(options, promptTokenIds, plainStops) : undefined
     return {
       promptTokenIds,
       promptTokens,
       async run(slot, emit) {
+        if (plain) return generatePlain(model, slot.sequence, createSampler!, plain, signal, emit)
         slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatTemplate!.wrapper(), contextSequence: slot.sequence})
         const common = {...options, signal, stopOnAbortSignal: true}
         if (plan.mode === 'forced') {
@@ -302,11 +325,13 @@ export async function loadGenerator(options: {
         const promptTokenIds = [...(bos ? [model.tokens.bos!] : []), ...(tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined))]
         const promptTokens = promptTokenIds.length
         const options = samplingFor(request, budgetAfter(promptTokens, 'prompt'))
+        const plain = plainRequest(options, promptTokenIds)
         return {
           prompt: tokens ? model.detokenize(tokens) : undefined,
           promptTokenIds,
           promptTokens,
           async run(slot, emit) {
+            if (plain) return generatePlain(model, slot.sequence, createSampler!, plain, requestSignal, emit)
             slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
             const onTextChunk = (text: string) => text && emit({text, type: 'text'})
             const result = await slot.completion.generateCompletionWithMeta(tokens ?? (request.prompt as string), {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})

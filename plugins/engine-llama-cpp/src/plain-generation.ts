@@ -1,0 +1,211 @@
+/**
+ * Text generation without node-llama-cpp's LlamaChat and LlamaCompletion, for the requests that need none of
+ * their machinery (no tools, no grammar, no repeat penalty, no thought segments): decode, sample, stop, emit.
+ * Each token costs a few hundredths of a millisecond of the main thread instead of about a tenth, which on a
+ * small model is a fifth of the token's time. Everything else goes through LlamaChat as before.
+ *
+ * It decodes through the sequence's own entry point (`_decodeTokens`, private to node-llama-cpp), so the
+ * sequence keeps track of its tokens and the batch gatherer puts it in the same batches as every other request.
+ */
+import type {LlamaContextSequence, LlamaModel, LlamaText, Token, TokenBias} from 'node-llama-cpp'
+import type {FinishReason, GenerationEvent} from 'service-toolkit'
+
+/** Text that ends generation: what the client asked for (reported back), or what the chat template ends with. */
+export interface TextStop {
+  text: string
+  requested: boolean
+}
+
+/** Finds stop texts in generated text, holding back what could still become one. */
+export class StopMatcher {
+  private held = ''
+
+  constructor(private readonly stops: readonly TextStop[]) {}
+
+  /** The text that is safe to emit, and the stop found, if any (the text from it on is dropped). */
+  push(text: string): {text: string; stop?: TextStop} {
+    const buffer = this.held + text
+    let found: {at: number; stop: TextStop} | undefined
+    for (const stop of this.stops) {
+      const at = buffer.indexOf(stop.text)
+      if (at >= 0 && (found === undefined || at < found.at)) found = {at, stop}
+    }
+
+    if (found) {
+      this.held = ''
+      return {stop: found.stop, text: buffer.slice(0, found.at)}
+    }
+
+    let hold = 0
+    for (const {text: stop} of this.stops)
+      for (let length = Math.min(stop.length - 1, buffer.length); length > hold; length--)
+        if (buffer.endsWith(stop.slice(0, length))) {
+          hold = length
+          break
+        }
+
+    this.held = buffer.slice(buffer.length - hold)
+    return {text: buffer.slice(0, buffer.length - hold)}
+  }
+
+  /** What was held back, when generation ends for another reason. */
+  flush(): string {
+    const rest = this.held
+    this.held = ''
+    return rest
+  }
+}
+
+export interface PlainOutcome {
+  stopReason: 'eogToken' | 'stopGenerationTrigger' | 'customStopTrigger' | 'maxTokens' | 'abort'
+  finishReason: FinishReason
+  stopSequence?: string
+}
+
+export interface PlainRequest {
+  /** The whole prompt, as tokens; whatever the sequence already holds of it is not decoded again. */
+  prompt: readonly Token[]
+  maxTokens: number
+  stopTokens: ReadonlySet<Token>
+  stopTexts: readonly TextStop[]
+  sampling: {temperature: number; minP?: number; topK?: number; topP?: number; seed?: number; tokenBias?: TokenBias}
+}
+
+/** node-llama-cpp internals the plain path uses; `plainGenerationSupport` checks they are there. */
+interface SequenceInternals {
+  _decodeTokens(tokens: Token[], logits: boolean[], priority: number, meter: unknown, shift: unknown, mapLogits: (batchLogitIndex: number) => unknown): Promise<unknown[]>
+  _resolveSamplerConfig(options: PlainRequest['sampling']): unknown
+  _tokenMeter: unknown
+  _contextShift: unknown
+  _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: unknown): Promise<Token>}}
+}
+
+interface Sampler {
+  _sampler: unknown
+  applyConfig(config: unknown): void
+  asyncDispose(): Promise<void>
+}
+
+export type SamplerFactory = (model: LlamaModel) => Sampler
+
+/**
+ * node-llama-cpp's sampler class, from inside the package (it is not exported), or why the plain path is off:
+ * after an upgrade that moved it, every request goes through LlamaChat.
+ */
+export async function plainGenerationSupport(sequence: LlamaContextSequence): Promise<SamplerFactory | string> {
+  const internals = sequence as unknown as Partial<SequenceInternals>
+  if (typeof internals._decodeTokens !== 'function' || typeof internals._resolveSamplerConfig !== 'function' || !internals._context?._ctx)
+    return 'this node-llama-cpp has no LlamaContextSequence._decodeTokens or _resolveSamplerConfig; every request goes through LlamaChat'
+  try {
+    const module = (await import(new URL('evaluator/LlamaContext/LlamaSampler.js', import.meta.resolve('node-llama-cpp')).href)) as {
+      LlamaSampler: new (model: LlamaModel) => Sampler
+    }
+    return (model) => new module.LlamaSampler(model)
+  } catch (error) {
+    return `node-llama-cpp's LlamaSampler could not be loaded (${(error as Error).message}); every request goes through LlamaChat`
+  }
+}
+
+/** How many tokens two sequences share from their start. */
+export function sharedPrefix(held: readonly Token[], wanted: readonly Token[]): number {
+  const length = Math.min(held.length, wanted.length)
+  let shared = 0
+  while (shared < length && held[shared] === wanted[shared]) shared++
+  return shared
+}
+
+/**
+ * The chat template's stop triggers as tokens and texts, or undefined when one of them is a run of special
+ * tokens (which only LlamaChat's detector handles).
+ */
+export function templateStops(model: LlamaModel, triggers: ReadonlyArray<LlamaText | string>): {tokens: Token[]; texts: TextStop[]} | undefined {
+  const tokens: Token[] = []
+  const texts: TextStop[] = []
+  for (const trigger of triggers) {
+    if (typeof trigger === 'string') {
+      texts.push({requested: false, text: trigger})
+      continue
+    }
+
+    if (trigger.values.every((value) => typeof value === 'string')) {
+      texts.push({requested: false, text: trigger.values.join('')})
+      continue
+    }
+
+    const ids = trigger.tokenize(model.tokenizer, 'trimLeadingSpace')
+    if (ids.length !== 1) return undefined
+    tokens.push(ids[0])
+  }
+
+  return {texts, tokens}
+}
+
+/** Text of the tokens generated since the last whole character, read after the tokens before them. */
+const contextTokens = 4
+
+/** Generates on a leased sequence: the prompt's new part first, then one token per decode until a stop. */
+export async function generatePlain(
+  model: LlamaModel,
+  sequence: LlamaContextSequence,
+  createSampler: SamplerFactory,
+  request: PlainRequest,
+  signal: AbortSignal,
+  emit: (event: GenerationEvent) => void,
+): Promise<PlainOutcome> {
+  const internals = sequence as unknown as SequenceInternals
+  const {prompt} = request
+  // The prompt's last token is decoded again when the sequence holds all of it: its logits are not kept.
+  const reused = Math.min(sharedPrefix(sequence.contextTokens, prompt), prompt.length - 1)
+  if (reused < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{end: sequence.nextTokenIndex, start: reused}])
+  const sampler = createSampler(model)
+  sampler.applyConfig(internals._resolveSamplerConfig(request.sampling))
+  const native = internals._context._ctx
+  const sample = (batchLogitIndex: number) => native.sampleToken(batchLogitIndex, sampler._sampler)
+  const matcher = new StopMatcher(request.stopTexts)
+  // Every generated token: what the tokenizer reads each new piece after. The first is read alone, as LlamaChat
+  // and LlamaCompletion do, so a response does not start with the space a tokenizer puts between words.
+  const recent: Token[] = []
+  let generated = 0
+  /** Generated tokens not yet turned into text. */
+  let pending = 0
+  const pendingText = () => model.detokenize(recent.slice(-pending), false, recent.slice(-pending - contextTokens, -pending))
+  const end = (outcome: PlainOutcome) => {
+    if (outcome.stopReason === 'maxTokens' || outcome.stopReason === 'abort') {
+      const rest = (pending > 0 ? pendingText() : '') + matcher.flush()
+      if (rest) emit({text: rest, type: 'text'})
+    }
+
+    return outcome
+  }
+
+  try {
+    let input: Token[] = prompt.slice(reused)
+    for (;;) {
+      if (signal.aborted) return end({finishReason: 'abort', stopReason: 'abort'})
+      const logits = input.map((_, index) => index === input.length - 1)
+      const results = await internals._decodeTokens(input, logits, 5, internals._tokenMeter, internals._contextShift, sample)
+      const token = results[input.length - 1] as Token
+      if (token === -1) throw new Error('llama.cpp failed to sample the next token')
+      if (request.stopTokens.has(token) || model.isEogToken(token)) return end({finishReason: 'stop', stopReason: 'eogToken'})
+      recent.push(token)
+      generated++
+      pending++
+      const text = pendingText()
+      // A character split across tokens waits for its last byte (UTF-8 has at most four).
+      if (!text.endsWith('\uFFFD') || pending >= 4) {
+        pending = 0
+        const {stop, text: safe} = matcher.push(text)
+        if (safe) emit({text: safe, type: 'text'})
+        if (stop)
+          return stop.requested
+            ? {finishReason: 'stop', stopReason: 'customStopTrigger', stopSequence: stop.text}
+            : {finishReason: 'stop', stopReason: 'stopGenerationTrigger'}
+      }
+
+      if (generated >= request.maxTokens) return end({finishReason: 'length', stopReason: 'maxTokens'})
+      input = [token]
+    }
+  } finally {
+    void sampler.asyncDispose()
+  }
+}

@@ -1,0 +1,125 @@
+import {expect} from 'chai'
+import {join} from 'node:path'
+
+import {BatchGatherer} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
+import {generatePlain, plainGenerationSupport, type PlainOutcome, type SamplerFactory, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
+import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {temporaryDirectory} from '../helpers/service.js'
+
+describe('stop matcher', () => {
+  it('emits text up to the earliest stop and holds back what could still become one', () => {
+    const matcher = new StopMatcher([
+      {requested: true, text: 'END'},
+      {requested: false, text: '<|im_end|>'},
+    ])
+    expect(matcher.push('Hello <|im')).to.deep.equal({text: 'Hello '})
+    expect(matcher.push('_e')).to.deep.equal({text: ''})
+    expect(matcher.push('x E')).to.deep.equal({text: '<|im_ex '})
+    expect(matcher.push('NDING')).to.deep.equal({stop: {requested: true, text: 'END'}, text: ''})
+    expect(matcher.push('a <|im_end|> b END')).to.deep.equal({stop: {requested: false, text: '<|im_end|>'}, text: 'a '})
+    expect(matcher.push('tail E')).to.deep.equal({text: 'tail '})
+    expect(matcher.flush(), 'held text is released when generation ends otherwise').to.equal('E')
+  })
+})
+
+describe('plain generation on node-llama-cpp', function () {
+  this.timeout(60_000)
+  type Loaded = Awaited<ReturnType<typeof load>>
+  let loaded: Loaded
+
+  async function load() {
+    const directory = await temporaryDirectory()
+    const {filePath} = await writeTestLlamaGguf(join(directory, 'tiny.gguf'))
+    const {getLlama, LlamaChat, LlamaCompletion, resolveChatWrapper, TokenBias} = await import('node-llama-cpp')
+    const llama = await getLlama({build: 'never', gpu: false})
+    const model = await llama.loadModel({modelPath: filePath})
+    const context = await model.createContext({contextSize: 512, sequences: 2, threads: 1})
+    const [reference, plain] = [context.getSequence(), context.getSequence()]
+    const gatherer = BatchGatherer.install(context) as BatchGatherer
+    const createSampler = (await plainGenerationSupport(plain)) as SamplerFactory
+    const wrapper = resolveChatWrapper(model)!
+    const endOfGeneration = new TokenBias(model.tokenizer)
+    for (let token = 0; token < model.fileInfo.metadata.tokenizer.ggml.tokens.length; token++)
+      if (model.isEogToken(token as never)) (endOfGeneration as unknown as {_biases: Map<number, number>})._biases.set(token, -Infinity)
+    return {context, createSampler, endOfGeneration, gatherer, llama, LlamaChat, LlamaCompletion, model, plain, reference, wrapper}
+  }
+
+  before(async () => {
+    loaded = await load()
+  })
+
+  after(async () => {
+    loaded.gatherer.dispose()
+    await loaded.context.dispose()
+    await loaded.model.dispose()
+    await loaded.llama.dispose()
+  })
+
+  async function viaPlain(prompt: readonly number[], options: {maxTokens: number; stop?: string[]; banEnd?: boolean; templateStops?: ReturnType<typeof templateStops>}) {
+    let text = ''
+    const outcome: PlainOutcome = await generatePlain(
+      loaded.model,
+      loaded.plain,
+      loaded.createSampler,
+      {
+        maxTokens: options.maxTokens,
+        prompt: prompt as never,
+        sampling: {temperature: 0, tokenBias: options.banEnd ? loaded.endOfGeneration : undefined},
+        stopTexts: [...(options.stop ?? []).map((stop) => ({requested: true, text: stop})), ...(options.templateStops?.texts ?? [])],
+        stopTokens: new Set(options.templateStops?.tokens ?? []),
+      },
+      new AbortController().signal,
+      (event) => {
+        if (event.type === 'text') text += event.text
+      },
+    )
+    return {outcome, text}
+  }
+
+  async function viaLlamaChat(question: string, options: {maxTokens: number; stop?: string[]; banEnd?: boolean}) {
+    const {LlamaChat, reference, wrapper} = loaded
+    const chat = new LlamaChat({autoDisposeSequence: false, chatWrapper: wrapper, contextSequence: reference})
+    let text = ''
+    const result = await chat.generateResponse([{text: question, type: 'user'}, {response: [], type: 'model'}], {
+      customStopTriggers: options.stop,
+      maxTokens: options.maxTokens,
+      onTextChunk: (chunk) => (text += chunk),
+      temperature: 0,
+      tokenBias: options.banEnd ? loaded.endOfGeneration : undefined,
+    })
+    return {stopReason: result.metadata.stopReason, text}
+  }
+
+  it('writes what LlamaChat writes, to the token limit and to a stop text, and reuses the prompt it holds', async () => {
+    const {model, wrapper} = loaded
+    const question = 'Tell me about the sea'
+    const state = wrapper.generateContextState({chatHistory: [{text: question, type: 'user'}, {response: [], type: 'model'}]})
+    const prompt = state.contextText.tokenize(model.tokenizer)
+    const stops = templateStops(model, state.stopGenerationTriggers)
+    expect(stops, 'the test template ends on single special tokens and text').to.not.equal(undefined)
+
+    const expected = await viaLlamaChat(question, {banEnd: true, maxTokens: 40})
+    const plain = await viaPlain(prompt, {banEnd: true, maxTokens: 40, templateStops: stops})
+    expect(plain.text).to.equal(expected.text)
+    expect(plain.outcome).to.deep.equal({finishReason: 'length', stopReason: 'maxTokens'})
+    expect(expected.stopReason).to.equal('maxTokens')
+
+    const stop = expected.text.slice(12, 16)
+    const stopped = await viaLlamaChat(question, {banEnd: true, maxTokens: 40, stop: [stop]})
+    const again = await viaPlain(prompt, {banEnd: true, maxTokens: 40, stop: [stop], templateStops: stops})
+    expect(again.text).to.equal(stopped.text)
+    expect(again.text).to.equal(expected.text.slice(0, expected.text.indexOf(stop)))
+    expect(again.outcome).to.deep.equal({finishReason: 'stop', stopReason: 'customStopTrigger', stopSequence: stop})
+    expect(loaded.plain.contextTokens.slice(0, prompt.length), 'the sequence holds the prompt for the next request').to.deep.equal(prompt)
+  })
+
+  it('writes what LlamaCompletion writes after a text prompt', async () => {
+    const {LlamaCompletion, model, reference} = loaded
+    const completion = new LlamaCompletion({contextSequence: reference})
+    let expected = ''
+    await completion.generateCompletion('Once upon a time', {maxTokens: 30, onTextChunk: (chunk) => (expected += chunk), temperature: 0, tokenBias: loaded.endOfGeneration})
+    const prompt = [model.tokens.bos!, ...model.tokenize('Once upon a time', false, 'trimLeadingSpace')]
+    const plain = await viaPlain(prompt, {banEnd: true, maxTokens: 30})
+    expect(plain.text).to.equal(expected)
+  })
+})
