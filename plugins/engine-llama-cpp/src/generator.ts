@@ -1,7 +1,8 @@
 /**
  * LLM operations on a pool of parallel context sequences, so concurrent requests share each decode batch: `chat`
  * (with tools and structured output), `complete` and `count_tokens`. Every request is checked and measured before it
- * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first.
+ * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first. Requests that
+ * need none of LlamaChat's or LlamaCompletion's machinery take the plain path (plain-generation.ts).
  */
 import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
 import {withLock} from 'lifecycle-utils'
@@ -154,7 +155,7 @@ export async function loadGenerator(options: {
     prompt: readonly Token[],
     stops: {tokens: Token[]; texts: TextStop[]} = {texts: [], tokens: []},
   ): PlainRequest | undefined => {
-    if (!createSampler || options.repeatPenalty !== false) return undefined
+    if (!createSampler || options.repeatPenalty !== false || prompt.length === 0) return undefined
     const {maxTokens, minP, seed, temperature, tokenBias, topK, topP} = options
     const requested = (options.customStopTriggers ?? []).map((text) => ({requested: true, text}))
     return {maxTokens, prompt, sampling: {minP, seed, temperature, tokenBias, topK, topP}, stopTexts: [...requested, ...stops.texts], stopTokens: new Set(stops.tokens)}
