@@ -239,7 +239,7 @@ export class BatchGatherer {
       },
       (error: unknown) => {
         this.running = false
-        this.fail(this.waiting, error)
+        this.fail([...this.waiting], error)
         this.check()
       },
     )
