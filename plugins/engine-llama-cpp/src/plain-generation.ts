@@ -162,13 +162,12 @@ export async function generatePlain(
   const native = internals._context._ctx
   const sample = (batchLogitIndex: number) => native.sampleToken(batchLogitIndex, sampler._sampler)
   const matcher = new StopMatcher(request.stopTexts)
-  // Every generated token: what the tokenizer reads each new piece after. The first is read alone, as LlamaChat
-  // and LlamaCompletion do, so a response does not start with the space a tokenizer puts between words.
-  const recent: Token[] = []
-  let generated = 0
+  // What the tokenizer reads each new piece after. The first is read alone, as LlamaChat and LlamaCompletion do,
+  // so a response does not start with the space a tokenizer puts between words.
+  const generated: Token[] = []
   /** Generated tokens not yet turned into text. */
   let pending = 0
-  const pendingText = () => model.detokenize(recent.slice(-pending), false, recent.slice(-pending - contextTokens, -pending))
+  const pendingText = () => model.detokenize(generated.slice(-pending), false, generated.slice(-pending - contextTokens, -pending))
   const end = (outcome: PlainOutcome) => {
     if (outcome.stopReason === 'maxTokens' || outcome.stopReason === 'abort') {
       const rest = (pending > 0 ? pendingText() : '') + matcher.flush()
@@ -187,8 +186,7 @@ export async function generatePlain(
       const token = results[input.length - 1] as Token
       if (token === -1) throw new Error('llama.cpp failed to sample the next token')
       if (request.stopTokens.has(token) || model.isEogToken(token)) return end({finishReason: 'stop', stopReason: 'eogToken'})
-      recent.push(token)
-      generated++
+      generated.push(token)
       pending++
       const text = pendingText()
       // A character split across tokens waits for its last byte (UTF-8 has at most four).
@@ -202,7 +200,7 @@ export async function generatePlain(
             : {finishReason: 'stop', stopReason: 'stopGenerationTrigger'}
       }
 
-      if (generated >= request.maxTokens) return end({finishReason: 'length', stopReason: 'maxTokens'})
+      if (generated.length >= request.maxTokens) return end({finishReason: 'length', stopReason: 'maxTokens'})
       input = [token]
     }
   } finally {
