@@ -113,6 +113,21 @@ describe('plain generation on node-llama-cpp', function () {
     expect(loaded.plain.contextTokens.slice(0, prompt.length), 'the sequence holds the prompt for the next request').to.deep.equal(prompt)
   })
 
+  it('ends on a stop token with the text it held back for a stop text that did not come', async () => {
+    const {model, wrapper} = loaded
+    const state = wrapper.generateContextState({chatHistory: [{text: 'Name a bird', type: 'user'}, {response: [], type: 'model'}]})
+    const prompt = state.contextText.tokenize(model.tokenizer)
+    await viaPlain(prompt, {banEnd: true, maxTokens: 24})
+    const generated = loaded.plain.contextTokens.slice(prompt.length)
+    // The first token, after a few, that the model has not generated before: ending on it ends there.
+    const at = generated.findIndex((token, index) => index >= 3 && !generated.slice(0, index).includes(token))
+    expect(at, 'some token comes for the first time').to.be.greaterThan(0)
+    const before = await viaPlain(prompt, {banEnd: true, maxTokens: at})
+    const ended = await viaPlain(prompt, {banEnd: true, maxTokens: 40, stop: [before.text.slice(-2) + '\u0001'], templateStops: {texts: [], tokens: [generated[at]]}})
+    expect(ended.outcome).to.deep.equal({finishReason: 'stop', stopReason: 'eogToken'})
+    expect(ended.text).to.equal(before.text)
+  })
+
   it('writes what LlamaCompletion writes after a text prompt', async () => {
     const {LlamaCompletion, model, reference} = loaded
     const completion = new LlamaCompletion({contextSequence: reference})

@@ -168,12 +168,10 @@ export async function generatePlain(
   /** Generated tokens not yet turned into text. */
   let pending = 0
   const pendingText = () => model.detokenize(generated.slice(-pending), false, generated.slice(-pending - contextTokens, -pending))
+  /** Ends without a stop text: what was held back (a partial stop text, a partial character) is text after all. */
   const end = (outcome: PlainOutcome) => {
-    if (outcome.stopReason === 'maxTokens' || outcome.stopReason === 'abort') {
-      const rest = (pending > 0 ? pendingText() : '') + matcher.flush()
-      if (rest) emit({text: rest, type: 'text'})
-    }
-
+    const rest = (pending > 0 ? pendingText() : '') + matcher.flush()
+    if (rest) emit({text: rest, type: 'text'})
     return outcome
   }
 
