@@ -256,7 +256,8 @@ export class BatchGatherer {
 
   /** Builds one batch from the waiting requests, computes it, and hands each request its logits' values. */
   private async decodeBatch(): Promise<void> {
-    const waiting = this.waiting.sort((a, b) => a.request.sequenceId - b.request.sequenceId)
+    // A copy: a request that fails is taken out of `this.waiting` while this batch is built.
+    const waiting = [...this.waiting.sort((a, b) => a.request.sequenceId - b.request.sequenceId)]
     const shares = shareBatch(
       waiting.map(({done, request}) => request.tokens.length - done),
       this.context.batchSize,
