@@ -21,19 +21,23 @@ const PROMPT_EVENTS = 2
  * A request's start, its first token, its end or error leave at once, with whatever is held: the client waits for
  * them, and sending before the engine's next decode is under way leaves the service and the client a core to take
  * them (time to first token on a 2-core machine: 7.6 → 5.4 ms on a 4M model). Other messages leave on the next
- * event-loop turn, after the engine has started its next decode. Once a request streams, its tokens are held until
- * a message is posted `intervalMs` or more after the previous flush: tokens of a small model come faster than every
- * millisecond, and each IPC message wakes the worker, which then writes to the client's socket and wakes the
- * client; on two cores those wake-ups took CPU from the decode. Flushes ride on posts rather than on a timer, whose
- * own wake-up cost as much where a core was free; the timer only sends what is held when no message follows (a stop
- * string being checked). A held event joins the same request's last held one when `join` can make one of the two
- * (text pieces), so the tokens of one interval cost the service and the client one event.
+ * event-loop turn, after the engine has started its next decode. Once a request streams, its tokens are held while
+ * its next token is due within `intervalMs` of the previous flush: each flush wakes the worker, which writes to the
+ * client's socket and wakes the client, and on a small machine those wake-ups take the cores from the decode
+ * (0.3–0.4 ms each on 2 cores, a tenth of a 4M model's tokens at one flush every 3 ms). A token comes no later
+ * than its successor would, so a model slower than the interval sends every token at once. Flushes ride on posts
+ * rather than on a timer, whose own wake-up cost as much where a core was free; the timer only sends what is held
+ * when no message follows (a stop string being checked). A held event joins the same request's last held one when
+ * `join` can make one of the two (text pieces), so the tokens of one interval cost the service and the client one
+ * event.
  */
 export class Outbox {
   private messages: RequestMessage[] = []
   /** Where each request's last held event sits in `messages`, so a later one can join it. */
   private readonly lastHeld = new Map<number, number>()
   private readonly eventsSent = new Map<number, number>()
+  /** When each streaming request last posted an event: the gap to its next one is taken to be the same. */
+  private readonly lastPosted = new Map<number, number>()
   private urgent = false
   /** Which scheduled flush is current: a flush made sooner turns the ones scheduled before it stale. */
   private schedule = 0
@@ -50,18 +54,26 @@ export class Outbox {
   ) {}
 
   post(message: RequestMessage): void {
+    let gap = 0
     if (message.type === 'event') {
       const sent = (this.eventsSent.get(message.id) ?? 0) + 1
       this.eventsSent.set(message.id, sent)
       if (sent <= PROMPT_EVENTS) {
         this.urgent = true
         this.messages.push(message)
-      } else if (!this.joined(message)) {
-        this.lastHeld.set(message.id, this.messages.length)
-        this.messages.push(message)
+      } else {
+        const now = this.timers.now()
+        gap = now - (this.lastPosted.get(message.id) ?? now)
+        if (!this.joined(message)) {
+          this.lastHeld.set(message.id, this.messages.length)
+          this.messages.push(message)
+        }
       }
+
+      this.lastPosted.set(message.id, this.timers.now())
     } else {
       this.lastHeld.delete(message.id)
+      this.lastPosted.delete(message.id)
       this.messages.push(message)
       this.eventsSent.delete(message.id)
       this.urgent = true
@@ -74,7 +86,7 @@ export class Outbox {
 
     if (this.flushScheduled) return
     const due = this.lastFlush + this.intervalMs - this.timers.now()
-    if (due <= 0) {
+    if (due - gap <= 0) {
       this.flushScheduled = true
       this.timerArmed = false
       const schedule = ++this.schedule

@@ -58,6 +58,33 @@ describe('model process outbox', () => {
     expect(sent[2], 'with them').to.deep.equal({messages: [token(1, 'a'), token(1, 'b'), token(1, 'c')], type: 'batch'})
   })
 
+  it('holds a token only while the next one, coming as late after it as it came after the one before, is due within the interval', () => {
+    const {outbox, sent, time} = outboxWith(16)
+    outbox.post(token(1, 'start'))
+    outbox.post(token(1, 'first'))
+    for (const text of ['a', 'b', 'c']) {
+      time.advance(10)
+      outbox.post(token(1, text))
+      time.turn()
+    }
+
+    expect(sent.slice(2), 'a token every 10 ms: the next would come after the interval, so each leaves at once').to.deep.equal([
+      token(1, 'a'),
+      token(1, 'b'),
+      token(1, 'c'),
+    ])
+    for (let step = 1; step <= 15; step++) {
+      time.advance(1)
+      outbox.post(token(1, String(step)))
+      time.turn()
+      if (step === 14) expect(sent, 'a token every millisecond is held…').to.have.length(5)
+    }
+
+    expect(sent.slice(5), '…until the one that the next would follow after the interval').to.deep.equal([
+      {messages: Array.from({length: 15}, (_, index) => token(1, String(index + 1))), type: 'batch'},
+    ])
+  })
+
   it('sends held tokens by timer when no message follows them, at most twice the interval after the last send', () => {
     const {outbox, sent, time} = outboxWith(3)
     outbox.post(token(1, 'start'))
@@ -154,6 +181,7 @@ describe('model process outbox', () => {
     outbox.post(token(1, ' d'))
     outbox.post({id: 1, type: 'end'})
     outbox.post(token(2, ' after'))
+    time.turn()
     time.advance(6)
     expect(sent.slice(5), 'nothing joins what has been sent').to.deep.equal([{messages: [token(1, ' d'), {id: 1, type: 'end'}], type: 'batch'}, token(2, ' after')])
 
