@@ -55,7 +55,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
   }
 }
 
-/** How often, at most, a streaming request's tokens leave (see Outbox); SERVICE_STREAM_INTERVAL_MS, 0 for every decode step. */
+/** How long, at most, a streaming request's tokens are held (see Outbox); SERVICE_STREAM_INTERVAL_MS, 0 for every decode step. */
 function streamInterval(setting = process.env.SERVICE_STREAM_INTERVAL_MS): number {
   const DEFAULT_MS = 16
   if (setting === undefined || setting === '') return DEFAULT_MS

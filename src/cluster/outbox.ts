@@ -54,6 +54,7 @@ export class Outbox {
   ) {}
 
   post(message: RequestMessage): void {
+    const now = this.timers.now()
     let gap = 0
     if (message.type === 'event') {
       const sent = (this.eventsSent.get(message.id) ?? 0) + 1
@@ -62,7 +63,6 @@ export class Outbox {
         this.urgent = true
         this.messages.push(message)
       } else {
-        const now = this.timers.now()
         gap = now - (this.lastPosted.get(message.id) ?? now)
         if (!this.joined(message)) {
           this.lastHeld.set(message.id, this.messages.length)
@@ -70,7 +70,7 @@ export class Outbox {
         }
       }
 
-      this.lastPosted.set(message.id, this.timers.now())
+      this.lastPosted.set(message.id, now)
     } else {
       this.lastHeld.delete(message.id)
       this.lastPosted.delete(message.id)
@@ -85,7 +85,7 @@ export class Outbox {
     }
 
     if (this.flushScheduled) return
-    const due = this.lastFlush + this.intervalMs - this.timers.now()
+    const due = this.lastFlush + this.intervalMs - now
     if (due - gap <= 0) {
       this.flushScheduled = true
       this.timerArmed = false
