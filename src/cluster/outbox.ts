@@ -35,9 +35,11 @@ export class Outbox {
   private messages: RequestMessage[] = []
   /** Where each request's last held event sits in `messages`, so a later one can join it. */
   private readonly lastHeld = new Map<number, number>()
-  private readonly eventsSent = new Map<number, number>()
-  /** When each streaming request last posted an event: the gap to its next one is taken to be the same. */
-  private readonly lastPosted = new Map<number, number>()
+  /**
+   * Each streaming request's events so far, and when it posted its last one: the gap to its next one is taken to be
+   * the same.
+   */
+  private readonly streams = new Map<number, {events: number; postedAt: number}>()
   private urgent = false
   /** Which scheduled flush is current: a flush made sooner turns the ones scheduled before it stale. */
   private schedule = 0
@@ -57,25 +59,25 @@ export class Outbox {
     const now = this.timers.now()
     let gap = 0
     if (message.type === 'event') {
-      const sent = (this.eventsSent.get(message.id) ?? 0) + 1
-      this.eventsSent.set(message.id, sent)
-      if (sent <= PROMPT_EVENTS) {
+      const stream = this.streams.get(message.id) ?? {events: 0, postedAt: now}
+      this.streams.set(message.id, stream)
+      stream.events++
+      if (stream.events <= PROMPT_EVENTS) {
         this.urgent = true
         this.messages.push(message)
       } else {
-        gap = now - (this.lastPosted.get(message.id) ?? now)
+        gap = now - stream.postedAt
         if (!this.joined(message)) {
           this.lastHeld.set(message.id, this.messages.length)
           this.messages.push(message)
         }
       }
 
-      this.lastPosted.set(message.id, now)
+      stream.postedAt = now
     } else {
       this.lastHeld.delete(message.id)
-      this.lastPosted.delete(message.id)
+      this.streams.delete(message.id)
       this.messages.push(message)
-      this.eventsSent.delete(message.id)
       this.urgent = true
     }
 
