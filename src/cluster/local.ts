@@ -50,7 +50,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const log = createLogger({file: join(paths.logs, `${name}.log`), level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   const version = config.version
   const kernel = await loadKernel(config, log)
-  const registry = new ModelRegistry(kernel, paths.registrations, log)
+  const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
   const loaded = await registry.load()
   log.info(`${loaded} custom registrations`)
 
@@ -66,7 +66,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           version,
-          weights: new WeightStore({cacheDir: paths.cache, log}),
+          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log}),
         }),
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined

@@ -1,6 +1,7 @@
 /**
  * Where a spec's weights live on this worker, fetching them once when they are not there yet: a local file
- * named by `model_uri`, else the model version's folder in the cache, filled from the spec's hub.
+ * named by `model_uri` (checked as at registration), else the model version's folder in the cache, filled from
+ * the spec's hub.
  *
  * A cached model is found on the local disk alone, so its launch makes no network request. Launches of the
  * same model version at the same time follow one shared download; it is stopped (and leaves nothing behind)
@@ -12,13 +13,13 @@ import {existsSync} from 'node:fs'
 import {stat, statfs} from 'node:fs/promises'
 import {dirname} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {fileURLToPath} from 'node:url'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest} from '../kernel/contracts.js'
 
 import {specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
+import {checkModelUri} from '../kernel/model-files.js'
 import {formatBytes} from '../lib/format.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hub/hubs.js'
@@ -52,6 +53,8 @@ export interface WeightStoreOptions {
   /** Hub endpoints, tokens and download tuning are read from here (default: process.env). */
   env?: NodeJS.ProcessEnv
   fetch?: typeof fetch
+  /** Folders a `file://` model_uri must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
+  allowedModelDirs?: readonly string[]
   /** Bytes free on the disk holding `dir` (default: statfs). */
   freeBytes?: (dir: string) => Promise<number>
 }
@@ -103,7 +106,7 @@ export class WeightStore {
 
   /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
   async resolve({modelName, spec}: SpecRequest, {onProgress, signal}: ResolveOptions = {}): Promise<string> {
-    const local = this.localFile(modelName, spec)
+    const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
     if (!(await this.cache.has(version, names))) {
@@ -117,7 +120,7 @@ export class WeightStore {
 
   /** Where a spec's weights can be read without downloading them (for memory estimates from the header). */
   async locate({modelName, spec}: SpecRequest, signal?: AbortSignal): Promise<WeightsLocation> {
-    const local = this.localFile(modelName, spec)
+    const local = await this.localFile(spec)
     if (local) return {files: [local], headers: {}, source: 'local'}
     const {names, version} = this.entryOf(modelName, spec)
     if (await this.cache.has(version, names)) return {files: names.map((name) => this.cache.filePath(version, name)), headers: {}, source: 'cache'}
@@ -132,11 +135,10 @@ export class WeightStore {
     return this.jobs.has(version)
   }
 
-  private localFile(modelName: string, spec: ResolvedSpec): string | undefined {
+  /** A registration's local file, checked again: it may have changed since it was registered. */
+  private async localFile(spec: ResolvedSpec): Promise<string | undefined> {
     if (!spec.model_uri) return undefined
-    const path = fileURLToPath(spec.model_uri)
-    if (!existsSync(path)) throw badRequest(`the weights of ${modelName} should be at ${path} (model_uri), but that file does not exist.`, 'model_uri')
-    return path
+    return checkModelUri(spec.model_uri, {allowedDirs: this.options.allowedModelDirs, format: spec.model_format, param: 'model_uri'})
   }
 
   private entryOf(modelName: string, spec: ResolvedSpec) {

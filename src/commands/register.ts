@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
+import {parseFamily} from '../kernel/catalogue.js'
 import {ClientCommand} from '../lib/base-command.js'
 
 export default class Register extends ClientCommand<typeof Register> {
@@ -16,9 +17,9 @@ export default class Register extends ClientCommand<typeof Register> {
     const {file, persist} = this.flags
     let family: Record<string, unknown>
     try {
-      family = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>
+      family = parseFamily(await readFile(file, 'utf8'), file)
     } catch (error) {
-      this.error(`${file} is not valid JSON: ${(error as Error).message}`, {exit: 1})
+      this.error((error as Error).message, {exit: 1})
     }
 
     await this.client().register(this.flags['model-type'], family, persist)

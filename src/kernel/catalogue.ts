@@ -1,7 +1,8 @@
 /**
  * Catalogue entries use Xinference's v2 family format (model_name, model_specs with per-hub `model_src`, or the
  * flattened specs of a custom registration) so that users can copy their registrations over unchanged.
- * Everything here is pure: flattening a family into launchable specs and matching a launch request against them.
+ * Everything here is pure: reading a family from JSON, flattening it into launchable specs and matching a launch
+ * request against them.
  */
 import {badRequest} from './errors.js'
 
@@ -59,10 +60,23 @@ export const NO_SIZE = 'none'
 /** Sizes are written `0_5` by Xinference and its users, `0.5` by others; both mean the same model. */
 export function normalizeSize(size: number | string): string {
   const text = String(size).trim().replace('.', '_')
-  if (!/^\d+(_\d+)?$/.test(text)) throw badRequest(`model size "${size}" is not a number of billions such as 7 or 0_5.`, 'size_in_billions')
+  if (!/^\d+(_\d+)?$/.test(text)) throw badRequest('a model size must be a number of billions, such as 7 or 0_5.', 'size_in_billions')
   const [whole, fraction] = text.split('_')
   const trimmed = fraction?.replace(/0+$/, '')
   return trimmed ? `${Number(whole)}_${trimmed}` : String(Number(whole))
+}
+
+/**
+ * A family from JSON text. A mistake is located but never quoted: the text may be anything, such as the content
+ * of a file that was never meant to be a registration.
+ */
+export function parseFamily(text: string, what: string, param?: string): ModelFamily {
+  try {
+    return JSON.parse(text) as ModelFamily
+  } catch (error) {
+    const at = /at position \d+ \((line \d+ column \d+)\)/.exec((error as Error).message)?.[1]
+    throw badRequest(`${what} is not valid JSON${at ? ` (the mistake is at ${at})` : ''}.`, param)
+  }
 }
 
 export function flattenFamily(family: ModelFamily): ResolvedSpec[] {

@@ -7,20 +7,25 @@
 import {existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import type {ModelFamily} from './catalogue.js'
 import type {Logger} from './contracts.js'
 import type {Kernel} from './kernel.js'
 
-import {flattenFamily} from './catalogue.js'
+import {parseFamily} from './catalogue.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
 import {familyProblem} from './kernel.js'
+import {checkModelUri} from './model-files.js'
 
 export interface CatalogueEntry {
   modelType: string
   family: ModelFamily
   builtin: boolean
+}
+
+export interface RegistryOptions {
+  /** Folders a `file://` model_uri must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
+  allowedModelDirs?: readonly string[]
 }
 
 export class ModelRegistry {
@@ -31,6 +36,7 @@ export class ModelRegistry {
     private readonly kernel: Kernel,
     private readonly directory: string,
     private readonly log: Logger,
+    private readonly options: RegistryOptions = {},
   ) {}
 
   /** Reads every persisted registration; returns how many were loaded. */
@@ -42,8 +48,9 @@ export class ModelRegistry {
         if (!file.endsWith('.json')) continue
         const path = join(this.directory, typeDir.name, file)
         try {
-          const family = JSON.parse(await readFile(path, 'utf8')) as ModelFamily
-          this.validate(typeDir.name, family, {checkConflicts: true})
+          const family = parseFamily(await readFile(path, 'utf8'), 'the file')
+          await this.validate(typeDir.name, family)
+          this.checkConflicts(family)
           this.customOf(this.typeName(typeDir.name)).set(family.model_name, family)
           loaded++
         } catch (error) {
@@ -92,7 +99,8 @@ export class ModelRegistry {
 
   async register(modelType: string, family: ModelFamily, persist = true): Promise<void> {
     const type = this.typeName(modelType)
-    this.validate(type, family, {checkConflicts: true})
+    await this.validate(type, family)
+    this.checkConflicts(family)
     if (persist) {
       const dir = join(this.directory, type)
       await mkdir(dir, {recursive: true})
@@ -131,27 +139,24 @@ export class ModelRegistry {
     return map
   }
 
-  private validate(modelType: string, family: ModelFamily, {checkConflicts}: {checkConflicts: boolean}) {
+  private async validate(modelType: string, family: ModelFamily): Promise<void> {
     const type = this.kernel.modelType(modelType)
     if (!type) throw badRequest(`model type "${modelType}" is not known.`, 'model_type')
     const problem = familyProblem(family)
     if (problem) throw badRequest(`the registration is invalid: ${problem}.`, 'model')
     type.definition.validateFamily?.(family)
-    for (const spec of flattenFamily(family)) {
-      if (!spec.model_uri) continue
-      if (!spec.model_uri.startsWith('file://'))
-        throw badRequest(`model_uri "${spec.model_uri}" must be a file:// URI of a file on this machine.`, 'model_uri')
-      let path: string
-      try {
-        path = fileURLToPath(spec.model_uri)
-      } catch {
-        throw badRequest(`model_uri "${spec.model_uri}" is not a valid file:// URI (use an absolute path: file:///abs/path/model.gguf).`, 'model_uri')
+    for (const [index, spec] of family.model_specs!.entries()) {
+      const sources = [['', spec], ...Object.entries(spec.model_src ?? {}).map(([hub, source]) => [`.model_src.${hub}`, source] as const)] as const
+      for (const [where, source] of sources) {
+        if (source.model_uri === undefined || source.model_uri === null) continue
+        const param = `model_specs[${index}]${where}.model_uri`
+        if (typeof source.model_uri !== 'string') throw badRequest(`${param} must be a file:// URI (a string).`, param)
+        await checkModelUri(source.model_uri, {allowedDirs: this.options.allowedModelDirs, format: spec.model_format, param})
       }
-
-      if (!existsSync(path)) throw badRequest(`model_uri ${spec.model_uri} points to ${path}, which does not exist.`, 'model_uri')
     }
+  }
 
-    if (!checkConflicts) return
+  private checkConflicts(family: ModelFamily) {
     for (const [otherType, families] of this.kernel.builtins) {
       if (families.has(family.model_name))
         throw badRequest(`model name ${family.model_name} conflicts with the built-in ${otherType} model of that name; choose another model_name.`, 'model_name')

@@ -4,7 +4,9 @@
  * variables, then command-line flags (applied by the command).
  */
 import {homedir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {delimiter, dirname, join, resolve} from 'node:path'
+
+import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
 
 export interface ServiceSettings {
   home: string
@@ -13,6 +15,8 @@ export interface ServiceSettings {
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   /** Hub weights come from when a launch names none: SERVICE_MODEL_SRC. */
   modelSource: string
+  /** Folders `file://` model URIs must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
+  allowedModelDirs: string[]
 }
 
 export const DEFAULT_PORT = 9997
@@ -37,13 +41,25 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'host' | 'port' | 'log_level' | 'model_src', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_level' | 'model_src', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   return {
+    allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
     modelSource: String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface'),
     port: Number(file.port ?? DEFAULT_PORT),
   }
+}
+
+/**
+ * The environment's list is separated like PATH and relative to the working directory; the config file's is a
+ * list (or one such string) relative to the file's own folder.
+ */
+function allowedModelDirs(env: NodeJS.ProcessEnv, fromFile: unknown, fileFolder: string): string[] {
+  const fromEnv = env[ALLOWED_MODEL_DIRS_SETTING]
+  if (fromEnv !== undefined) return fromEnv.split(delimiter).filter(Boolean).map((folder) => resolve(folder))
+  const listed = Array.isArray(fromFile) ? fromFile.map(String) : typeof fromFile === 'string' ? fromFile.split(delimiter) : []
+  return listed.filter(Boolean).map((folder) => resolve(fileFolder, folder))
 }

@@ -1,10 +1,15 @@
-/** Custom registrations persist under SERVICE_HOME across restarts; a bad file is skipped, never fatal. */
+/**
+ * Custom registrations persist under SERVICE_HOME across restarts; a bad file is skipped, never fatal. A
+ * `file://` model_uri must name a usable file, and nothing about other paths can be learnt through it.
+ */
 import {expect} from 'chai'
-import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {execFileSync} from 'node:child_process'
+import {mkdir, readdir, readFile, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
 
 import {writeTinyChatModel} from '../helpers/models.js'
-import {servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('persisted registrations', () => {
   it('survive a restart, written atomically, while a corrupt file is reported and skipped', async () => {
@@ -36,5 +41,62 @@ describe('persisted registrations', () => {
     } finally {
       await service.stop()
     }
+  })
+})
+
+describe('registrations of local files', () => {
+  let service: RunningService
+  let directory: string
+  let allowed: string
+  const register = (model: unknown) => callApi(service, 'POST', '/v1/model_registrations/LLM', {model, persist: false})
+  const llm = (name: string, path: string) => ({model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_5', model_uri: pathToFileURL(path).href, quantization: 'q4_0'}]})
+
+  before(async () => {
+    directory = await temporaryDirectory()
+    allowed = join(directory, 'allowed')
+    await mkdir(allowed)
+    await writeTinyChatModel(allowed, 'inside')
+    await writeTinyChatModel(directory, 'outside')
+    await writeFile(join(allowed, 'passwd'), 'root:x:0:0:root:/root:/bin/bash\n')
+    await symlink('/etc/passwd', join(allowed, 'link-to-passwd.gguf'))
+    await symlink(join(directory, 'outside.gguf'), join(allowed, 'escape.gguf'))
+    execFileSync('mkfifo', [join(allowed, 'pipe.gguf')])
+    service = await startService({env: {SERVICE_ALLOWED_MODEL_DIRS: `${allowed}:/etc:/proc:/dev`}})
+  })
+
+  after(async () => service?.stop())
+
+  it('refuses a file that is not GGUF, a pipe, a device, /proc or a missing path with one answer that quotes nothing', async () => {
+    const paths = ['/etc/passwd', join(allowed, 'passwd'), join(allowed, 'link-to-passwd.gguf'), join(allowed, 'pipe.gguf'), '/dev/zero', '/proc/self/environ', join(allowed, 'missing.gguf'), '/etc/no-such-file']
+    for (const path of paths) {
+      const {body, status} = await register(llm('probe', path))
+      expect(status, path).to.equal(400)
+      expect(body.error.param).to.equal('model_specs[0].model_uri')
+      expect(body.error.message.replace(pathToFileURL(path).href, 'URI'), path).to.equal(
+        "model_specs[0].model_uri (URI) cannot be used: it must be an existing, readable GGUF file (model_format ggufv2) on the service's machine, not a pipe, device, socket or kernel pseudo-file.",
+      )
+    }
+
+    expect((await register(llm('inside', join(allowed, 'inside.gguf')))).status).to.equal(200)
+  })
+
+  it('confines model files to SERVICE_ALLOWED_MODEL_DIRS by where they resolve', async () => {
+    for (const path of [join(directory, 'outside.gguf'), join(allowed, 'escape.gguf')]) {
+      const {body, status} = await register(llm('outside', path))
+      expect(status, path).to.equal(400)
+      expect(body.error.message).to.contain('is outside the folders SERVICE_ALLOWED_MODEL_DIRS allows')
+    }
+  })
+
+  it('does not repeat the text of a registration it cannot parse', async () => {
+    const {body, status} = await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: 'root:x:0:0:root:/root:/bin/bash'})
+    expect(status).to.equal(400)
+    expect(body.error.message).to.equal('`model` is a string but is not valid JSON.')
+    const unparsable = join(directory, 'secret.json')
+    await writeFile(unparsable, '{"model_name": "x", "token": "s3cr3t" oops}')
+    const cli = await servicectl(['register', '-f', unparsable], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(cli.exitCode).to.equal(1)
+    expect(cli.stderr.replaceAll(/\s*\n ›\s+/g, ' ')).to.contain(`${unparsable} is not valid JSON (the mistake is at line 1 column 39).`)
+    expect(cli.stderr).not.to.contain('s3cr3t')
   })
 })

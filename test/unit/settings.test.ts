@@ -1,5 +1,6 @@
 import {expect} from 'chai'
 import {writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
 
 import {loadSettings} from '../../src/kernel/settings.js'
 import {temporaryDirectory} from '../helpers/service.js'
@@ -8,9 +9,16 @@ describe('settings', () => {
   it('reads a config file in SERVICE_HOME, lets the environment win over it, and defaults the rest', async () => {
     const home = await temporaryDirectory()
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
-    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({home, host: '127.0.0.1', logLevel: 'debug', modelSource: 'modelscope', port: 9998})
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logLevel: 'debug', modelSource: 'modelscope', port: 9998})
     const overridden = await loadSettings({SERVICE_HOME: home, SERVICE_LOG_LEVEL: 'warn', SERVICE_MODEL_SRC: 'huggingface'})
     expect(overridden).to.include({logLevel: 'warn', modelSource: 'huggingface'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory()})).to.include({logLevel: 'info', modelSource: 'huggingface', port: 9997})
+  })
+
+  it('reads the folders model files may come from: the config file relative to itself, the environment separated like PATH', async () => {
+    const home = await temporaryDirectory()
+    await writeFile(`${home}/service.config.json`, JSON.stringify({allowed_model_dirs: ['models', '/srv/weights']}))
+    expect((await loadSettings({SERVICE_HOME: home})).allowedModelDirs).to.deep.equal([join(home, 'models'), '/srv/weights'])
+    expect((await loadSettings({SERVICE_ALLOWED_MODEL_DIRS: '/a:/b/c:', SERVICE_HOME: home})).allowedModelDirs).to.deep.equal(['/a', '/b/c'])
   })
 })

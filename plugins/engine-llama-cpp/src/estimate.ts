@@ -7,20 +7,32 @@
 import type {MemoryEstimator} from 'service-toolkit'
 
 import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {checkGgufHeader, notGguf} from './gguf-header.js'
+
+const isNetwork = (file: string) => /^https?:/.test(file)
+/** node-llama-cpp's errors from the network (a hub that does not answer), as opposed to ones about the file's content. */
+const isFetchError = (error: unknown) => (error as Error)?.name === 'FetchError' || /fetch/i.test((error as Error)?.message ?? '')
 
 const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
   const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
   // Parts are read one by one and spliced here: a hub's download URL does not always end in the part's name.
   const parts = await Promise.all(
-    files.map((file) =>
-      readGgufFileInfo(file, {
-        fetchHeaders: headers,
-        fetchRetryOptions: {retries: 2},
-        logWarnings: false,
-        sourceType: /^https?:/.test(file) ? 'network' : 'filesystem',
-        spliceSplitFiles: false,
-      }),
-    ),
+    files.map(async (file) => {
+      if (!isNetwork(file)) await checkGgufHeader(file)
+      try {
+        return await readGgufFileInfo(file, {
+          fetchHeaders: headers,
+          fetchRetryOptions: {retries: 2},
+          logWarnings: false,
+          sourceType: isNetwork(file) ? 'network' : 'filesystem',
+          spliceSplitFiles: false,
+        })
+      } catch (error) {
+        // The parser's own message quotes what it found in the file, which is never passed on.
+        if (isNetwork(file) && isFetchError(error)) throw error
+        throw notGguf(file, /magic/i.test((error as Error)?.message ?? '') ? undefined : 'has a GGUF header that cannot be read')
+      }
+    }),
   )
   const fileInfo = {
     ...parts[0],

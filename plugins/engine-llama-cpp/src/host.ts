@@ -6,10 +6,11 @@ import type {ChatWrapper, Llama, LlamaModel} from 'node-llama-cpp'
 import type {ChatTemplate} from './generator.js'
 import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit'
 
-import {open, stat} from 'node:fs/promises'
+import {stat} from 'node:fs/promises'
 
 import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 import {loadGenerator} from './generator.js'
+import {checkGgufHeader} from './gguf-header.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
 /** An embedding or ranking context evaluates one input at a time; more of them cost memory, so one by default. */
@@ -53,23 +54,6 @@ async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], 
   }
 
   return undefined
-}
-
-/**
- * node-llama-cpp reads a file with a wrong magic or version as "GGUF version 3" and never returns, so the
- * header is checked first: a launch of the wrong file must fail with a reason, not hang.
- */
-async function checkGgufHeader(path: string) {
-  const file = await open(path, 'r')
-  try {
-    const {buffer, bytesRead} = await file.read(Buffer.alloc(8), 0, 8, 0)
-    const magic = buffer.subarray(0, 4).toString('latin1')
-    const version = buffer.readUInt32LE(4)
-    if (bytesRead < 8 || magic !== 'GGUF') throw new Error(`${path} is not a GGUF file (it does not start with "GGUF")`)
-    if (version < 2 || version > 3) throw new Error(`${path} is GGUF version ${version}; llama.cpp reads versions 2 and 3`)
-  } finally {
-    await file.close()
-  }
 }
 
 const host: EngineHost = {

@@ -10,6 +10,7 @@ import type {Kernel} from '../../kernel/kernel.js'
 import type {ModelRegistry} from '../../kernel/registry.js'
 
 import {launchSchema, memoryEstimateSchema} from '../../cluster/supervisor.js'
+import {parseFamily} from '../../kernel/catalogue.js'
 import {badRequest, notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
@@ -63,12 +64,7 @@ function requiredQuery(query: Record<string, string | string[] | undefined>, nam
 }
 
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
-  if (typeof model !== 'string') return model as ModelFamily
-  try {
-    return JSON.parse(model) as ModelFamily
-  } catch (error) {
-    throw badRequest(`\`model\` is a string but not valid JSON: ${(error as Error).message}.`, 'model')
-  }
+  return typeof model === 'string' ? parseFamily(model, '`model` is a string but', 'model') : (model as ModelFamily)
 }
 
 export function coreRoutes({access, kernel, registry, supervisor, version}: CoreRouteDependencies): RouteDefinition[] {
