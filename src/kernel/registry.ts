@@ -3,10 +3,15 @@
  * one JSON file per model under `SERVICE_HOME/registrations/<type>/<name>.json`. Files are written to a
  * temporary name and renamed, so a crash never leaves half a registration; a file that cannot be read or
  * validated at start is reported and skipped, never fatal.
+ *
+ * Registering and unregistering one name happen one at a time, and each changes the disk before memory, so
+ * the listing and the files always agree and a restart brings back exactly what was listed.
  */
+import AsyncLock from 'async-lock'
 import {existsSync} from 'node:fs'
-import {mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
+import writeFileAtomic from 'write-file-atomic'
 
 import type {ModelFamily} from './catalogue.js'
 import type {Logger} from './contracts.js'
@@ -30,6 +35,8 @@ export interface RegistryOptions {
 
 export class ModelRegistry {
   private readonly custom = new Map<string, Map<string, ModelFamily>>()
+  /** Keyed by model name, which is unique across types; every HTTP request waiting on a name is one entry. */
+  private readonly names = new AsyncLock({maxPending: Number.POSITIVE_INFINITY})
   readonly problems: string[] = []
 
   constructor(
@@ -100,27 +107,31 @@ export class ModelRegistry {
   async register(modelType: string, family: ModelFamily, persist = true): Promise<void> {
     const type = this.typeName(modelType)
     await this.validate(type, family)
-    this.checkConflicts(family)
-    if (persist) {
-      const dir = join(this.directory, type)
-      await mkdir(dir, {recursive: true})
-      const target = join(dir, `${family.model_name}.json`)
-      const temporary = `${target}.${process.pid}.tmp`
-      await writeFile(temporary, JSON.stringify(family, null, 2) + '\n')
-      await rename(temporary, target)
-    }
+    await this.names.acquire(family.model_name, async () => {
+      this.checkConflicts(family)
+      if (persist) {
+        await mkdir(join(this.directory, type), {recursive: true})
+        await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n')
+      }
 
-    this.customOf(type).set(family.model_name, family)
+      this.customOf(type).set(family.model_name, family)
+    })
   }
 
   async unregister(modelType: string, name: string): Promise<void> {
     const type = this.typeName(modelType)
     if (this.kernel.builtins.get(type)?.has(name))
       throw badRequest(`${name} is a built-in model and cannot be unregistered.`, 'model_name')
-    if (!this.customOf(type).has(name))
-      throw notFound(`no custom ${type} model named "${name}" is registered.`, 'registration_not_found')
-    await rm(join(this.directory, type, `${name}.json`), {force: true})
-    this.customOf(type).delete(name)
+    await this.names.acquire(name, async () => {
+      if (!this.customOf(type).has(name))
+        throw notFound(`no custom ${type} model named "${name}" is registered.`, 'registration_not_found')
+      await rm(this.fileOf(type, name), {force: true})
+      this.customOf(type).delete(name)
+    })
+  }
+
+  private fileOf(type: string, name: string): string {
+    return join(this.directory, type, `${name}.json`)
   }
 
   private typeName(modelType: string): string {

@@ -4,6 +4,7 @@
  */
 import {expect} from 'chai'
 import {execFileSync} from 'node:child_process'
+import {existsSync, readdirSync} from 'node:fs'
 import {mkdir, readdir, readFile, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -98,5 +99,38 @@ describe('registrations of local files', () => {
     expect(cli.exitCode).to.equal(1)
     expect(cli.stderr.replaceAll(/\s*\n ›\s+/g, ' ')).to.contain(`${unparsable} is not valid JSON (the mistake is at line 1 column 39).`)
     expect(cli.stderr).not.to.contain('s3cr3t')
+  })
+})
+
+describe('concurrent registrations', () => {
+  it('register and unregister one name one at a time, so the listing and the disk agree, also after a restart', async () => {
+    const home = await temporaryDirectory()
+    const {family} = await writeTinyChatModel(await temporaryDirectory(), 'raced')
+    const path = join(home, 'registrations', 'LLM', 'raced.json')
+    const listed = async (service: RunningService) => (await callApi(service, 'GET', '/v1/model_registrations/LLM/raced')).status === 200
+    let service = await startService({home})
+    try {
+      const first = await Promise.all(Array.from({length: 16}, () => callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family})))
+      expect(first.filter((response) => response.status === 200)).to.have.length(1)
+      for (const loser of first.filter((response) => response.status !== 200)) {
+        expect(loser.status).to.equal(400)
+        expect(loser.body.error.message).to.match(/^model raced is already registered \(LLM\)/)
+      }
+
+      const mixed = await Promise.all(
+        Array.from({length: 40}, (_, index) =>
+          index % 2 ? callApi(service, 'DELETE', '/v1/model_registrations/LLM/raced') : callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family}),
+        ),
+      )
+      for (const response of mixed) expect(response.status).to.be.oneOf([200, 400, 404])
+      expect(existsSync(path)).to.equal(await listed(service))
+      expect(readdirSync(join(home, 'registrations', 'LLM')).filter((file) => file !== 'raced.json')).to.deep.equal([])
+      const before = await listed(service)
+      await service.stop()
+      service = await startService({home})
+      expect(await listed(service)).to.equal(before)
+    } finally {
+      await service.stop()
+    }
   })
 })
