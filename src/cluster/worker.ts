@@ -196,7 +196,7 @@ export class LocalWorker implements WorkerApi {
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
     if (!engine.estimatorModule) throw new ServiceError(400, 'unsupported', `engine ${engine.name} cannot estimate memory; choose another engine.`, 'model_engine')
     const location = await this.options.weights.locate(load, signal)
-    const request: MemoryEstimateRequest = {files: location.files, headers: location.headers, parameters: load.parameters, spec: load.spec}
+    const request: MemoryEstimateRequest = {files: location.files, headers: location.headers, modelType: load.modelType, parameters: load.parameters, spec: load.spec}
     const estimate = await runIsolated<MemoryEstimate>(engine.estimatorModule, request, {signal})
     return {...estimate, source: location.source}
   }

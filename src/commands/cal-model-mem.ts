@@ -12,7 +12,11 @@ export default class CalModelMem extends ClientCommand<typeof CalModelMem> {
 The numbers come from the GGUF file's header, read from the cache or, when the model is not cached, from the hub with a few small range requests (nothing is downloaded). Other \`--name value\` pairs are engine parameters, as for launch (for example --n_parallel 8).`
   static examples = ['<%= config.bin %> cal-model-mem -n qwen2.5-instruct -s 0_5 -f ggufv2 -q q4_k_m -c 4096', '<%= config.bin %> cal-model-mem -n qwen3 -s 8 -q Q4_K_M -c 32768 --n_parallel 1']
   static flags = {
-    'context-length': Flags.integer({char: 'c', description: "Context length per request, in tokens [default: the engine's, 4096 for llama.cpp].", min: 16}),
+    'context-length': Flags.integer({
+      char: 'c',
+      description: "Context length per request, in tokens, at most the model's trained context [default: as a launch: for llama.cpp 4096 for an LLM, the trained context for embedding and rerank].",
+      min: 16,
+    }),
     'download-hub': Flags.option({description: 'Hub to read the header from when the model is not cached.', options: ['huggingface', 'modelscope'] as const})(),
     'model-engine': Flags.string({description: 'Engine (also -en) [default: the first that can estimate the model].'}),
     'model-format': Flags.string({char: 'f', description: 'Model format, e.g. ggufv2.'}),
@@ -42,9 +46,10 @@ The numbers come from the GGUF file's header, read from the cache or, when the m
       size_in_billions: flags['size-in-billions'],
     })
     const size = (bytes: number) => `${formatBytes(bytes)} (${bytes} bytes)`
-    const parallel = typeof estimate.parallel === 'number' ? ` × ${estimate.parallel} parallel sequences` : ''
+    const parallel = typeof estimate.parallel === 'number' ? ` × ${estimate.parallel} parallel sequence${estimate.parallel === 1 ? '' : 's'}` : ''
+    const capped = estimate.context_capped === true ? ` (capped: ${estimate.requested_context_length} were asked for, more than the model's trained context)` : ''
     this.log(`Model version:  ${estimate.model_version} (header read from ${estimate.source === 'cache' || estimate.source === 'local' ? 'the local file' : estimate.source})`)
-    this.log(`Context:        ${estimate.context_length} tokens${parallel}`)
+    this.log(`Context:        ${estimate.context_length} tokens${parallel}${capped}`)
     this.log(`Weights:        ${size(estimate.weights_bytes)}`)
     this.log(`KV cache:       ${size(estimate.kv_cache_bytes)}`)
     this.log(`Overhead:       ${size(estimate.overhead_bytes)}`)

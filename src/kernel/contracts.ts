@@ -133,6 +133,8 @@ export interface MemoryEstimateRequest {
   /** Engine parameters as a launch would give them (n_ctx, n_parallel, n_gpu_layers, …), already validated. */
   parameters: Record<string, unknown>
   spec: ResolvedSpec
+  /** The model's type, whose launch defaults (context, parallel sequences) an estimate should use. */
+  modelType: string
 }
 
 /** Bytes of memory a launch needs; `total_bytes` is the sum of the parts. */
@@ -144,7 +146,11 @@ export interface MemoryEstimate {
   total_bytes: number
   /** Of the total, how much goes to the GPU (0 on a CPU-only machine). */
   gpu_bytes?: number
+  /** Tokens of context per sequence the launch would get. */
   context_length: number
+  /** The context asked for (`n_ctx`), when it was; above the model's trained context it is capped to that. */
+  requested_context_length?: number | null
+  context_capped?: boolean
   [detail: string]: unknown
 }
 

@@ -1,18 +1,25 @@
 /**
- * `POST /v1/models/memory` on a real `service-local` with generated GGUFs: a registered file that stopped being
- * a GGUF is a 400 naming the problem, for the estimate and the launch alike, without quoting the file.
+ * `servicectl cal-model-mem` and `POST /v1/models/memory` on a real `service-local` with generated GGUFs: the
+ * estimate uses what a launch of the model's type would (embedding and rerank: one sequence, their trained
+ * context), says when it capped the context asked for, and a registered file that stopped being a GGUF is a 400
+ * naming the problem, for the estimate and the launch alike, without quoting the file.
  */
 import {expect} from 'chai'
 import {rm, writeFile} from 'node:fs/promises'
 
 import {writeTinyChatModel, writeTinyRetrievalModel} from '../helpers/models.js'
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const UNUSABLE = /^model_uri \(file:\/\/\S+\) cannot be used: it must be an existing, readable GGUF file \(model_format ggufv2\)/
 
 describe('memory estimates (service-local, servicectl)', () => {
   let service: RunningService
   let swappedPath: string
+  const estimate = async (...args: string[]) => {
+    const result = await servicectl(['cal-model-mem', ...args], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(result.exitCode, result.stderr).to.equal(0)
+    return result.stdout
+  }
 
   before(async () => {
     const directory = await temporaryDirectory()
@@ -29,6 +36,21 @@ describe('memory estimates (service-local, servicectl)', () => {
   })
 
   after(async () => service?.stop())
+
+  it('estimates embedding and rerank models with the one sequence and the trained context they launch with', async () => {
+    for (const name of ['tiny-embedding', 'tiny-rerank']) {
+      expect(JSON.parse(await estimate('-n', name, '--json')), name).to.include({context_capped: false, context_length: 128, parallel: 1, requested_context_length: null})
+      expect(await estimate('-n', name)).to.match(/^Context: {8}128 tokens × 1 parallel sequence$/m)
+    }
+
+    expect(JSON.parse(await estimate('-n', 'tiny-chat', '--json'))).to.include({context_length: 2048, parallel: 4})
+  })
+
+  it('says when the context asked for is above the model’s, and what it was capped to', async () => {
+    expect(JSON.parse(await estimate('-n', 'tiny-embedding', '-c', '4096', '--json'))).to.include({context_capped: true, context_length: 128, requested_context_length: 4096})
+    expect(await estimate('-n', 'tiny-chat', '-c', '8192')).to.match(/^Context: {8}2048 tokens × 4 parallel sequences \(capped: 8192 were asked for, more than the model's trained context\)$/m)
+    expect(JSON.parse(await estimate('-n', 'tiny-chat', '-c', '1024', '--json'))).to.include({context_capped: false, context_length: 1024, requested_context_length: 1024})
+  })
 
   it('answers a registered file that is no longer GGUF, or is gone, with the same 400 for the estimate and the launch', async () => {
     const tries = async () => [

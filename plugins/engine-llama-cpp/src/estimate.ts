@@ -6,14 +6,14 @@
  */
 import type {MemoryEstimator} from 'service-toolkit'
 
-import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {launchShape} from './defaults.js'
 import {checkGgufHeader, notGguf} from './gguf-header.js'
 
 const isNetwork = (file: string) => /^https?:/.test(file)
 /** node-llama-cpp's errors from the network (a hub that does not answer), as opposed to ones about the file's content. */
 const isFetchError = (error: unknown) => (error as Error)?.name === 'FetchError' || /fetch/i.test((error as Error)?.message ?? '')
 
-const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
+const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}) => {
   const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
   // Parts are read one by one and spliced here: a hub's download URL does not always end in the part's name.
   const parts = await Promise.all(
@@ -41,8 +41,7 @@ const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
     totalTensorCount: parts.reduce((sum, part) => sum + Number(part.tensorCount), 0),
   }
   const insights = await GgufInsights.from(fileInfo)
-  const contextLength = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, insights.trainContextSize ?? Number.POSITIVE_INFINITY)
-  const sequences = (parameters.n_parallel as number | undefined) ?? DEFAULT_PARALLEL
+  const {contextSize: contextLength, parallel: sequences, requestedContextSize} = launchShape(modelType, parameters, insights.trainContextSize)
   const requestedLayers = parameters.n_gpu_layers as number | undefined
   const gpuLayers = requestedLayers === undefined ? 0 : requestedLayers === -1 ? insights.totalLayers : Math.min(requestedLayers, insights.totalLayers)
   const weights = await insights.estimateModelResourceRequirementsV2({gpuLayers})
@@ -55,6 +54,7 @@ const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
   const weightBytes = weights.cpuRam + weights.gpuVram
   return {
     architecture: fileInfo.metadata.general?.architecture ?? null,
+    context_capped: requestedContextSize !== undefined && requestedContextSize > contextLength,
     context_length: contextLength,
     gpu_bytes: weights.gpuVram + context.gpuVram,
     gpu_layers: gpuLayers,
@@ -63,6 +63,7 @@ const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
     overhead_bytes: contextBytes - kvCache,
     parallel: sequences,
     parameters: insights.totalParameters,
+    requested_context_length: requestedContextSize ?? null,
     total_bytes: weightBytes + contextBytes,
     train_context_length: insights.trainContextSize ?? null,
     weights_bytes: weightBytes,

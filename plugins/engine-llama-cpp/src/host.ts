@@ -8,13 +8,11 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {stat} from 'node:fs/promises'
 
-import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {checkGgufHeader} from './gguf-header.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
-/** An embedding or ranking context evaluates one input at a time; more of them cost memory, so one by default. */
-const DEFAULT_RETRIEVAL_PARALLEL = 1
 /**
  * How many threads decode by default. llama.cpp built with OpenMP (`servicectl engine build llama.cpp`) keeps
  * its threads warm, so all cores pay off at any size. node-llama-cpp's prebuilt binaries use ggml's own thread
@@ -86,12 +84,12 @@ const host: EngineHost = {
       throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}${detail}`)
     }
 
-    const retrieval = request.modelType === 'embedding' || request.modelType === 'rerank'
+    const {contextSize, parallel} = launchShape(request.modelType, parameters, model.trainContextSize)
     const options = {
-      contextSize: Math.min((parameters.n_ctx as number | undefined) ?? (retrieval ? model.trainContextSize : DEFAULT_CONTEXT), model.trainContextSize),
+      contextSize,
       log,
       model,
-      parallel: (parameters.n_parallel as number | undefined) ?? (retrieval ? DEFAULT_RETRIEVAL_PARALLEL : DEFAULT_PARALLEL),
+      parallel,
       request,
       threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
     }
