@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import {flattenFamily, matchSpec, normalizeSize, specFileNames} from '../../src/kernel/catalogue.js'
+import {flattenFamily, matchSpec, normalizeSize, parseFamily, specFileNames} from '../../src/kernel/catalogue.js'
 
 const family = {
   model_name: 'demo',
@@ -35,7 +35,14 @@ describe('catalogue', () => {
   it('reads sizes written as 0_5, 0.5, "7" or 7 alike', () => {
     expect(['0_5', '0.5', 0.5, '0_50'].map(normalizeSize)).to.deep.equal(['0_5', '0_5', '0_5', '0_5'])
     expect([7, '7', '7_0'].map(normalizeSize)).to.deep.equal(['7', '7', '7'])
-    expect(() => normalizeSize('large')).to.throw(/not a number of billions/)
+    expect(() => normalizeSize('large')).to.throw(/^a model size must be a number of billions, such as 7 or 0_5\.$/)
+  })
+
+  it('reads a family from JSON, locating a mistake without quoting the text', () => {
+    expect(parseFamily('{"model_name": "demo"}', 'the file').model_name).to.equal('demo')
+    expect(() => parseFamily('{"model_name": "demo",\n "key": s3cr3t}', 'the file', 'model')).to.throw(/^the file is not valid JSON\.$/)
+    expect(() => parseFamily('{"key": "s3cr3t" }x', 'the file')).to.throw(/^the file is not valid JSON \(the mistake is at line 1 column 19\)\.$/)
+    expect(() => parseFamily('root:x:0:0:root', 'the file')).to.throw(/^the file is not valid JSON\.$/)
   })
 
   it('flattens each hub and quantization into one launchable spec', () => {
