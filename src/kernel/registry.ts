@@ -157,12 +157,12 @@ export class ModelRegistry {
     if (problem) throw badRequest(`the registration is invalid: ${problem}.`, 'model')
     type.definition.validateFamily?.(family)
     for (const [index, spec] of family.model_specs!.entries()) {
-      const sources = [['', spec], ...Object.entries(spec.model_src ?? {}).map(([hub, source]) => [`.model_src.${hub}`, source] as const)] as const
-      for (const [where, source] of sources) {
-        if (source.model_uri === undefined || source.model_uri === null) continue
-        const param = `model_specs[${index}]${where}.model_uri`
-        if (typeof source.model_uri !== 'string') throw badRequest(`${param} must be a file:// URI (a string).`, param)
-        await checkModelUri(source.model_uri, {allowedDirs: this.options.allowedModelDirs, format: spec.model_format, param})
+      const uris: Array<[string, unknown]> = [[`model_specs[${index}].model_uri`, spec.model_uri]]
+      for (const [hub, source] of Object.entries(spec.model_src ?? {})) uris.push([`model_specs[${index}].model_src.${hub}.model_uri`, source?.model_uri])
+      for (const [param, uri] of uris) {
+        if (uri === undefined || uri === null) continue
+        if (typeof uri !== 'string') throw badRequest(`${param} must be a file:// URI (a string).`, param)
+        await checkModelUri(uri, {allowedDirs: this.options.allowedModelDirs, format: spec.model_format, param})
       }
     }
   }
