@@ -6,7 +6,9 @@
  */
 import {expect} from 'chai'
 import {rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
 
+import {FakeHub} from '../helpers/fake-hub.js'
 import {writeTinyChatModel, writeTinyRetrievalModel} from '../helpers/models.js'
 import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -14,6 +16,7 @@ const UNUSABLE = /^model_uri \(file:\/\/\S+\) cannot be used: it must be an exis
 
 describe('memory estimates (service-local, servicectl)', () => {
   let service: RunningService
+  let hub: FakeHub
   let swappedPath: string
   const estimate = async (...args: string[]) => {
     const result = await servicectl(['cal-model-mem', ...args], {env: {SERVICE_ENDPOINT: service.url}})
@@ -23,7 +26,14 @@ describe('memory estimates (service-local, servicectl)', () => {
 
   before(async () => {
     const directory = await temporaryDirectory()
-    service = await startService()
+    await writeFile(join(directory, 'passwd'), 'root:x:0:0:root:/root:/bin/bash\n')
+    hub = await FakeHub.start()
+    await hub.addRepo('test-org/text-GGUF', {'text.gguf': join(directory, 'passwd')})
+    service = await startService({env: {HF_ENDPOINT: hub.url}})
+    const onHub = {
+      model_name: 'hub-text',
+      model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_5', model_src: {huggingface: {model_file_name_template: 'text.gguf', model_id: 'test-org/text-GGUF', quantizations: ['q4_0']}}}],
+    }
     const swapped = await writeTinyChatModel(directory, 'swapped')
     swappedPath = swapped.ggufPath
     const models = [
@@ -31,11 +41,15 @@ describe('memory estimates (service-local, servicectl)', () => {
       ['rerank', (await writeTinyRetrievalModel(directory, 'rerank')).family],
       ['LLM', (await writeTinyChatModel(directory, 'tiny-chat')).family],
       ['LLM', swapped.family],
+      ['LLM', onHub],
     ] as const
     for (const [type, family] of models) expect((await callApi(service, 'POST', `/v1/model_registrations/${type}`, {model: family, persist: false})).status).to.equal(200)
   })
 
-  after(async () => service?.stop())
+  after(async () => {
+    await service?.stop()
+    await hub?.stop()
+  })
 
   it('estimates embedding and rerank models with the one sequence and the trained context they launch with', async () => {
     for (const name of ['tiny-embedding', 'tiny-rerank']) {
@@ -77,5 +91,12 @@ describe('memory estimates (service-local, servicectl)', () => {
       expect(body.error.message).to.match(/swapped\.gguf is not a GGUF file llama\.cpp can read: it is of a GGUF version llama\.cpp does not read/)
       expect(body.error.message).not.to.match(/root|4294967295|ÿ/)
     }
+  })
+
+  it('answers a file on the hub that is not GGUF with a 400 naming it, quoting none of it', async () => {
+    const {body, status} = await callApi(service, 'POST', '/v1/models/memory', {model_engine: 'llama.cpp', model_name: 'hub-text'})
+    expect(status).to.equal(400)
+    expect(body.error.message).to.match(/^http:\/\/\S+\/text\.gguf is not a GGUF file llama\.cpp can read: it does not start with the GGUF magic\./)
+    expect(body.error.message).not.to.contain('root')
   })
 })
