@@ -12,8 +12,8 @@ import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
 import {FakeHub} from '../helpers/fake-hub.js'
-import {writeTestBertGguf} from '../helpers/gguf/bert.js'
-import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 async function readmeBlock(marker: string): Promise<string> {
@@ -49,7 +49,7 @@ describe('README examples', () => {
 
   it('runs the quickstart, the client, Anthropic, tools and embedding examples as written', async () => {
     const model = join(directory, 'model.gguf')
-    await writeTestLlamaGguf(model)
+    await writeRandomLlamaGguf(model)
     const script = (await readmeBlock('quickstart')).replace('/path/to/model.gguf', model)
     const lines = script.split('\n')
     const terminate = lines.pop()!
@@ -69,8 +69,8 @@ describe('README examples', () => {
 
     const embedder = join(directory, 'embedder.gguf')
     const reranker = join(directory, 'reranker.gguf')
-    await writeTestBertGguf(embedder)
-    await writeTestBertGguf(reranker, {kind: 'reranker'})
+    await writeRandomBertGguf(embedder)
+    await writeRandomBertGguf(reranker, {kind: 'reranker'})
     const retrieval = (await readmeBlock('embeddings-rerank'))
       .replace('/path/to/bge-small-en-v1.5-q8_0.gguf', embedder)
       .replace('/path/to/bge-reranker-v2-m3-Q4_0.gguf', reranker)
@@ -87,7 +87,7 @@ describe('README examples', () => {
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
     const model = join(directory, 'catalogue.gguf')
-    await writeTestLlamaGguf(model)
+    await writeRandomLlamaGguf(model)
     const hub = await FakeHub.start()
     await hub.addRepo('Qwen/Qwen2.5-0.5B-Instruct-GGUF', {'qwen2.5-0.5b-instruct-q4_k_m.gguf': model})
     const catalogue = await startService({env: {HF_ENDPOINT: hub.url}})

@@ -18,16 +18,16 @@ import {
 } from 'node-llama-cpp'
 import {
   CHATML_TEMPLATE,
-  TEST_LLAMA_TOKENS,
-  TEST_MODEL_SIZES,
+  RANDOM_LLAMA_TOKENS,
+  RANDOM_LLAMA_SIZES,
   byteTokenId,
-  writeTestLlamaGguf,
-  type TestLlamaGguf,
-  type TestLlamaOptions,
-} from './models.js'
-import {float32ToFloat16Bits, gguf, writeGguf} from './writer.js'
+  writeRandomLlamaGguf,
+  type RandomLlamaGguf,
+  type RandomLlamaOptions,
+} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
+import {float32ToFloat16Bits, gguf, writeGguf} from '../../plugins/engine-llama-cpp/src/gguf/writer.js'
 
-const tiny = TEST_MODEL_SIZES.tiny
+const tiny = RANDOM_LLAMA_SIZES.tiny
 
 // node-llama-cpp defaults to more threads than a 2-core CI runner has cores; on a model this small the threads then
 // spend their time waiting on each other (measured: ~260 ms per token with the default 4 threads, ~0.5 ms with 1).
@@ -44,13 +44,13 @@ describe('generated test GGUF models', function () {
 
   let dir: string
   let llama: Llama
-  let file: TestLlamaGguf
+  let file: RandomLlamaGguf
   let model: LlamaModel
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'gguf-test-'))
     llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
-    file = await writeTestLlamaGguf(path.join(dir, 'tiny.gguf'))
+    file = await writeRandomLlamaGguf(path.join(dir, 'tiny.gguf'))
     model = await llama.loadModel({modelPath: file.filePath})
   })
 
@@ -62,8 +62,8 @@ describe('generated test GGUF models', function () {
   })
 
   /** Runs `body` with `model` swapped for a tiny model generated with `options`. */
-  async function withModel<T>(options: TestLlamaOptions, body: () => Promise<T>): Promise<T> {
-    const {filePath} = await writeTestLlamaGguf(path.join(dir, `variant-${JSON.stringify(options).replace(/\W+/g, '_')}.gguf`), options)
+  async function withModel<T>(options: RandomLlamaOptions, body: () => Promise<T>): Promise<T> {
+    const {filePath} = await writeRandomLlamaGguf(path.join(dir, `variant-${JSON.stringify(options).replace(/\W+/g, '_')}.gguf`), options)
     const original = model
     model = await llama.loadModel({modelPath: filePath})
     try {
@@ -112,8 +112,8 @@ describe('generated test GGUF models', function () {
     })
 
     it('is byte-identical for the same options and differs for another seed', async () => {
-      const again = await writeTestLlamaGguf(path.join(dir, 'tiny-again.gguf'))
-      const reseeded = await writeTestLlamaGguf(path.join(dir, 'tiny-seed-7.gguf'), {seed: 7})
+      const again = await writeRandomLlamaGguf(path.join(dir, 'tiny-again.gguf'))
+      const reseeded = await writeRandomLlamaGguf(path.join(dir, 'tiny-seed-7.gguf'), {seed: 7})
       const original = await readFile(file.filePath)
       expect((await readFile(again.filePath)).equals(original)).to.equal(true)
       expect((await readFile(reseeded.filePath)).equals(original)).to.equal(false)
@@ -124,7 +124,7 @@ describe('generated test GGUF models', function () {
       const info = await readGgufFileInfo(file.filePath, {logWarnings: false})
       const metadata = info.metadata as any
       expect(info.version).to.equal(3)
-      expect(metadata.general).to.include({architecture: 'llama', name: 'test-llama-tiny', file_type: 0, alignment: 32})
+      expect(metadata.general).to.include({architecture: 'llama', name: 'random-llama-tiny', file_type: 0, alignment: 32})
       expect(metadata.llama).to.include({
         vocab_size: tiny.vocabSize,
         context_length: tiny.contextLength,
@@ -137,7 +137,7 @@ describe('generated test GGUF models', function () {
       expect(metadata.llama.rope).to.deep.equal({dimension_count: tiny.embeddingLength / tiny.headCount, freq_base: 10_000})
 
       const tokenizer = metadata.tokenizer
-      expect(tokenizer.ggml).to.include({model: 'llama', bos_token_id: 1, eos_token_id: TEST_LLAMA_TOKENS.imEnd, add_bos_token: true})
+      expect(tokenizer.ggml).to.include({model: 'llama', bos_token_id: 1, eos_token_id: RANDOM_LLAMA_TOKENS.imEnd, add_bos_token: true})
       expect(tokenizer.chat_template).to.equal(CHATML_TEMPLATE)
       expect(tokenizer.ggml.tokens).to.have.length(tiny.vocabSize)
       expect(tokenizer.ggml.tokens.slice(0, 5)).to.deep.equal(['<unk>', '<s>', '</s>', '<|im_start|>', '<|im_end|>'])
@@ -179,7 +179,7 @@ describe('generated test GGUF models', function () {
     it('can be written concurrently, even to the same path, without leftovers', async () => {
       const concurrentDir = await mkdtemp(path.join(dir, 'concurrent-'))
       const targets = ['a', 'b', 'c', 'c'].map((name) => path.join(concurrentDir, `${name}.gguf`))
-      const written = await Promise.all(targets.map((target, i) => writeTestLlamaGguf(target, {seed: i === 3 ? 2 : i})))
+      const written = await Promise.all(targets.map((target, i) => writeRandomLlamaGguf(target, {seed: i === 3 ? 2 : i})))
       expect((await readdir(concurrentDir)).sort()).to.deep.equal(['a.gguf', 'b.gguf', 'c.gguf'])
       for (const {filePath} of written.slice(0, 3)) {
         const loaded = await llama.loadModel({modelPath: filePath})
@@ -188,7 +188,7 @@ describe('generated test GGUF models', function () {
     })
 
     it('stores no chat template when chatTemplate is null', async () => {
-      const {filePath} = await writeTestLlamaGguf(path.join(dir, 'no-template.gguf'), {chatTemplate: null})
+      const {filePath} = await writeRandomLlamaGguf(path.join(dir, 'no-template.gguf'), {chatTemplate: null})
       const info = await readGgufFileInfo(filePath, {readTensorInfo: false, logWarnings: false})
       expect((info.metadata as any).tokenizer.chat_template).to.equal(undefined)
     })
@@ -199,19 +199,19 @@ describe('generated test GGUF models', function () {
         return generate({maxTokens: 8})
       })
       expect(half.tokens).to.have.length(8)
-      const {bytes} = await writeTestLlamaGguf(path.join(dir, 'tiny-f16.gguf'), {weightType: 'f16'})
+      const {bytes} = await writeRandomLlamaGguf(path.join(dir, 'tiny-f16.gguf'), {weightType: 'f16'})
       expect(bytes).to.be.within(file.bytes * 0.45, file.bytes * 0.6)
     })
 
     it('pads or trims the vocabulary without moving the special and byte tokens', async () => {
       for (const vocabSize of [400, 3000]) {
-        const {filePath, vocabSize: actual} = await writeTestLlamaGguf(path.join(dir, `vocab-${vocabSize}.gguf`), {vocabSize})
+        const {filePath, vocabSize: actual} = await writeRandomLlamaGguf(path.join(dir, `vocab-${vocabSize}.gguf`), {vocabSize})
         expect(actual).to.equal(vocabSize)
         const info = await readGgufFileInfo(filePath, {readTensorInfo: false, logWarnings: false})
         const tokens: string[] = (info.metadata as any).tokenizer.ggml.tokens
         expect(tokens).to.have.length(vocabSize)
         expect(new Set(tokens).size).to.equal(vocabSize)
-        expect(tokens[TEST_LLAMA_TOKENS.imEnd]).to.equal('<|im_end|>')
+        expect(tokens[RANDOM_LLAMA_TOKENS.imEnd]).to.equal('<|im_end|>')
         expect(tokens[byteTokenId(0x0a)]).to.equal('<0x0A>')
       }
     })
@@ -221,8 +221,8 @@ describe('generated test GGUF models', function () {
     it('loads as an SPM llama model with the expected special tokens', () => {
       expect(model.vocabularyType).to.equal(LlamaVocabularyType.spm)
       expect(model.trainContextSize).to.equal(tiny.contextLength)
-      expect(model.tokens.bos).to.equal(TEST_LLAMA_TOKENS.bos)
-      expect(model.tokens.eos).to.equal(TEST_LLAMA_TOKENS.eos)
+      expect(model.tokens.bos).to.equal(RANDOM_LLAMA_TOKENS.bos)
+      expect(model.tokens.eos).to.equal(RANDOM_LLAMA_TOKENS.eos)
       expect(model.tokens.eosString).to.equal('<|im_end|>')
       expect(model.tokens.nl).to.equal(byteTokenId(0x0a))
     })
@@ -251,8 +251,8 @@ describe('generated test GGUF models', function () {
       const bytes = [...Buffer.from('日', 'utf8')]
       expect(tokens.slice(-3)).to.deep.equal(bytes.map(byteTokenId))
 
-      expect(model.tokenize('<|im_start|>', true)).to.deep.equal([TEST_LLAMA_TOKENS.imStart])
-      expect(model.tokenize('<|im_start|>', false)).to.not.include(TEST_LLAMA_TOKENS.imStart)
+      expect(model.tokenize('<|im_start|>', true)).to.deep.equal([RANDOM_LLAMA_TOKENS.imStart])
+      expect(model.tokenize('<|im_start|>', false)).to.not.include(RANDOM_LLAMA_TOKENS.imStart)
     })
 
     it('uses the chat template stored in the file', async () => {
@@ -266,7 +266,7 @@ describe('generated test GGUF models', function () {
       const custom =
         "{% for message in messages %}[{{ message['role'] }}] {{ message['content'] }}<|im_end|>\n{% endfor %}" +
         '{% if add_generation_prompt %}[assistant] {% endif %}'
-      const {filePath} = await writeTestLlamaGguf(path.join(dir, 'custom-template.gguf'), {chatTemplate: custom})
+      const {filePath} = await writeRandomLlamaGguf(path.join(dir, 'custom-template.gguf'), {chatTemplate: custom})
       const customModel = await llama.loadModel({modelPath: filePath})
       try {
         const customWrapper = resolveChatWrapper(customModel)
@@ -292,7 +292,7 @@ describe('generated test GGUF models', function () {
       const {tokens, stopReason} = await generate({maxTokens: 32})
       expect(stopReason).to.equal('maxTokens')
       expect(new Set(tokens).size).to.be.at.least(8)
-      expect(tokens).to.not.include(TEST_LLAMA_TOKENS.eos)
+      expect(tokens).to.not.include(RANDOM_LLAMA_TOKENS.eos)
     })
 
     it('is deterministic for greedy decoding and for a fixed sampling seed', async () => {
@@ -337,7 +337,7 @@ describe('generated test GGUF models', function () {
       expect(eventually.tokens.length).to.be.within(1, 63)
 
       // node-llama-cpp's TokenBias skips end-of-generation tokens, so this cannot replace the option.
-      const biased = await generate({tokenBias: (model) => new TokenBias(model.tokenizer).set(TEST_LLAMA_TOKENS.eos as Token, {logit: 100})})
+      const biased = await generate({tokenBias: (model) => new TokenBias(model.tokenizer).set(RANDOM_LLAMA_TOKENS.eos as Token, {logit: 100})})
       expect(biased.stopReason).to.equal('maxTokens')
     })
   })
