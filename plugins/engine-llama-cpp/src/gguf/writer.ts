@@ -232,6 +232,11 @@ function encodeValue(out: ByteBuilder, key: string, value: GgufMetadataValue): v
     if (!Number.isFinite(n))
       fail(`${n} is not finite`)
   }
+  const arrayHeader = (elementType: number, length: number) => {
+    out.u32(GgufValueType.ARRAY)
+    out.u32(elementType)
+    out.u64(BigInt(length))
+  }
 
   switch (value.type) {
     case 'uint16':
@@ -269,16 +274,12 @@ function encodeValue(out: ByteBuilder, key: string, value: GgufMetadataValue): v
       out.string(value.value)
       return
     case 'string[]':
-      out.u32(GgufValueType.ARRAY)
-      out.u32(GgufValueType.STRING)
-      out.u64(BigInt(value.value.length))
+      arrayHeader(GgufValueType.STRING, value.value.length)
       for (const item of value.value)
         out.string(item)
       return
     case 'int32[]': {
-      out.u32(GgufValueType.ARRAY)
-      out.u32(GgufValueType.INT32)
-      out.u64(BigInt(value.value.length))
+      arrayHeader(GgufValueType.INT32, value.value.length)
       for (let i = 0; i < value.value.length; i++) {
         checkInteger(value.value[i]!, -0x8000_0000, 0x7fff_ffff)
         out.i32(value.value[i]!)
@@ -286,9 +287,7 @@ function encodeValue(out: ByteBuilder, key: string, value: GgufMetadataValue): v
       return
     }
     case 'float32[]': {
-      out.u32(GgufValueType.ARRAY)
-      out.u32(GgufValueType.FLOAT32)
-      out.u64(BigInt(value.value.length))
+      arrayHeader(GgufValueType.FLOAT32, value.value.length)
       for (let i = 0; i < value.value.length; i++) {
         checkFinite(value.value[i]!)
         out.f32(value.value[i]!)
