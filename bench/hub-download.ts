@@ -14,18 +14,18 @@ import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import {WeightStore} from '../src/cluster/weights.js'
-import {TEST_MODEL_SIZES, writeTestLlamaGguf} from '../test/helpers/gguf/models.js'
+import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 
 const {values} = parseArgs({options: {runs: {default: '3', type: 'string'}, size: {default: 'medium', type: 'string'}}})
 const runs = Number(values.runs)
-const size = values.size as keyof typeof TEST_MODEL_SIZES
+const size = values.size as keyof typeof RANDOM_LLAMA_SIZES
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]
 
 const directory = await mkdtemp(join(tmpdir(), 'hub-bench-'))
 try {
   const model = join(directory, 'model.gguf')
-  const {bytes} = await writeTestLlamaGguf(model, TEST_MODEL_SIZES[size])
+  const {bytes} = await writeRandomLlamaGguf(model, RANDOM_LLAMA_SIZES[size])
   const server = execa('node', ['--import', 'tsx', join(import.meta.dirname, 'fake-hub-server.ts'), `bench/model-GGUF/model-f32.gguf=${model}`], {buffer: false, cwd: import.meta.dirname})
   const hub = await new Promise<{url: string; repos: Record<string, string>}>((resolve) => server.stdout.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()))))
   const url = `${hub.url}/bench/model-GGUF/resolve/${hub.repos['bench/model-GGUF']}/model-f32.gguf`

@@ -16,7 +16,7 @@ import {parseArgs} from 'node:util'
 
 import {execa} from 'execa'
 
-import {TEST_MODEL_SIZES, writeTestLlamaGguf} from '../test/helpers/gguf/models.js'
+import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
 import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
@@ -31,7 +31,7 @@ const {values: options} = parseArgs({
   },
 })
 const LAUNCH_PARAMETERS = {n_ctx: 1024, n_parallel: 8}
-const sizes = options.sizes.split(',') as Array<keyof typeof TEST_MODEL_SIZES>
+const sizes = options.sizes.split(',') as Array<keyof typeof RANDOM_LLAMA_SIZES>
 const levels = options.concurrency.split(',').map(Number)
 const repeats = Number(options.repeats)
 
@@ -150,7 +150,7 @@ async function main() {
 
     for (const size of sizes) {
       const modelPath = join(work, `${size}.gguf`)
-      const written = await writeTestLlamaGguf(modelPath, TEST_MODEL_SIZES[size])
+      const written = await writeRandomLlamaGguf(modelPath, RANDOM_LLAMA_SIZES[size])
       const name = `bench-${size}`
       const family = {model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: `file://${modelPath}`, quantization: 'f32'}]}
       await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})

@@ -66,7 +66,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           version,
-          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log}),
+          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
         }),
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined

@@ -54,8 +54,11 @@ const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', '
 
 export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
 
-/** pending → downloading (only when the weights are not cached) → loading → ready; or error / cancelled. */
-export type LaunchStage = 'pending' | 'downloading' | 'loading' | 'ready' | 'error' | 'cancelled'
+/**
+ * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
+ * loading → ready; or error / cancelled.
+ */
+export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'loading' | 'ready' | 'error' | 'cancelled'
 
 export interface LaunchProgress {
   model_uid: string
@@ -425,6 +428,10 @@ export class Supervisor implements ModelDirectory {
         total_bytes: download.totalBytes,
       })
       fraction = download.totalBytes > 0 ? (DOWNLOAD_SHARE * download.downloadedBytes) / download.totalBytes : 0
+    } else if (step.stage === 'generating') {
+      if (progress.stage !== 'pending') return
+      progress.stage = 'generating'
+      fraction = 0
     } else {
       progress.stage = 'loading'
       fraction = record.downloaded ? DOWNLOAD_SHARE + (1 - DOWNLOAD_SHARE) * step.fraction : step.fraction

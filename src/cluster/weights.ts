@@ -1,7 +1,8 @@
 /**
  * Where a spec's weights live on this worker, fetching them once when they are not there yet: a local file
  * named by `model_uri` (checked as at registration), else the model version's folder in the cache, filled from
- * the spec's hub.
+ * the spec's hub, or made here by the engine plugin's generator when the spec's hub is `generated` (see
+ * generated-weights.ts).
  *
  * A cached model is found on the local disk alone, so its launch makes no network request. Launches of the
  * same model version at the same time follow one shared download; it is stopped (and leaves nothing behind)
@@ -15,12 +16,13 @@ import {dirname} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
-import type {Logger, LoadRequest} from '../kernel/contracts.js'
+import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js'
 
-import {specFileNames} from '../kernel/catalogue.js'
+import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {checkModelUri} from '../kernel/model-files.js'
 import {formatBytes} from '../lib/format.js'
+import {generateIntoCache} from './generated-weights.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hub/hubs.js'
 import {downloadFile, partPath} from './hub/transfer.js'
@@ -38,11 +40,13 @@ export interface DownloadProgress {
 export interface ResolveOptions {
   signal?: AbortSignal
   onProgress?(progress: DownloadProgress): void
+  /** Told when the weights are about to be made here (a `generated` spec that is not cached yet). */
+  onGenerating?(): void
 }
 
 /** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
 export interface WeightsLocation {
-  source: 'local' | 'cache' | 'huggingface' | 'modelscope'
+  source: 'local' | 'cache' | 'generated' | 'huggingface' | 'modelscope'
   files: string[]
   headers: Record<string, string>
 }
@@ -57,6 +61,8 @@ export interface WeightStoreOptions {
   allowedModelDirs?: readonly string[]
   /** Bytes free on the disk holding `dir` (default: statfs). */
   freeBytes?: (dir: string) => Promise<number>
+  /** The installed generator of a model format's weights, for specs whose hub is `generated`. */
+  weightsGenerator?: (format: string) => WeightsGenerator | undefined
 }
 
 type SpecRequest = Pick<LoadRequest, 'modelName' | 'spec'>
@@ -105,12 +111,13 @@ export class WeightStore {
   }
 
   /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
-  async resolve({modelName, spec}: SpecRequest, {onProgress, signal}: ResolveOptions = {}): Promise<string> {
+  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, signal}: ResolveOptions = {}): Promise<string> {
     const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
     if (!(await this.cache.has(version, names))) {
       if (signal?.aborted) throw cancelled(modelName)
+      if (spec.model_hub === GENERATED_HUB) onGenerating?.()
       const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names)
       await this.follow(job, modelName, {onProgress, signal})
     }
@@ -124,6 +131,11 @@ export class WeightStore {
     if (local) return {files: [local], headers: {}, source: 'local'}
     const {names, version} = this.entryOf(modelName, spec)
     if (await this.cache.has(version, names)) return {files: names.map((name) => this.cache.filePath(version, name)), headers: {}, source: 'cache'}
+    if (spec.model_hub === GENERATED_HUB) {
+      await this.resolve({modelName, spec}, {signal})
+      return {files: names.map((name) => this.cache.filePath(version, name)), headers: {}, source: 'generated'}
+    }
+
     const hub = this.hub(spec)
     const snapshot = await this.snapshot(hub, spec, signal)
     const files = this.remoteFiles(hub, snapshot, names)
@@ -192,7 +204,11 @@ export class WeightStore {
 
   private start(version: string, modelName: string, spec: ResolvedSpec, names: string[]): DownloadJob {
     const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
-    job.done = this.download(job, version, modelName, spec, names).finally(() => this.jobs.delete(version))
+    const fill =
+      spec.model_hub === GENERATED_HUB
+        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, signal: job.controller.signal, spec, version})
+        : this.download(job, version, modelName, spec, names)
+    job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.
     job.done.catch(() => {})
     this.jobs.set(version, job)

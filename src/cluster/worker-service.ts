@@ -60,7 +60,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     log,
     logDir: paths.logs,
     version,
-    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log}),
+    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
   })
   const link = new SupervisorLink({address: listening.url, clusterToken, endpoint: endpoint.replace(/\/+$/, ''), log, version, worker})
   try {

@@ -54,8 +54,8 @@ export interface WorkerStatus {
   last_seen: number
 }
 
-/** How far a launch on a worker has got: fetching the weights, then loading them. */
-export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'loading'; fraction: number}
+/** How far a launch on a worker has got: fetching (or making) the weights, then loading them. */
+export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'generating'} | {stage: 'loading'; fraction: number}
 
 export interface LaunchOptions {
   /** Aborting it cancels the launch; the worker leaves nothing behind (no process, no partial download). */
@@ -125,7 +125,11 @@ export class LocalWorker implements WorkerApi {
     if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
     let modelPath: string
     try {
-      modelPath = await this.options.weights.resolve(load, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
+      modelPath = await this.options.weights.resolve(load, {
+        onGenerating: () => onProgress?.({stage: 'generating'}),
+        onProgress: (download) => onProgress?.({download, stage: 'downloading'}),
+        signal,
+      })
     } catch (error) {
       this.versions.delete(load.modelUid)
       throw error

@@ -54,6 +54,12 @@ export interface ResolvedSpec {
   quantization_parts: string[] | null
 }
 
+/**
+ * The hub of specs whose weights are made on this machine by the engine plugin's generator for their format (see
+ * `WeightsGenerator`); their `model_id` names the recipe. Nothing is downloaded for them.
+ */
+export const GENERATED_HUB = 'generated'
+
 /** The size of specs that give none, as `none` is the quantization of specs that have none. */
 export const NO_SIZE = 'none'
 

@@ -42,6 +42,7 @@ export interface Contribution {
   engines?: EngineDefinition[]
   catalogue?: CatalogueContribution[]
   routes?: RouteDefinition[]
+  weightsGenerators?: WeightsGenerator[]
 }
 
 // ---------------------------------------------------------------------------------------------- model types
@@ -196,6 +197,35 @@ export interface LoadContext {
 
 export interface EngineHost {
   load(request: LoadRequest, context: LoadContext): Promise<LoadedModel>
+}
+
+// ------------------------------------------------------------------------------------------ weights made here
+
+/**
+ * Makes a model's weight files on this machine instead of downloading them: the source of catalogue specs whose hub
+ * (`model_src` key) is `generated`, such as `tiny-random-llm`, so that a model can be tried with no network at all.
+ * Such a spec's `model_id` names one of the generator's recipes, and its file-name template the files. An engine
+ * plugin contributes one generator per model format it can write; what is made must not depend on anything but the
+ * recipe (a fixed seed), so the same entry always gives the same files.
+ */
+export interface WeightsGenerator {
+  /** The model format of the files it writes (`ggufv2`), as specs name it. */
+  format: string
+  /** What it can make, by the name a spec's `model_id` gives. */
+  recipes: string[]
+  /**
+   * Writes the recipe's files to `files`, in the order the spec names them. The kernel gives temporary paths in the
+   * model's cache folder and renames them into place once this resolves, so a crash never leaves a half-made model.
+   */
+  generate(request: WeightsGenerationRequest): Promise<void>
+}
+
+export interface WeightsGenerationRequest {
+  recipe: string
+  /** Absolute paths to write, one per file of the spec. */
+  files: string[]
+  /** Aborted when every launch waiting for the files has been cancelled. */
+  signal: AbortSignal
 }
 
 // --------------------------------------------------------------------------------------------- catalogue

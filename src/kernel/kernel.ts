@@ -12,6 +12,7 @@ import type {
   Logger,
   ModelTypeDefinition,
   RouteDefinition,
+  WeightsGenerator,
 } from './contracts.js'
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
@@ -62,6 +63,8 @@ export class Kernel {
   readonly engines = new Map<string, Registered<EngineDefinition>>()
   readonly builtins = new Map<string, Map<string, BuiltinFamily>>()
   readonly routes: Array<Registered<RouteDefinition>> = []
+  /** Keyed by model format, lower-cased as formats are matched. */
+  readonly weightsGenerators = new Map<string, Registered<WeightsGenerator>>()
   /** Problems found while registering, for the log and `GET /v1/cluster/plugins`. */
   readonly problems: PluginFailure[] = []
   readonly plugins: string[] = []
@@ -84,6 +87,10 @@ export class Kernel {
 
   engine(name: string): Registered<EngineDefinition> | undefined {
     return this.engines.get(name.toLowerCase())
+  }
+
+  weightsGenerator(format: string): WeightsGenerator | undefined {
+    return this.weightsGenerators.get(format.toLowerCase())?.definition
   }
 
   enginesFor(modelType: string): EngineDefinition[] {
@@ -109,6 +116,7 @@ export class Kernel {
 
   private registerRest(plugin: string, contribution: Contribution) {
     for (const engine of contribution.engines ?? []) this.registerEngine(plugin, engine)
+    for (const generator of contribution.weightsGenerators ?? []) this.registerWeightsGenerator(plugin, generator)
     for (const entry of contribution.catalogue ?? []) {
       if (!entry || !this.modelType(entry.modelType)) {
         this.report(plugin, `catalogue for unknown model type ${JSON.stringify(entry?.modelType)}`)
@@ -140,6 +148,23 @@ export class Kernel {
         this.routes.push({definition: route as RouteDefinition, plugin})
       }
     }
+  }
+
+  private registerWeightsGenerator(plugin: string, generator: WeightsGenerator) {
+    const valid =
+      typeof generator?.format === 'string' &&
+      generator.format.length > 0 &&
+      Array.isArray(generator.recipes) &&
+      generator.recipes.every(isNonEmptyString) &&
+      typeof generator.generate === 'function'
+    if (!valid) {
+      this.report(plugin, `weights generator ${JSON.stringify(generator?.format)} needs a format, a list of recipe names and a generate function`)
+      return
+    }
+
+    const existing = this.weightsGenerators.get(generator.format.toLowerCase())
+    if (existing) this.report(plugin, `weights generator for ${generator.format} is already provided by ${existing.plugin}`)
+    else this.weightsGenerators.set(generator.format.toLowerCase(), {definition: generator, plugin})
   }
 
   private registerEngine(plugin: string, engine: EngineDefinition) {

@@ -61,7 +61,7 @@ export function createProgressView({columns = 80, now = () => performance.now(),
       return `Downloading ${bar(fraction, Math.max(10, Math.min(30, columns - text.length - 20)))} ${percent(fraction)}  ${text}`
     }
 
-    const label = {loading: 'Loading', ready: 'Ready'}[progress.stage as string] ?? 'Starting'
+    const label = {generating: 'Generating', loading: 'Loading', ready: 'Ready'}[progress.stage as string] ?? 'Starting'
     return `${label.padEnd(11)} ${bar(progress.progress, Math.max(10, Math.min(30, columns - 20)))} ${percent(progress.progress)}`
   }
 
@@ -105,7 +105,7 @@ export function createProgressView({columns = 80, now = () => performance.now(),
       if (finished) return
       const rate = progress.stage === 'downloading' ? speed.add(now(), progress.downloaded_bytes) : undefined
       if (!tty) plain(progress, rate)
-      else if (!paused && (progress.stage === 'downloading' || progress.stage === 'loading' || drawn)) {
+      else if (!paused && (progress.stage === 'downloading' || progress.stage === 'generating' || progress.stage === 'loading' || drawn)) {
         drawn = line(progress, rate)
         write(`\r\u001B[2K${drawn}`)
       }

@@ -4,7 +4,7 @@ import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {CHATML_TEMPLATE, writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {CHATML_TEMPLATE, writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('chat templates', () => {
@@ -23,7 +23,7 @@ describe('chat templates', () => {
 
   before(async () => {
     ggufPath = join(await temporaryDirectory(), 'no-template.gguf')
-    await writeTestLlamaGguf(ggufPath, {chatTemplate: null})
+    await writeRandomLlamaGguf(ggufPath, {chatTemplate: null})
     service = await startService()
   })
 

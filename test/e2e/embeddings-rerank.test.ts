@@ -7,7 +7,7 @@ import {expect} from 'chai'
 import OpenAI from 'openai'
 
 import {assertOpenAiSchema} from '../helpers/conformance.js'
-import {buildWordPieceVocabulary} from '../helpers/gguf/bert.js'
+import {buildWordPieceVocabulary} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 import {writeTinyChatModel, writeTinyRetrievalModel} from '../helpers/models.js'
 import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 

@@ -11,7 +11,7 @@ import {readdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {FakeHub, type FakeHubRepo} from '../helpers/fake-hub.js'
-import {writeTestLlamaGguf, writeTestLlamaGgufSplit} from '../helpers/gguf/models.js'
+import {writeRandomLlamaGguf, writeRandomLlamaGgufSplit} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, closedPort, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const REPO = 'test-org/tiny-GGUF'
@@ -47,10 +47,10 @@ describe('model hub (service-local, servicectl, a local Hugging Face / ModelScop
   before(async () => {
     const directory = await temporaryDirectory()
     const tiny = join(directory, 'tiny.gguf')
-    const {bytes} = await writeTestLlamaGguf(tiny)
+    const {bytes} = await writeRandomLlamaGguf(tiny)
     half = Math.floor(bytes / 2)
     const parts = SPLIT_PARTS.map((part) => join(directory, `tiny-split-${part}.gguf`))
-    await writeTestLlamaGgufSplit(parts)
+    await writeRandomLlamaGgufSplit(parts)
     hub = await FakeHub.start()
     const files: Record<string, string> = Object.fromEntries(QUANTIZATIONS.filter((q) => q !== 'split' && q !== 'q5_k_m').map((q) => [`tiny-${q}.gguf`, tiny]))
     for (const [index, part] of SPLIT_PARTS.entries()) files[`tiny-split-${part}.gguf`] = parts[index]

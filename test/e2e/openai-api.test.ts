@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {assertOpenAiSchema} from '../helpers/conformance.js'
-import {buildVocabulary} from '../helpers/gguf/tokenizer.js'
+import {buildVocabulary} from '../../plugins/engine-llama-cpp/src/gguf/tokenizer.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
@@ -230,7 +230,7 @@ describe('OpenAI API (service-local, openai client)', function () {
     })
 
     it('takes prompts as token ids, one list or several, and echoes them as text', async () => {
-      // " Hello world" is "▁Hello", "▁world" in the generated vocabulary (see test/helpers/gguf/tokenizer.ts); the
+      // " Hello world" is "▁Hello", "▁world" in the generated vocabulary (see plugins/engine-llama-cpp/src/gguf/tokenizer.ts); the
       // engine puts <s> before either form.
       const vocabulary = buildVocabulary(512).map((token) => token.text)
       const ids = [vocabulary.indexOf('▁Hello'), vocabulary.indexOf('▁world')]

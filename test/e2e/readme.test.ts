@@ -1,8 +1,9 @@
 /**
  * The README's examples are run as written: the shell blocks with `servicectl` on PATH, the client examples with
  * node, the access-control config with its login example, and the catalogue block against a local hub that
- * serves a generated model under the real repo and file names. Only the model paths (generated GGUFs instead of
- * downloaded ones), the port, HF_ENDPOINT and the secret (which the reader generates) differ from what a reader runs.
+ * serves a generated model under the real repo and file names. The quickstart's tiny-random-llm is made by the
+ * service itself. Only the custom models' paths (generated GGUFs instead of the reader's files), the port,
+ * HF_ENDPOINT and the secret (which the reader generates) differ from what a reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
@@ -12,8 +13,8 @@ import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
 import {FakeHub} from '../helpers/fake-hub.js'
-import {writeTestBertGguf} from '../helpers/gguf/bert.js'
-import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 async function readmeBlock(marker: string): Promise<string> {
@@ -47,19 +48,11 @@ describe('README examples', () => {
     return result.stdout
   }
 
-  it('runs the quickstart, the client, Anthropic, tools and embedding examples as written', async () => {
-    const model = join(directory, 'model.gguf')
-    await writeTestLlamaGguf(model)
-    const script = (await readmeBlock('quickstart')).replace('/path/to/model.gguf', model)
-    const lines = script.split('\n')
-    const terminate = lines.pop()!
-    expect(terminate).to.match(/^servicectl terminate/)
-
-    const quickstart = await execa('bash', ['-euo', 'pipefail', '-c', lines.join('\n')], {cwd: directory, env, reject: false})
+  it('runs the quickstart (tiny-random-llm, made on first launch), the client, Anthropic, tools, custom-model and embedding examples as written', async () => {
+    const quickstart = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('quickstart')], {cwd: directory, env, reject: false})
     expect(quickstart.exitCode, quickstart.stderr).to.equal(0)
-    expect(quickstart.stdout).to.contain('Registered my-model (LLM).')
-    expect(quickstart.stdout).to.contain('Model uid: my-model')
-    expect(quickstart.stdout).to.match(/my-model\s+LLM\s+my-model\s+llama.cpp\s+ggufv2\s+0_5\s+q4_0\s+ready/)
+    expect(quickstart.stdout).to.contain('Model uid: tiny-random-llm')
+    expect(quickstart.stdout).to.match(/tiny-random-llm\s+LLM\s+tiny-random-llm\s+llama.cpp\s+ggufv2\s+0_0001\s+f32\s+ready/)
     expect(quickstart.stdout).to.match(/Assistant: \S/)
     expect(quickstart.stdout).to.match(/Completion: \S/)
 
@@ -67,10 +60,21 @@ describe('README examples', () => {
     expect(await runNode('anthropic-client')).to.match(/^[\s\S]+ max_tokens 32\n\d+$/)
     expect(await runNode('tools')).to.match(/^get_weather \{ city: (['"`]).*\1 \}\n\{ name: (['"`]).*\2, indoor: (true|false) \}$/)
 
+    const model = join(directory, 'model.gguf')
+    await writeRandomLlamaGguf(model)
+    const custom = await execa('bash', ['-euo', 'pipefail', '-c', (await readmeBlock('custom-model')).replace('/path/to/model.gguf', model)], {cwd: directory, env, reject: false})
+    expect(custom.exitCode, custom.stderr).to.equal(0)
+    expect(custom.stdout).to.contain('Registered my-model (LLM).')
+    expect(custom.stdout).to.contain('Model uid: my-model')
+    expect(custom.stdout).to.match(/my-model\s+LLM\s+my-model\s+llama.cpp\s+ggufv2\s+0_5\s+q4_0\s+ready/)
+    expect(custom.stdout).to.match(/Assistant: \S/)
+    expect(custom.stdout).to.match(/Completion: \S/)
+    expect(custom.stdout).to.contain('Terminated my-model.')
+
     const embedder = join(directory, 'embedder.gguf')
     const reranker = join(directory, 'reranker.gguf')
-    await writeTestBertGguf(embedder)
-    await writeTestBertGguf(reranker, {kind: 'reranker'})
+    await writeRandomBertGguf(embedder)
+    await writeRandomBertGguf(reranker, {kind: 'reranker'})
     const retrieval = (await readmeBlock('embeddings-rerank'))
       .replace('/path/to/bge-small-en-v1.5-q8_0.gguf', embedder)
       .replace('/path/to/bge-reranker-v2-m3-Q4_0.gguf', reranker)
@@ -80,14 +84,11 @@ describe('README examples', () => {
     expect(embedded.stdout).to.match(/my-embedder\s+embedding\s+my-embedder\s+llama.cpp\s+q8_0\s+64\s+127\s+ready/)
     // The generated embedding model has 64 dimensions where bge-small has 384.
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
-
-    const stopped = await execa('bash', ['-euo', 'pipefail', '-c', terminate], {cwd: directory, env, reject: false})
-    expect(stopped.stdout).to.contain('Terminated my-model.')
   })
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
     const model = join(directory, 'catalogue.gguf')
-    await writeTestLlamaGguf(model)
+    await writeRandomLlamaGguf(model)
     const hub = await FakeHub.start()
     await hub.addRepo('Qwen/Qwen2.5-0.5B-Instruct-GGUF', {'qwen2.5-0.5b-instruct-q4_k_m.gguf': model})
     const catalogue = await startService({env: {HF_ENDPOINT: hub.url}})

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import OpenAI from 'openai'
 
-import {byteTokenId, writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {byteTokenId, writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('sampling controls (logit_bias, ignore_eos)', () => {
@@ -17,7 +17,7 @@ describe('sampling controls (logit_bias, ignore_eos)', () => {
     client = new OpenAI({apiKey: 'x', baseURL: `${service.url}/v1`, maxRetries: 0})
     // A model that ends its turn straight away, so ignore_eos has something to ignore.
     const path = join(directory, 'terse.gguf')
-    await writeTestLlamaGguf(path, {endOfTurnLogit: 25})
+    await writeRandomLlamaGguf(path, {endOfTurnLogit: 25})
     const family = {model_name: 'terse', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: pathToFileURL(path).href, quantization: 'f32'}]}
     expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
     expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'terse'})).status).to.equal(200)

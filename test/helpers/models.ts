@@ -3,17 +3,17 @@ import {writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {writeTestBertGguf} from './gguf/bert.js'
-import {type TestLlamaOptions, writeTestLlamaGguf} from './gguf/models.js'
+import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
+import {type RandomLlamaOptions, writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 
 /** A generated llama chat model registered as an LLM; `options` shape the model (e.g. `endOfTurnLogit`). */
 export async function writeTinyChatModel(
   directory: string,
   name = 'tiny-chat',
-  options: TestLlamaOptions = {},
+  options: RandomLlamaOptions = {},
 ): Promise<{ggufPath: string; registrationPath: string; family: Record<string, unknown>}> {
   const ggufPath = join(directory, `${name}.gguf`)
-  await writeTestLlamaGguf(ggufPath, options)
+  await writeRandomLlamaGguf(ggufPath, options)
   const family = {
     context_length: 2048,
     model_ability: ['chat', 'generate'],
@@ -40,7 +40,7 @@ export async function writeTinyRetrievalModel(
   {matryoshkaDimensions}: {matryoshkaDimensions?: number[]} = {},
 ): Promise<{ggufPath: string; registrationPath: string; family: Record<string, unknown>}> {
   const ggufPath = join(directory, `${name}.gguf`)
-  const written = await writeTestBertGguf(ggufPath, {kind: kind === 'rerank' ? 'reranker' : 'embedding'})
+  const written = await writeRandomBertGguf(ggufPath, {kind: kind === 'rerank' ? 'reranker' : 'embedding'})
   const family = {
     language: ['en'],
     max_tokens: written.contextLength,

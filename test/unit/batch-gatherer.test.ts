@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {join} from 'node:path'
 
 import {BatchGatherer, type GathererTimers} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
-import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 /**
@@ -229,7 +229,7 @@ describe('batch gatherer on node-llama-cpp', function () {
 
   it('drives the real context, so that sequences generating together share every decode, in order', async () => {
     const directory = await temporaryDirectory()
-    const {filePath} = await writeTestLlamaGguf(join(directory, 'tiny.gguf'))
+    const {filePath} = await writeRandomLlamaGguf(join(directory, 'tiny.gguf'))
     const {getLlama} = await import('node-llama-cpp')
     const llama = await getLlama({build: 'never', gpu: false})
     const model = await llama.loadModel({modelPath: filePath})

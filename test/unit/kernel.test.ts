@@ -100,4 +100,21 @@ describe('kernel', () => {
       'route POST /v1/typo declares the unknown permission "models:write", so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, admin, public',
     ])
   })
+
+  it('registers one weights generator per format, reporting a malformed or second one by plugin', () => {
+    const generate = async () => {}
+    const kernel = Kernel.fromContributions(api, [
+      {contribution: {weightsGenerators: [{format: 'ggufv2', generate, recipes: ['tiny']}]}, plugin: 'engine'},
+      {
+        contribution: {weightsGenerators: [{format: 'GGUFv2', generate, recipes: ['other']}, {format: 'pytorch', recipes: ['x']} as never]},
+        plugin: 'rival',
+      },
+    ])
+    expect(kernel.weightsGenerator('GGUFV2')?.recipes).to.deep.equal(['tiny'])
+    expect(kernel.weightsGenerator('pytorch')).to.equal(undefined)
+    expect(kernel.problems).to.deep.equal([
+      {message: 'weights generator for GGUFv2 is already provided by engine', plugin: 'rival'},
+      {message: 'weights generator "pytorch" needs a format, a list of recipe names and a generate function', plugin: 'rival'},
+    ])
+  })
 })

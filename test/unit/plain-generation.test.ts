@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {BatchGatherer} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
 import {generatePlain, plainGenerationSupport, type PlainOutcome, type SamplerFactory, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
-import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 describe('stop matcher', () => {
@@ -29,7 +29,7 @@ describe('plain generation on node-llama-cpp', function () {
 
   async function load() {
     const directory = await temporaryDirectory()
-    const {filePath} = await writeTestLlamaGguf(join(directory, 'tiny.gguf'))
+    const {filePath} = await writeRandomLlamaGguf(join(directory, 'tiny.gguf'))
     const {getLlama, LlamaChat, LlamaCompletion, resolveChatWrapper, TokenBias} = await import('node-llama-cpp')
     const llama = await getLlama({build: 'never', gpu: false})
     const model = await llama.loadModel({modelPath: filePath})

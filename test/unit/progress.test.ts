@@ -53,6 +53,12 @@ describe('launch progress view', () => {
     expect(render(false, [[0, step('pending', 0, 0)], [10, step('loading', 0, 0.5)], [20, step('ready', 0, 1)]])).to.equal('')
   })
 
+  it('shows weights being made here on a terminal, and nothing in a log', () => {
+    const generated: Array<[number, LaunchProgress]> = [[0, step('pending', 0, 0)], [10, step('generating', 0, 0)], [20, step('loading', 0, 0.5)]]
+    expect(render(true, generated).split('\r\u001B[2K').filter(Boolean)[0]).to.equal('Generating  [..............................]   0%')
+    expect(render(false, generated)).to.equal('')
+  })
+
   it('redraws one line on a terminal with bytes, speed and time left', () => {
     const lines = render(true, download).split('\r\u001B[2K').filter(Boolean)
     expect(lines[1]).to.equal('Downloading [########......................]  25%  25.0 MB / 100.0 MB  20.0 MB/s  ETA 0:04')

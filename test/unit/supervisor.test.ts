@@ -3,7 +3,7 @@ import {mkdtemp} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import type {InstanceLaunch, InstanceSummary, LaunchOptions, WorkerApi, WorkerStatus} from '../../src/cluster/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchOptions, LaunchStep, WorkerApi, WorkerStatus} from '../../src/cluster/worker.js'
 
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
@@ -11,22 +11,23 @@ import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {ModelRegistry} from '../../src/kernel/registry.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+const halfDownloaded: LaunchStep = {download: {downloadedBytes: 50, files: [{downloadedBytes: 50, name: 'demo-q4_0.gguf', totalBytes: 100}], hub: 'huggingface', repo: 'org/demo', totalBytes: 100}, stage: 'downloading'}
 
 /**
  * A worker whose launches succeed or fail on demand, or wait for the test (`pause`) after reporting a
- * download; records what it was asked to do.
+ * step (half of a download unless told); records what it was asked to do.
  */
 class FakeWorker implements WorkerApi {
   readonly id = 'fake'
   launches: InstanceLaunch[] = []
   failNext?: ServiceError
   running = new Set<string>()
-  private paused?: {continue: () => void; options: LaunchOptions}
-  private waiting?: {continue: () => void; options: LaunchOptions}
+  private paused?: {continue: () => void; options: LaunchOptions; step: LaunchStep}
+  private waiting?: {continue: () => void; options: LaunchOptions; step: LaunchStep}
 
-  /** The next launch reports half of a download, then waits for `resume()` (or its cancellation). */
-  pause() {
-    this.paused = {continue() {}, options: {}}
+  /** The next launch reports `step`, then waits for `resume()` (or its cancellation). */
+  pause(step = halfDownloaded) {
+    this.paused = {continue() {}, options: {}, step}
   }
 
   resume(loadFractions: number[] = [0.5, 1]) {
@@ -42,7 +43,7 @@ class FakeWorker implements WorkerApi {
       const paused = this.paused
       this.waiting = paused
       paused.options = options
-      options.onProgress?.({download: {downloadedBytes: 50, files: [{downloadedBytes: 50, name: 'demo-q4_0.gguf', totalBytes: 100}], hub: 'huggingface', repo: 'org/demo', totalBytes: 100}, stage: 'downloading'})
+      options.onProgress?.(paused.step)
       this.paused = undefined
       await new Promise<void>((resolve, reject) => {
         paused.continue = resolve
@@ -140,6 +141,18 @@ describe('supervisor', () => {
     worker.resume([0.5, 0.2, 1])
     await new Promise((resolve) => setImmediate(resolve))
     expect(supervisor.progress('demo')).to.deep.include({error: null, progress: 1, stage: 'ready'})
+  })
+
+  it('reports weights being made on the worker as the generating stage, then loading', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause({stage: 'generating'})
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}, {waitReady: false})
+    expect(supervisor.progress('demo')).to.deep.include({downloaded_bytes: 0, progress: 0, stage: 'generating', total_bytes: 0})
+    expect(supervisor.describeModel('demo')).to.include({stage: 'generating', status: 'launching'})
+    worker.resume([0.5])
+    expect(supervisor.progress('demo')).to.deep.include({progress: 0.5, stage: 'loading'})
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(supervisor.progress('demo')).to.deep.include({progress: 1, stage: 'ready'})
   })
 
   it('cancels a launch in progress, keeps why for the progress route, and frees the uid', async () => {

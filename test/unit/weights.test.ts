@@ -11,7 +11,7 @@ import type {ResolvedSpec} from '../../src/kernel/catalogue.js'
 
 import {WeightStore} from '../../src/cluster/weights.js'
 import {FakeHub} from '../helpers/fake-hub.js'
-import {writeTestLlamaGguf} from '../helpers/gguf/models.js'
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
@@ -37,7 +37,7 @@ describe('weight store', () => {
   before(async () => {
     directory = await temporaryDirectory()
     const tiny = join(directory, 'tiny.gguf')
-    size = (await writeTestLlamaGguf(tiny)).bytes
+    size = (await writeRandomLlamaGguf(tiny)).bytes
     hub = await FakeHub.start()
     await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny})
   })

@@ -2,10 +2,15 @@ import type {RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
+import {generateRecipe, RECIPE_NAMES} from './gguf/recipes.js'
+
 /** node-llama-cpp's own command-line tool (its package's `bin`), run with the node that runs the toolkit. */
 const NODE_LLAMA_CPP_CLI = fileURLToPath(new URL('cli/cli.js', import.meta.resolve('node-llama-cpp')))
 
-/** Data only: the kernel spawns `host.js` in a child process per launched model. */
+/**
+ * The engine is data: the kernel spawns `host.js` in a child process per launched model. The weights generator makes
+ * the catalogue's random-weight GGUF models in the service's own process, which takes milliseconds.
+ */
 const register: RegisterHook = async () => ({
   engines: [
     {
@@ -49,6 +54,7 @@ const register: RegisterHook = async () => ({
       },
     },
   ],
+  weightsGenerators: [{format: 'ggufv2', generate: generateRecipe, recipes: RECIPE_NAMES}],
 })
 
 export default register

@@ -1,5 +1,5 @@
 /**
- * A small SentencePiece-style ("llama" tokenizer model) vocabulary for generated test models.
+ * A small SentencePiece-style ("llama" tokenizer model) vocabulary for generated random-weight models.
  *
  * How llama.cpp's SPM tokenizer uses it (src/llama-vocab.cpp, llm_tokenizer_spm_session): the text gets a leading
  * space, spaces become "▁", the text is split into UTF-8 characters, and adjacent symbols are merged, highest token

@@ -1,5 +1,6 @@
 /**
- * Real, loadable llama-architecture GGUF models with random weights, generated on the fly for tests and benchmarks.
+ * Real, loadable llama-architecture GGUF models with random weights, generated on the fly: the catalogue's
+ * `tiny-random-llm`, and the models tests and benchmarks run.
  *
  * They exercise the genuine llama.cpp code paths (loading, tokenization, chat templates, batching, sampling, KV cache)
  * without downloading a model: `tiny` is written in milliseconds and generates a token in well under a millisecond,
@@ -14,12 +15,13 @@
  * - Weights come from a PRNG seeded by the model seed and the tensor name, so the same options give byte-identical
  *   files, and changing e.g. `blockCount` leaves the other tensors' values unchanged.
  */
-import {writeGguf, gguf, type GgufFile, type GgufMetadataValue, type GgufTensor, type GgmlTensorType} from './writer.js'
+import {constantChunks, type RowShaper, tensorSeed, uniformRows} from './random-tensors.js'
 import {buildVocabulary, SPECIAL_TOKEN_IDS, TOKEN_TYPE} from './tokenizer.js'
+import {writeGguf, gguf, type GgufFile, type GgufMetadataValue, type GgufTensor, type GgmlTensorType} from './writer.js'
 
-export {SPECIAL_TOKEN_IDS as TEST_LLAMA_TOKENS, byteTokenId, BASE_VOCABULARY_SIZE, MIN_VOCABULARY_SIZE} from './tokenizer.js'
+export {SPECIAL_TOKEN_IDS as RANDOM_LLAMA_TOKENS, byteTokenId, BASE_VOCABULARY_SIZE, MIN_VOCABULARY_SIZE} from './tokenizer.js'
 
-export interface TestLlamaOptions {
+export interface RandomLlamaOptions {
   /** Hidden size (`llama.embedding_length`); a multiple of `headCount` with an even head size. */
   embeddingLength?: number
   /** Number of transformer blocks. */
@@ -56,7 +58,7 @@ export interface TestLlamaOptions {
   endOfTurnLogit?: number | null
 }
 
-export interface TestLlamaGguf {
+export interface RandomLlamaGguf {
   filePath: string
   /** File size. */
   bytes: number
@@ -75,16 +77,16 @@ export const CHATML_TEMPLATE =
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 
 /**
- * Preset shapes. Every option not given to {@link writeTestLlamaGguf} comes from `tiny`, so
- * `{...TEST_MODEL_SIZES.small, seed: 7}` and `{blockCount: 4}` both work.
+ * Preset shapes. Every option not given to {@link writeRandomLlamaGguf} comes from `tiny`, so
+ * `{...RANDOM_LLAMA_SIZES.small, seed: 7}` and `{blockCount: 4}` both work.
  *
  * - `tiny`: ~140k parameters, ~0.6 MB; the default for tests (loads and generates in milliseconds).
  * - `small`: ~4.2M parameters, ~17 MB; for tests that need measurable but quick compute.
  * - `medium`: ~137M parameters, ~550 MB in F32; for benchmarks and memory estimation. Write it once per run.
  */
-export const TEST_MODEL_SIZES = Object.freeze({
+export const RANDOM_LLAMA_SIZES = Object.freeze({
   tiny: Object.freeze({
-    name: 'test-llama-tiny',
+    name: 'random-llama-tiny',
     embeddingLength: 64,
     blockCount: 2,
     headCount: 4,
@@ -94,7 +96,7 @@ export const TEST_MODEL_SIZES = Object.freeze({
     vocabSize: 512,
   }),
   small: Object.freeze({
-    name: 'test-llama-small',
+    name: 'random-llama-small',
     embeddingLength: 256,
     blockCount: 4,
     headCount: 8,
@@ -104,7 +106,7 @@ export const TEST_MODEL_SIZES = Object.freeze({
     vocabSize: 2048,
   }),
   medium: Object.freeze({
-    name: 'test-llama-medium',
+    name: 'random-llama-medium',
     embeddingLength: 1024,
     blockCount: 8,
     headCount: 16,
@@ -113,7 +115,7 @@ export const TEST_MODEL_SIZES = Object.freeze({
     contextLength: 4096,
     vocabSize: 32000,
   }),
-} satisfies Record<string, Readonly<TestLlamaOptions>>)
+} satisfies Record<string, Readonly<RandomLlamaOptions>>)
 
 const DEFAULT_SEED = 42
 const RMS_NORM_EPSILON = 1e-5
@@ -133,23 +135,23 @@ function expectedBiasInput(config: ResolvedConfig): number {
 }
 
 /** Generates a model file (see the module comment). The directory must exist; the file is replaced atomically. */
-export async function writeTestLlamaGguf(filePath: string, options: TestLlamaOptions = {}): Promise<TestLlamaGguf> {
-  const {file, vocabSize} = buildTestLlama(options)
+export async function writeRandomLlamaGguf(filePath: string, options: RandomLlamaOptions = {}): Promise<RandomLlamaGguf> {
+  const {file, vocabSize} = buildRandomLlama(options)
   const written = await writeGguf(filePath, file)
   return {filePath, bytes: written.bytes, vocabSize, parameters: written.elements}
 }
 
 /**
- * The same model as {@link writeTestLlamaGguf}, stored as `filePaths.length` split files the way llama.cpp's
+ * The same model as {@link writeRandomLlamaGguf}, stored as `filePaths.length` split files the way llama.cpp's
  * gguf-split writes them: every part carries `split.no`, `split.count` and `split.tensors.count`, the first also all
  * the model's metadata, and the tensors are shared out in order. Name the files `…-00001-of-0000N.gguf` so llama.cpp,
  * given the first, finds the others next to it.
  */
-export async function writeTestLlamaGgufSplit(filePaths: readonly string[], options: TestLlamaOptions = {}): Promise<TestLlamaGguf[]> {
-  const {file, vocabSize} = buildTestLlama(options)
+export async function writeRandomLlamaGgufSplit(filePaths: readonly string[], options: RandomLlamaOptions = {}): Promise<RandomLlamaGguf[]> {
+  const {file, vocabSize} = buildRandomLlama(options)
   const count = filePaths.length
   const perPart = Math.ceil(file.tensors.length / count)
-  const out: TestLlamaGguf[] = []
+  const out: RandomLlamaGguf[] = []
   for (const [index, filePath] of filePaths.entries()) {
     const split = {
       'split.no': gguf.uint16(index),
@@ -166,7 +168,7 @@ export async function writeTestLlamaGgufSplit(filePaths: readonly string[], opti
   return out
 }
 
-function buildTestLlama(options: TestLlamaOptions): {file: GgufFile; vocabSize: number} {
+function buildRandomLlama(options: RandomLlamaOptions): {file: GgufFile; vocabSize: number} {
   const config = resolveConfig(options)
   const tokens = buildVocabulary(config.vocabSize)
   const vocabSize = tokens.length
@@ -257,13 +259,13 @@ function buildTestLlama(options: TestLlamaOptions): {file: GgufFile; vocabSize: 
   return {file: {metadata, tensors}, vocabSize}
 }
 
-type ResolvedConfig = Required<Omit<TestLlamaOptions, 'chatTemplate' | 'endOfTurnLogit'>> &
+type ResolvedConfig = Required<Omit<RandomLlamaOptions, 'chatTemplate' | 'endOfTurnLogit'>> &
   {chatTemplate: string | null; endOfTurnLogit: number | null}
 
-function resolveConfig(options: TestLlamaOptions): ResolvedConfig {
+function resolveConfig(options: RandomLlamaOptions): ResolvedConfig {
   const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
   const config: ResolvedConfig = {
-    ...TEST_MODEL_SIZES.tiny,
+    ...RANDOM_LLAMA_SIZES.tiny,
     seed: DEFAULT_SEED,
     chatTemplate: CHATML_TEMPLATE,
     weightType: 'f32',
@@ -280,7 +282,7 @@ function resolveConfig(options: TestLlamaOptions): ResolvedConfig {
   if (config.embeddingLength % config.headCount !== 0 || (config.embeddingLength / config.headCount) % 2 !== 0)
     throw new RangeError(`embeddingLength ${config.embeddingLength} must split into ${config.headCount} heads of even size (RoPE rotates pairs)`)
   if (config.headCountKv > config.headCount || config.headCount % config.headCountKv !== 0)
-    throw new RangeError(`headCountKv ${config.headCountKv} must divide headCount ${config.headCount} (unset options come from TEST_MODEL_SIZES.tiny)`)
+    throw new RangeError(`headCountKv ${config.headCountKv} must divide headCount ${config.headCount} (unset options come from RANDOM_LLAMA_SIZES.tiny)`)
   if (config.endOfTurnLogit !== null && !Number.isFinite(config.endOfTurnLogit))
     throw new RangeError(`endOfTurnLogit must be a finite number or null, got ${config.endOfTurnLogit}`)
   if (config.weightType !== 'f32' && config.weightType !== 'f16')
@@ -288,77 +290,3 @@ function resolveConfig(options: TestLlamaOptions): ResolvedConfig {
   return config
 }
 
-/** Elements per chunk handed to the writer: 1 MiB of F32, whole rows only. */
-const CHUNK_ELEMENTS = 256 * 1024
-
-/** Adjusts one row (ne0 contiguous values) of a tensor in place after it has been drawn. */
-export type RowShaper = (rowIndex: number, row: Float32Array) => void
-
-/**
- * Uniform values in [-√3·std, √3·std] (variance std²), row by row, from an sfc32 generator. Uniform rather than
- * Gaussian because it is several times cheaper and the distribution's shape does not matter here. Every row consumes
- * its random numbers even if `shapeRow` overwrites it, so shaping one row never shifts the values of the others.
- */
-export function* uniformRows(rowLength: number, rows: number, std: number, seed: number, shapeRow?: RowShaper): Generator<Float32Array> {
-  const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / rowLength))
-  const buffer = new Float32Array(Math.min(rowsPerChunk, rows) * rowLength)
-  const half = std * Math.sqrt(3)
-  const scale = (2 * half) / 2 ** 32
-
-  let [a, b, c, d] = seedSfc32(seed)
-  for (let firstRow = 0; firstRow < rows; firstRow += rowsPerChunk) {
-    const rowCount = Math.min(rowsPerChunk, rows - firstRow)
-    const chunk = buffer.subarray(0, rowCount * rowLength)
-    for (let i = 0; i < chunk.length; i++) {
-      // sfc32 (Chris Doty-Humphrey's Small Fast Counting generator), inlined because this loop is the hot path.
-      const t = (((a + b) | 0) + d) | 0
-      d = (d + 1) | 0
-      a = b ^ (b >>> 9)
-      b = (c + (c << 3)) | 0
-      c = (c << 21) | (c >>> 11)
-      c = (c + t) | 0
-      chunk[i] = (t >>> 0) * scale - half
-    }
-    if (shapeRow !== undefined) {
-      for (let row = 0; row < rowCount; row++)
-        shapeRow(firstRow + row, chunk.subarray(row * rowLength, (row + 1) * rowLength))
-    }
-    yield chunk
-  }
-}
-
-export function* constantChunks(length: number, value: number): Generator<Float32Array> {
-  const buffer = new Float32Array(Math.min(length, CHUNK_ELEMENTS)).fill(value)
-  for (let done = 0; done < length; done += buffer.length)
-    yield buffer.subarray(0, Math.min(buffer.length, length - done))
-}
-
-/** Per-tensor seed: FNV-1a of the name, mixed with the model seed. */
-export function tensorSeed(seed: number, name: string): number {
-  let hash = 0x811c9dc5 ^ Math.imul(seed | 0, 0x9e3779b1) ^ Math.floor(seed / 2 ** 32)
-  for (const byte of Buffer.from(name, 'utf8'))
-    hash = Math.imul(hash ^ byte, 0x01000193)
-  return hash >>> 0
-}
-
-/** Expands a 32-bit seed into sfc32's 128-bit state with splitmix32, then discards the first outputs as sfc32 advises. */
-function seedSfc32(seed: number): [number, number, number, number] {
-  let state = seed | 0
-  const splitmix32 = () => {
-    state = (state + 0x9e3779b9) | 0
-    let z = state
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b)
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35)
-    return (z ^ (z >>> 16)) | 0
-  }
-  let a = splitmix32(), b = splitmix32(), c = splitmix32(), d = splitmix32()
-  for (let i = 0; i < 12; i++) {
-    const t = (((a + b) | 0) + d) | 0
-    d = (d + 1) | 0
-    a = b ^ (b >>> 9)
-    b = (c + (c << 3)) | 0
-    c = (c << 21) | (c >>> 11)
-    c = (c + t) | 0
-  }
-  return [a, b, c, d]
-}

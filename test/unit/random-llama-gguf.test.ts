@@ -18,16 +18,15 @@ import {
 } from 'node-llama-cpp'
 import {
   CHATML_TEMPLATE,
-  TEST_LLAMA_TOKENS,
-  TEST_MODEL_SIZES,
+  RANDOM_LLAMA_TOKENS,
+  RANDOM_LLAMA_SIZES,
   byteTokenId,
-  writeTestLlamaGguf,
-  type TestLlamaGguf,
-  type TestLlamaOptions,
-} from './models.js'
-import {float32ToFloat16Bits, gguf, writeGguf} from './writer.js'
+  writeRandomLlamaGguf,
+  type RandomLlamaGguf,
+  type RandomLlamaOptions,
+} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 
-const tiny = TEST_MODEL_SIZES.tiny
+const tiny = RANDOM_LLAMA_SIZES.tiny
 
 // node-llama-cpp defaults to more threads than a 2-core CI runner has cores; on a model this small the threads then
 // spend their time waiting on each other (measured: ~260 ms per token with the default 4 threads, ~0.5 ms with 1).
@@ -39,18 +38,18 @@ const HISTORY: ChatHistoryItem[] = [
   {type: 'model', response: []},
 ]
 
-describe('generated test GGUF models', function () {
+describe('generated random-weight llama GGUF models', function () {
   this.timeout(30_000)
 
   let dir: string
   let llama: Llama
-  let file: TestLlamaGguf
+  let file: RandomLlamaGguf
   let model: LlamaModel
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'gguf-test-'))
     llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
-    file = await writeTestLlamaGguf(path.join(dir, 'tiny.gguf'))
+    file = await writeRandomLlamaGguf(path.join(dir, 'tiny.gguf'))
     model = await llama.loadModel({modelPath: file.filePath})
   })
 
@@ -62,8 +61,8 @@ describe('generated test GGUF models', function () {
   })
 
   /** Runs `body` with `model` swapped for a tiny model generated with `options`. */
-  async function withModel<T>(options: TestLlamaOptions, body: () => Promise<T>): Promise<T> {
-    const {filePath} = await writeTestLlamaGguf(path.join(dir, `variant-${JSON.stringify(options).replace(/\W+/g, '_')}.gguf`), options)
+  async function withModel<T>(options: RandomLlamaOptions, body: () => Promise<T>): Promise<T> {
+    const {filePath} = await writeRandomLlamaGguf(path.join(dir, `variant-${JSON.stringify(options).replace(/\W+/g, '_')}.gguf`), options)
     const original = model
     model = await llama.loadModel({modelPath: filePath})
     try {
@@ -112,8 +111,8 @@ describe('generated test GGUF models', function () {
     })
 
     it('is byte-identical for the same options and differs for another seed', async () => {
-      const again = await writeTestLlamaGguf(path.join(dir, 'tiny-again.gguf'))
-      const reseeded = await writeTestLlamaGguf(path.join(dir, 'tiny-seed-7.gguf'), {seed: 7})
+      const again = await writeRandomLlamaGguf(path.join(dir, 'tiny-again.gguf'))
+      const reseeded = await writeRandomLlamaGguf(path.join(dir, 'tiny-seed-7.gguf'), {seed: 7})
       const original = await readFile(file.filePath)
       expect((await readFile(again.filePath)).equals(original)).to.equal(true)
       expect((await readFile(reseeded.filePath)).equals(original)).to.equal(false)
@@ -124,7 +123,7 @@ describe('generated test GGUF models', function () {
       const info = await readGgufFileInfo(file.filePath, {logWarnings: false})
       const metadata = info.metadata as any
       expect(info.version).to.equal(3)
-      expect(metadata.general).to.include({architecture: 'llama', name: 'test-llama-tiny', file_type: 0, alignment: 32})
+      expect(metadata.general).to.include({architecture: 'llama', name: 'random-llama-tiny', file_type: 0, alignment: 32})
       expect(metadata.llama).to.include({
         vocab_size: tiny.vocabSize,
         context_length: tiny.contextLength,
@@ -137,7 +136,7 @@ describe('generated test GGUF models', function () {
       expect(metadata.llama.rope).to.deep.equal({dimension_count: tiny.embeddingLength / tiny.headCount, freq_base: 10_000})
 
       const tokenizer = metadata.tokenizer
-      expect(tokenizer.ggml).to.include({model: 'llama', bos_token_id: 1, eos_token_id: TEST_LLAMA_TOKENS.imEnd, add_bos_token: true})
+      expect(tokenizer.ggml).to.include({model: 'llama', bos_token_id: 1, eos_token_id: RANDOM_LLAMA_TOKENS.imEnd, add_bos_token: true})
       expect(tokenizer.chat_template).to.equal(CHATML_TEMPLATE)
       expect(tokenizer.ggml.tokens).to.have.length(tiny.vocabSize)
       expect(tokenizer.ggml.tokens.slice(0, 5)).to.deep.equal(['<unk>', '<s>', '</s>', '<|im_start|>', '<|im_end|>'])
@@ -179,7 +178,7 @@ describe('generated test GGUF models', function () {
     it('can be written concurrently, even to the same path, without leftovers', async () => {
       const concurrentDir = await mkdtemp(path.join(dir, 'concurrent-'))
       const targets = ['a', 'b', 'c', 'c'].map((name) => path.join(concurrentDir, `${name}.gguf`))
-      const written = await Promise.all(targets.map((target, i) => writeTestLlamaGguf(target, {seed: i === 3 ? 2 : i})))
+      const written = await Promise.all(targets.map((target, i) => writeRandomLlamaGguf(target, {seed: i === 3 ? 2 : i})))
       expect((await readdir(concurrentDir)).sort()).to.deep.equal(['a.gguf', 'b.gguf', 'c.gguf'])
       for (const {filePath} of written.slice(0, 3)) {
         const loaded = await llama.loadModel({modelPath: filePath})
@@ -188,7 +187,7 @@ describe('generated test GGUF models', function () {
     })
 
     it('stores no chat template when chatTemplate is null', async () => {
-      const {filePath} = await writeTestLlamaGguf(path.join(dir, 'no-template.gguf'), {chatTemplate: null})
+      const {filePath} = await writeRandomLlamaGguf(path.join(dir, 'no-template.gguf'), {chatTemplate: null})
       const info = await readGgufFileInfo(filePath, {readTensorInfo: false, logWarnings: false})
       expect((info.metadata as any).tokenizer.chat_template).to.equal(undefined)
     })
@@ -199,19 +198,19 @@ describe('generated test GGUF models', function () {
         return generate({maxTokens: 8})
       })
       expect(half.tokens).to.have.length(8)
-      const {bytes} = await writeTestLlamaGguf(path.join(dir, 'tiny-f16.gguf'), {weightType: 'f16'})
+      const {bytes} = await writeRandomLlamaGguf(path.join(dir, 'tiny-f16.gguf'), {weightType: 'f16'})
       expect(bytes).to.be.within(file.bytes * 0.45, file.bytes * 0.6)
     })
 
     it('pads or trims the vocabulary without moving the special and byte tokens', async () => {
       for (const vocabSize of [400, 3000]) {
-        const {filePath, vocabSize: actual} = await writeTestLlamaGguf(path.join(dir, `vocab-${vocabSize}.gguf`), {vocabSize})
+        const {filePath, vocabSize: actual} = await writeRandomLlamaGguf(path.join(dir, `vocab-${vocabSize}.gguf`), {vocabSize})
         expect(actual).to.equal(vocabSize)
         const info = await readGgufFileInfo(filePath, {readTensorInfo: false, logWarnings: false})
         const tokens: string[] = (info.metadata as any).tokenizer.ggml.tokens
         expect(tokens).to.have.length(vocabSize)
         expect(new Set(tokens).size).to.equal(vocabSize)
-        expect(tokens[TEST_LLAMA_TOKENS.imEnd]).to.equal('<|im_end|>')
+        expect(tokens[RANDOM_LLAMA_TOKENS.imEnd]).to.equal('<|im_end|>')
         expect(tokens[byteTokenId(0x0a)]).to.equal('<0x0A>')
       }
     })
@@ -221,8 +220,8 @@ describe('generated test GGUF models', function () {
     it('loads as an SPM llama model with the expected special tokens', () => {
       expect(model.vocabularyType).to.equal(LlamaVocabularyType.spm)
       expect(model.trainContextSize).to.equal(tiny.contextLength)
-      expect(model.tokens.bos).to.equal(TEST_LLAMA_TOKENS.bos)
-      expect(model.tokens.eos).to.equal(TEST_LLAMA_TOKENS.eos)
+      expect(model.tokens.bos).to.equal(RANDOM_LLAMA_TOKENS.bos)
+      expect(model.tokens.eos).to.equal(RANDOM_LLAMA_TOKENS.eos)
       expect(model.tokens.eosString).to.equal('<|im_end|>')
       expect(model.tokens.nl).to.equal(byteTokenId(0x0a))
     })
@@ -251,8 +250,8 @@ describe('generated test GGUF models', function () {
       const bytes = [...Buffer.from('日', 'utf8')]
       expect(tokens.slice(-3)).to.deep.equal(bytes.map(byteTokenId))
 
-      expect(model.tokenize('<|im_start|>', true)).to.deep.equal([TEST_LLAMA_TOKENS.imStart])
-      expect(model.tokenize('<|im_start|>', false)).to.not.include(TEST_LLAMA_TOKENS.imStart)
+      expect(model.tokenize('<|im_start|>', true)).to.deep.equal([RANDOM_LLAMA_TOKENS.imStart])
+      expect(model.tokenize('<|im_start|>', false)).to.not.include(RANDOM_LLAMA_TOKENS.imStart)
     })
 
     it('uses the chat template stored in the file', async () => {
@@ -266,7 +265,7 @@ describe('generated test GGUF models', function () {
       const custom =
         "{% for message in messages %}[{{ message['role'] }}] {{ message['content'] }}<|im_end|>\n{% endfor %}" +
         '{% if add_generation_prompt %}[assistant] {% endif %}'
-      const {filePath} = await writeTestLlamaGguf(path.join(dir, 'custom-template.gguf'), {chatTemplate: custom})
+      const {filePath} = await writeRandomLlamaGguf(path.join(dir, 'custom-template.gguf'), {chatTemplate: custom})
       const customModel = await llama.loadModel({modelPath: filePath})
       try {
         const customWrapper = resolveChatWrapper(customModel)
@@ -292,7 +291,7 @@ describe('generated test GGUF models', function () {
       const {tokens, stopReason} = await generate({maxTokens: 32})
       expect(stopReason).to.equal('maxTokens')
       expect(new Set(tokens).size).to.be.at.least(8)
-      expect(tokens).to.not.include(TEST_LLAMA_TOKENS.eos)
+      expect(tokens).to.not.include(RANDOM_LLAMA_TOKENS.eos)
     })
 
     it('is deterministic for greedy decoding and for a fixed sampling seed', async () => {
@@ -337,112 +336,8 @@ describe('generated test GGUF models', function () {
       expect(eventually.tokens.length).to.be.within(1, 63)
 
       // node-llama-cpp's TokenBias skips end-of-generation tokens, so this cannot replace the option.
-      const biased = await generate({tokenBias: (model) => new TokenBias(model.tokenizer).set(TEST_LLAMA_TOKENS.eos as Token, {logit: 100})})
+      const biased = await generate({tokenBias: (model) => new TokenBias(model.tokenizer).set(RANDOM_LLAMA_TOKENS.eos as Token, {logit: 100})})
       expect(biased.stopReason).to.equal('maxTokens')
     })
   })
-
-  describe('the GGUF writer', () => {
-    it('writes every metadata type and F32/F16 tensors the way node-llama-cpp reads them back', async () => {
-      const manyStrings = Array.from({length: 5000}, (_, i) => `string number ${i} ✓`) // a header beyond 64 KiB
-      const f32 = Float32Array.from({length: 3 * 5}, (_, i) => i / 7 - 1)
-      const f16 = Float32Array.from([0, 1, -2, 0.1, 65504, 1e-7, -0, 3.14159])
-      const filePath = path.join(dir, 'writer.gguf')
-      const written = await writeGguf(filePath, {
-        alignment: 64,
-        metadata: {
-          'test.u32': gguf.uint32(4_000_000_000),
-          'test.i32': gguf.int32(-5),
-          'test.u64': gguf.uint64(2n ** 40n),
-          'test.f32': gguf.float32(0.5),
-          'test.bool': gguf.bool(true),
-          'test.string': gguf.string('héllo'),
-          'test.strings': gguf.stringArray(manyStrings),
-          'test.i32s': gguf.int32Array([1, -2, 3]),
-          'test.f32s': gguf.float32Array([0.25, -1.5]),
-        },
-        tensors: [
-          // Produced in uneven chunks to show that chunking does not matter.
-          {name: 'f32', shape: [5, 3], type: 'f32', data: () => [f32.subarray(0, 4), f32.subarray(4)]},
-          {name: 'f16', shape: [8], type: 'f16', data: async function* () { yield f16 }},
-        ],
-      })
-
-      const info = await readGgufFileInfo(filePath, {logWarnings: false})
-      const test = (info.metadata as any).test
-      expect(test).to.deep.include({u32: 4_000_000_000, i32: -5, f32: 0.5, bool: true, string: 'héllo'})
-      expect(Number(test.u64)).to.equal(2 ** 40)
-      expect(test.strings).to.deep.equal(manyStrings)
-      expect(test.i32s).to.deep.equal([1, -2, 3])
-      expect(test.f32s).to.deep.equal([0.25, -1.5])
-      expect((info.metadata as any).general.alignment).to.equal(64)
-
-      const bytes = await readFile(filePath)
-      expect(written.bytes).to.equal(bytes.length)
-      expect(written.elements).to.equal(23)
-      const [f32Info, f16Info] = info.tensorInfo!
-      expect(f32Info!.dimensions.map(Number)).to.deep.equal([5, 3])
-      expect(f16Info!.ggmlType).to.equal(1)
-      expect(Number(f16Info!.offset)).to.equal(64) // 60 bytes of F32 padded to the 64-byte alignment
-      for (let i = 0; i < f32.length; i++)
-        expect(bytes.readFloatLE(Number(f32Info!.fileOffset) + i * 4)).to.equal(f32[i])
-      for (let i = 0; i < f16.length; i++)
-        expect(bytes.readUInt16LE(Number(f16Info!.fileOffset) + i * 2)).to.equal(float32ToFloat16Bits(f16[i]!))
-      expect(bytes.length % 64).to.equal(0)
-    })
-
-    it('converts to float16 with round-to-nearest-even', () => {
-      const cases: [number, number][] = [
-        [0, 0x0000], [-0, 0x8000], [1, 0x3c00], [-2, 0xc000], [65504, 0x7bff], [65520, 0x7c00],
-        [Infinity, 0x7c00], [-Infinity, 0xfc00], [2 ** -24, 0x0001], [2 ** -25, 0x0000], [2 ** -14, 0x0400],
-        [1 + 2 ** -11, 0x3c00], [1 + 3 * 2 ** -11, 0x3c02], [0.1, 0x2e66],
-      ]
-      for (const [value, bits] of cases)
-        expect(float32ToFloat16Bits(value), String(value)).to.equal(bits)
-      expect(float32ToFloat16Bits(NaN) & 0x7c00).to.equal(0x7c00)
-      expect(float32ToFloat16Bits(NaN) & 0x03ff).to.not.equal(0)
-
-      // Node 24 rounds to float16 natively; compare on values that are exact float32s.
-      const f16round = (Math as unknown as {f16round?: (x: number) => number}).f16round
-      const Float16 = (globalThis as unknown as {Float16Array?: new (buffer: ArrayBuffer) => ArrayLike<number>}).Float16Array
-      if (f16round === undefined || Float16 === undefined)
-        return
-      const halves = new Uint16Array(1)
-      const decoded = new Float16(halves.buffer)
-      for (let i = 0; i < 20_000; i++) {
-        const value = Math.fround((Math.sin(i * 12.9898) * 43758.5453 % 1) * 2 ** ((i % 40) - 26))
-        halves[0] = float32ToFloat16Bits(value)
-        expect(decoded[0], String(value)).to.equal(f16round(value))
-      }
-    })
-
-    it('fails without touching the target or leaving temporary files', async () => {
-      const failDir = await mkdtemp(path.join(dir, 'fail-'))
-      const target = path.join(failDir, 'model.gguf')
-      await writeGguf(target, {metadata: {'a.b': gguf.string('first')}, tensors: []})
-      const before = await readFile(target)
-
-      const tooShort = writeGguf(target, {
-        metadata: {'a.b': gguf.string('second')},
-        tensors: [{name: 't', shape: [4, 4], type: 'f32', data: () => [new Float32Array(15)]}],
-      })
-      await expectRejection(tooShort, /produced 15 of its 16 elements/)
-      const twice = {name: 't', shape: [2], type: 'f32', data: () => [new Float32Array(2)]} as const
-      await expectRejection(writeGguf(target, {metadata: {}, tensors: [twice, twice]}), /Duplicate tensor name/)
-      await expectRejection(writeGguf(target, {metadata: {x: gguf.uint32(-1)}, tensors: []}), /not an integer/)
-
-      expect((await readFile(target)).equals(before)).to.equal(true)
-      expect(await readdir(failDir)).to.deep.equal(['model.gguf'])
-    })
-  })
 })
-
-async function expectRejection(promise: Promise<unknown>, message: RegExp): Promise<void> {
-  try {
-    await promise
-  } catch (error) {
-    expect((error as Error).message).to.match(message)
-    return
-  }
-  expect.fail(`expected a rejection matching ${message}`)
-}

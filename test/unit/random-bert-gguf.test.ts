@@ -4,9 +4,9 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 import {getLlama, type Llama, LlamaLogLevel, LlamaVocabularyType} from 'node-llama-cpp'
 
-import {TEST_BERT_TOKENS, writeTestBertGguf} from './bert.js'
+import {RANDOM_BERT_TOKENS, writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 
-describe('generated test BERT GGUF models', function () {
+describe('generated random-weight BERT GGUF models', function () {
   this.timeout(30_000)
   let dir: string
   let llama: Llama
@@ -22,14 +22,14 @@ describe('generated test BERT GGUF models', function () {
   })
 
   it('writes an embedding model that llama.cpp loads as a WordPiece BERT and embeds with', async () => {
-    const file = await writeTestBertGguf(path.join(dir, 'embedding.gguf'))
+    const file = await writeRandomBertGguf(path.join(dir, 'embedding.gguf'))
     expect(file).to.include({contextLength: 128, embeddingLength: 64})
     expect(file.bytes).to.be.lessThan(500_000)
     const model = await llama.loadModel({modelPath: file.filePath})
     try {
       expect(model.vocabularyType).to.equal(LlamaVocabularyType.wpm)
-      expect(model.tokens.bos).to.equal(TEST_BERT_TOKENS.cls)
-      expect(model.tokenize('Hello, world!').includes(TEST_BERT_TOKENS.unk)).to.equal(false)
+      expect(model.tokens.bos).to.equal(RANDOM_BERT_TOKENS.cls)
+      expect(model.tokenize('Hello, world!').includes(RANDOM_BERT_TOKENS.unk)).to.equal(false)
       expect(model.fileInsights.supportsRanking).to.equal(false)
       const context = await model.createEmbeddingContext({threads: 1})
       const [a, again, other] = [await context.getEmbeddingFor('hello world'), await context.getEmbeddingFor('hello world'), await context.getEmbeddingFor('the cat sat down')]
@@ -44,7 +44,7 @@ describe('generated test BERT GGUF models', function () {
   })
 
   it('writes a reranker with the classification head node-llama-cpp ranks with, scores spread over (0, 1)', async () => {
-    const file = await writeTestBertGguf(path.join(dir, 'reranker.gguf'), {kind: 'reranker'})
+    const file = await writeRandomBertGguf(path.join(dir, 'reranker.gguf'), {kind: 'reranker'})
     const model = await llama.loadModel({modelPath: file.filePath})
     try {
       expect(model.fileInsights.supportsRanking).to.equal(true)

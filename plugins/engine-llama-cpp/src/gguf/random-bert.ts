@@ -1,6 +1,6 @@
 /**
  * Real, loadable BERT-architecture GGUF models with random weights: a text-embedding model and a cross-encoder
- * reranker, for tests of the embedding and rerank APIs without downloading a model.
+ * reranker, for trying and testing the embedding and rerank APIs without downloading a model.
  *
  * They follow what llama.cpp's converter writes for BERT models (src/models/bert.cpp, convert_hf_to_gguf.py BertModel):
  * learned position and token-type embeddings, post-layer-norm blocks with biases, a WordPiece ("bert") vocabulary, and
@@ -11,16 +11,16 @@
  * The vocabulary is stored the way llama.cpp's converter stores WordPiece: word-initial pieces carry a "▁" prefix and
  * continuation pieces ("##ing") are stored bare. Every lowercase letter, digit and ASCII punctuation mark exists both
  * ways, so any ASCII text tokenizes without [UNK]; the tokenizer lowercases its input first, as uncased BERT models do.
- * Weights come from the same seeded generator as the llama test models, so the same options give identical files.
+ * Weights come from the same seeded generator as the random llama models, so the same options give identical files.
  */
-import {constantChunks, tensorSeed, uniformRows} from './models.js'
+import {constantChunks, tensorSeed, uniformRows} from './random-tensors.js'
 import {TOKEN_TYPE, WORDS} from './tokenizer.js'
 import {gguf, writeGguf, type GgufMetadataValue, type GgufTensor} from './writer.js'
 
 /** `enum llama_pooling_type` in llama.h, stored as `bert.pooling_type`. */
 export const POOLING_TYPE = {MEAN: 1, CLS: 2, RANK: 4} as const
 
-export interface TestBertOptions {
+export interface RandomBertOptions {
   /** `embedding` pools token vectors into one; `reranker` adds the classification head and pools with RANK. */
   kind?: 'embedding' | 'reranker'
   /** Hidden size, and so the length of the embedding vectors. */
@@ -36,7 +36,7 @@ export interface TestBertOptions {
   name?: string
 }
 
-export interface TestBertGguf {
+export interface RandomBertGguf {
   filePath: string
   bytes: number
   vocabSize: number
@@ -45,7 +45,7 @@ export interface TestBertGguf {
 }
 
 /** Ids of the special tokens, the same in every generated BERT model. */
-export const TEST_BERT_TOKENS = Object.freeze({pad: 0, unk: 1, cls: 2, sep: 3, mask: 4})
+export const RANDOM_BERT_TOKENS = Object.freeze({pad: 0, unk: 1, cls: 2, sep: 3, mask: 4})
 
 const SPECIAL_TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
 const CHARACTERS = [...'abcdefghijklmnopqrstuvwxyz0123456789', ...".,!?'\":;-()[]{}/\\@#$%&*+=<>_~`^|"]
@@ -53,7 +53,7 @@ const SUFFIXES = ['s', 'ed', 'ing', 'er', 'ly', 'ion']
 const LAYER_NORM_EPSILON = 1e-12
 const DEFAULT_SEED = 7
 
-export const TEST_BERT_SIZES = Object.freeze({
+export const RANDOM_BERT_SIZES = Object.freeze({
   tiny: Object.freeze({embeddingLength: 64, blockCount: 2, headCount: 4, feedForwardLength: 128, contextLength: 128}),
 })
 
@@ -70,14 +70,14 @@ export function buildWordPieceVocabulary(): Array<{text: string; type: number}> 
 }
 
 /** Generates a BERT embedding or reranker model file (see the module comment). The directory must exist. */
-export async function writeTestBertGguf(filePath: string, options: TestBertOptions = {}): Promise<TestBertGguf> {
+export async function writeRandomBertGguf(filePath: string, options: RandomBertOptions = {}): Promise<RandomBertGguf> {
   const {
     blockCount,
     contextLength,
     embeddingLength: d,
     feedForwardLength: ff,
     headCount,
-  } = {...TEST_BERT_SIZES.tiny, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))}
+  } = {...RANDOM_BERT_SIZES.tiny, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))}
   const kind = options.kind ?? 'embedding'
   const seed = options.seed ?? DEFAULT_SEED
   if (d % headCount !== 0) throw new RangeError(`embeddingLength ${d} must be a multiple of headCount ${headCount}`)
@@ -86,7 +86,7 @@ export async function writeTestBertGguf(filePath: string, options: TestBertOptio
 
   const metadata: Record<string, GgufMetadataValue> = {
     'general.architecture': gguf.string('bert'),
-    'general.name': gguf.string(options.name ?? `test-bert-${kind}`),
+    'general.name': gguf.string(options.name ?? `random-bert-${kind}`),
     'general.file_type': gguf.uint32(0),
     'bert.context_length': gguf.uint32(contextLength),
     'bert.embedding_length': gguf.uint32(d),
@@ -100,12 +100,12 @@ export async function writeTestBertGguf(filePath: string, options: TestBertOptio
     'tokenizer.ggml.tokens': gguf.stringArray(tokens.map((token) => token.text)),
     'tokenizer.ggml.token_type': gguf.int32Array(Int32Array.from(tokens, (token) => token.type)),
     'tokenizer.ggml.token_type_count': gguf.uint32(2),
-    'tokenizer.ggml.bos_token_id': gguf.uint32(TEST_BERT_TOKENS.cls),
-    'tokenizer.ggml.cls_token_id': gguf.uint32(TEST_BERT_TOKENS.cls),
-    'tokenizer.ggml.seperator_token_id': gguf.uint32(TEST_BERT_TOKENS.sep),
-    'tokenizer.ggml.padding_token_id': gguf.uint32(TEST_BERT_TOKENS.pad),
-    'tokenizer.ggml.unknown_token_id': gguf.uint32(TEST_BERT_TOKENS.unk),
-    'tokenizer.ggml.mask_token_id': gguf.uint32(TEST_BERT_TOKENS.mask),
+    'tokenizer.ggml.bos_token_id': gguf.uint32(RANDOM_BERT_TOKENS.cls),
+    'tokenizer.ggml.cls_token_id': gguf.uint32(RANDOM_BERT_TOKENS.cls),
+    'tokenizer.ggml.seperator_token_id': gguf.uint32(RANDOM_BERT_TOKENS.sep),
+    'tokenizer.ggml.padding_token_id': gguf.uint32(RANDOM_BERT_TOKENS.pad),
+    'tokenizer.ggml.unknown_token_id': gguf.uint32(RANDOM_BERT_TOKENS.unk),
+    'tokenizer.ggml.mask_token_id': gguf.uint32(RANDOM_BERT_TOKENS.mask),
   }
 
   const random = (name: string, shape: [number, number], std: number): GgufTensor => ({
