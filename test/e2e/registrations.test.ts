@@ -45,6 +45,28 @@ describe('persisted registrations', () => {
   })
 })
 
+describe('persisted registrations outside the allowed folders', () => {
+  it('are skipped at start, saying which setting refused them', async () => {
+    const home = await temporaryDirectory()
+    const {family} = await writeTinyChatModel(await temporaryDirectory(), 'elsewhere')
+    let service = await startService({home})
+    try {
+      expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family})).status).to.equal(200)
+    } finally {
+      await service.stop()
+    }
+
+    service = await startService({env: {SERVICE_ALLOWED_MODEL_DIRS: await temporaryDirectory()}, home})
+    try {
+      expect((await callApi(service, 'GET', '/v1/model_registrations/LLM/elsewhere')).status).to.equal(404)
+      const {problems} = (await callApi(service, 'GET', '/v1/cluster/plugins')).body
+      expect(problems.map((problem: {message: string}) => problem.message).join('\n')).to.match(/skipped registration .*elsewhere\.json: model_specs\[0\]\.model_uri \(file:\S+\) is outside the folders SERVICE_ALLOWED_MODEL_DIRS allows/)
+    } finally {
+      await service.stop()
+    }
+  })
+})
+
 describe('registrations of local files', () => {
   let service: RunningService
   let directory: string
