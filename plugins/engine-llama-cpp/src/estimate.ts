@@ -6,7 +6,7 @@
  */
 import type {MemoryEstimator} from 'service-toolkit'
 
-import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {contextLengthOf, DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 
 const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
   const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
@@ -29,7 +29,7 @@ const estimate: MemoryEstimator = async ({files, headers, parameters}) => {
     totalTensorCount: parts.reduce((sum, part) => sum + Number(part.tensorCount), 0),
   }
   const insights = await GgufInsights.from(fileInfo)
-  const contextLength = Math.min((parameters.n_ctx as number | undefined) ?? DEFAULT_CONTEXT, insights.trainContextSize ?? Number.POSITIVE_INFINITY)
+  const contextLength = contextLengthOf(parameters.n_ctx as number | undefined, DEFAULT_CONTEXT, insights.trainContextSize)
   const sequences = (parameters.n_parallel as number | undefined) ?? DEFAULT_PARALLEL
   const requestedLayers = parameters.n_gpu_layers as number | undefined
   const gpuLayers = requestedLayers === undefined ? 0 : requestedLayers === -1 ? insights.totalLayers : Math.min(requestedLayers, insights.totalLayers)

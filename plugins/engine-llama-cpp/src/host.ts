@@ -8,7 +8,7 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {open, stat} from 'node:fs/promises'
 
-import {DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {contextLengthOf, DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
@@ -103,16 +103,16 @@ const host: EngineHost = {
     }
 
     const retrieval = request.modelType === 'embedding' || request.modelType === 'rerank'
-    const options = {
-      contextSize: Math.min((parameters.n_ctx as number | undefined) ?? (retrieval ? model.trainContextSize : DEFAULT_CONTEXT), model.trainContextSize),
-      log,
-      model,
-      parallel: (parameters.n_parallel as number | undefined) ?? (retrieval ? DEFAULT_RETRIEVAL_PARALLEL : DEFAULT_PARALLEL),
-      request,
-      threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
-    }
     let loaded: LoadedModel
     try {
+      const options = {
+        contextSize: contextLengthOf(parameters.n_ctx as number | undefined, retrieval ? model.trainContextSize : DEFAULT_CONTEXT, model.trainContextSize),
+        log,
+        model,
+        parallel: (parameters.n_parallel as number | undefined) ?? (retrieval ? DEFAULT_RETRIEVAL_PARALLEL : DEFAULT_PARALLEL),
+        request,
+        threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
+      }
       if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
       else if (request.modelType === 'rerank') loaded = await loadRanker(options)
       else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request.family, log), llama})
