@@ -158,7 +158,7 @@ describe('input validation (service-local, openai and @anthropic-ai/sdk clients)
     expect(prefilled.type).to.equal('message')
   })
 
-  it('refuses a launch whose n_ctx is longer than the model was trained on, saying the limit, and leaves nothing behind', async () => {
+  it('refuses a launch whose n_ctx is longer than the model was trained on, or whose n_batch exceeds the context, saying the limit', async () => {
     const response = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, model_uid: 'too-long', n_ctx: 1e9, n_parallel: 256, n_threads: 1})
     expect(response.status).to.equal(400)
     expect(response.body.error.message).to.match(/`n_ctx` 1000000000 is longer than the 2048 tokens this model was trained on; use an n_ctx of 2048 or less/)
@@ -166,6 +166,9 @@ describe('input validation (service-local, openai and @anthropic-ai/sdk clients)
     const estimate = await callApi(service, 'POST', '/v1/models/memory', {context_length: 1e9, model_engine: 'llama.cpp', model_name: MODEL})
     expect(estimate.status).to.equal(400)
     expect(estimate.body.error.message).to.match(/`n_ctx` 1000000000 is longer than the 2048 tokens this model was trained on/)
+    const batch = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, model_uid: 'too-big', n_batch: 2 ** 40, n_ctx: 512, n_parallel: 2, n_threads: 1})
+    expect(batch.status).to.equal(400)
+    expect(batch.body.error.message).to.match(/`n_batch` 1099511627776 is more than the 1024 tokens of the whole context \(n_ctx × n_parallel\); use an n_batch of 1024 or less/)
     const absurd = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, model_uid: 'too-wide', n_parallel: 257})
     expect(absurd.status).to.equal(400)
     expect(absurd.body.error.param).to.equal('n_parallel')

@@ -14,3 +14,12 @@ export function contextLengthOf(requested: number | undefined, fallback: number,
     throw requestError(`\`n_ctx\` ${requested} is longer than the ${trainContextSize} tokens this model was trained on; use an n_ctx of ${trainContextSize} or less.`, 'n_ctx')
   return Math.min(requested ?? fallback, trainContextSize)
 }
+
+/**
+ * llama.cpp evaluates at most the whole context (every sequence's) in one batch; a larger `n_batch` would only make
+ * node-llama-cpp reserve memory for it and fail the launch as if the machine were short of RAM.
+ */
+export function checkBatchSize(requested: number | undefined, contextTokens: number): void {
+  if (requested !== undefined && requested > contextTokens)
+    throw requestError(`\`n_batch\` ${requested} is more than the ${contextTokens} tokens of the whole context (n_ctx × n_parallel); use an n_batch of ${contextTokens} or less.`, 'n_batch')
+}

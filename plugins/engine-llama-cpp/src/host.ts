@@ -8,7 +8,7 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {open, stat} from 'node:fs/promises'
 
-import {contextLengthOf, DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
+import {checkBatchSize, contextLengthOf, DEFAULT_CONTEXT, DEFAULT_PARALLEL} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
@@ -113,6 +113,8 @@ const host: EngineHost = {
         request,
         threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
       }
+      // Embedding and rerank contexts take their batch size from the context, not from n_batch.
+      if (!retrieval) checkBatchSize(parameters.n_batch as number | undefined, options.contextSize * options.parallel)
       if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
       else if (request.modelType === 'rerank') loaded = await loadRanker(options)
       else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request.family, log), llama})
