@@ -47,9 +47,8 @@ The numbers come from the GGUF file's header, read from the cache or, when the m
     })
     const size = (bytes: number) => `${formatBytes(bytes)} (${bytes} bytes)`
     const parallel = typeof estimate.parallel === 'number' ? ` × ${estimate.parallel} parallel sequence${estimate.parallel === 1 ? '' : 's'}` : ''
-    const capped = estimate.context_capped === true ? ` (capped: ${estimate.requested_context_length} were asked for, more than the model's trained context)` : ''
     this.log(`Model version:  ${estimate.model_version} (header read from ${['cache', 'generated', 'local'].includes(estimate.source) ? 'the local file' : estimate.source})`)
-    this.log(`Context:        ${estimate.context_length} tokens${parallel}${capped}`)
+    this.log(`Context:        ${estimate.context_length} tokens${parallel}`)
     this.log(`Weights:        ${size(estimate.weights_bytes)}`)
     this.log(`KV cache:       ${size(estimate.kv_cache_bytes)}`)
     this.log(`Overhead:       ${size(estimate.overhead_bytes)}`)

@@ -149,9 +149,6 @@ export interface MemoryEstimate {
   gpu_bytes?: number
   /** Tokens of context per sequence the launch would get. */
   context_length: number
-  /** The context asked for (`n_ctx`), when it was; above the model's trained context it is capped to that. */
-  requested_context_length?: number | null
-  context_capped?: boolean
   [detail: string]: unknown
 }
 

@@ -1,7 +1,7 @@
 /**
  * `servicectl cal-model-mem` and `POST /v1/models/memory` on a real `service-local` with generated GGUFs: the
  * estimate uses what a launch of the model's type would (embedding and rerank: one sequence, their trained
- * context), says when it capped the context asked for, and a registered file that stopped being a GGUF is a 400
+ * context, and no more context than that), and a registered file that stopped being a GGUF is a 400
  * naming the problem, for the estimate and the launch alike, without quoting the file.
  */
 import {expect} from 'chai'
@@ -53,17 +53,18 @@ describe('memory estimates (service-local, servicectl)', () => {
 
   it('estimates embedding and rerank models with the one sequence and the trained context they launch with', async () => {
     for (const name of ['tiny-embedding', 'tiny-rerank']) {
-      expect(JSON.parse(await estimate('-n', name, '--json')), name).to.include({context_capped: false, context_length: 128, parallel: 1, requested_context_length: null})
+      expect(JSON.parse(await estimate('-n', name, '--json')), name).to.include({context_length: 128, parallel: 1})
       expect(await estimate('-n', name)).to.match(/^Context: {8}128 tokens × 1 parallel sequence$/m)
     }
 
     expect(JSON.parse(await estimate('-n', 'tiny-chat', '--json'))).to.include({context_length: 2048, parallel: 4})
   })
 
-  it('says when the context asked for is above the model’s, and what it was capped to', async () => {
-    expect(JSON.parse(await estimate('-n', 'tiny-embedding', '-c', '4096', '--json'))).to.include({context_capped: true, context_length: 128, requested_context_length: 4096})
-    expect(await estimate('-n', 'tiny-chat', '-c', '8192')).to.match(/^Context: {8}2048 tokens × 4 parallel sequences \(capped: 8192 were asked for, more than the model's trained context\)$/m)
-    expect(JSON.parse(await estimate('-n', 'tiny-chat', '-c', '1024', '--json'))).to.include({context_capped: false, context_length: 1024, requested_context_length: 1024})
+  it('refuses a context above an embedding model’s, as its launch would, naming the length', async () => {
+    const result = await servicectl(['cal-model-mem', '-n', 'tiny-embedding', '-c', '4096'], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(result.exitCode).not.to.equal(0)
+    expect(result.stderr.replaceAll(/\s*\n ›\s+/g, ' ')).to.contain('`n_ctx` 4096 is longer than the 128 tokens this model was trained on')
+    expect(JSON.parse(await estimate('-n', 'tiny-embedding', '-c', '64', '--json'))).to.include({context_length: 64, parallel: 1})
   })
 
   it('answers a registered file that is no longer GGUF, or is gone, with the same 400 for the estimate and the launch', async () => {

@@ -272,7 +272,7 @@ describe('OpenAI API (service-local, openai client)', function () {
         [{messages: [], model: MODEL}, 'messages', /non-empty array/],
         [{messages: [{content: 'hi', role: 'bot'}], model: MODEL}, 'messages[0].role', /one of system, developer, user, assistant, tool/],
         [{messages: [{content: 'hi', role: 'user'}], model: MODEL, temperature: 'hot'}, 'temperature', /number between 0 and 2/],
-        [{max_tokens: 0, messages: [{content: 'hi', role: 'user'}], model: MODEL}, 'max_tokens', /integer >= 1/],
+        [{max_tokens: 0, messages: [{content: 'hi', role: 'user'}], model: MODEL}, 'max_tokens', /integer between 1 and 2147483647/],
         [{max_token: 5, messages: [{content: 'hi', role: 'user'}], model: MODEL}, 'max_token', /not a known field/],
         [{messages: [{content: 'hi', role: 'user'}], model: MODEL, n: 2}, 'n', /between 1 and 1/],
         [[1, 2], '', /must be a JSON object/],

@@ -88,7 +88,8 @@ describe('README examples', () => {
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
     const model = join(directory, 'catalogue.gguf')
-    await writeRandomLlamaGguf(model)
+    // Qwen2.5's training context, so the block's `cal-model-mem -c 4096` is one the model takes.
+    await writeRandomLlamaGguf(model, {contextLength: 32_768})
     const hub = await FakeHub.start()
     await hub.addRepo('Qwen/Qwen2.5-0.5B-Instruct-GGUF', {'qwen2.5-0.5b-instruct-q4_k_m.gguf': model})
     const catalogue = await startService({env: {HF_ENDPOINT: hub.url}})

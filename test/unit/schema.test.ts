@@ -36,6 +36,27 @@ describe('schema', () => {
     expect(failure('text').message).to.equal('`body` must be a JSON object (got "text").')
   })
 
+  it('refuses numbers that are not finite, and integers that a JSON number does not hold exactly', () => {
+    const count = s.integer({minimum: 1})
+    expect(() => count.parse(Number.POSITIVE_INFINITY, 'max_tokens')).to.throw('`max_tokens` must be an integer >= 1 (got Infinity).')
+    expect(() => count.parse(Number.NaN, 'max_tokens')).to.throw('`max_tokens` must be an integer >= 1 (got NaN).')
+    expect(() => count.parse(1e308, 'max_tokens')).to.throw('`max_tokens` must be an integer >= 1 of at most 9007199254740991 in size (got 1e+308).')
+    expect(() => count.parse(2 ** 64, 'top_n')).to.throw('`top_n` must be an integer >= 1 of at most 9007199254740991 in size')
+    expect(count.parse(Number.MAX_SAFE_INTEGER)).to.equal(Number.MAX_SAFE_INTEGER)
+    const bounded = s.integer({maximum: s.INT32_MAX, minimum: 0})
+    expect(() => bounded.parse(1e12, 'top_k')).to.throw('`top_k` must be an integer between 0 and 2147483647 (got 1000000000000).')
+  })
+
+  it('takes 64-bit integers whole, as OpenAI declares seed, and nothing beyond', () => {
+    const seed = s.int64()
+    expect(seed.parse(-1)).to.equal(-1)
+    expect(seed.parse(JSON.parse('9223372036854775807'))).to.equal(2 ** 63)
+    expect(seed.parse(JSON.parse('-9223372036854775808'))).to.equal(-(2 ** 63))
+    for (const value of [2 ** 80, -(2 ** 64), 1.5, '1'])
+      expect(() => seed.parse(value, 'seed'), String(value)).to.throw('`seed` must be a 64-bit integer (between -9223372036854775808 and 9223372036854775807)')
+    expect(seed.json).to.deep.include({format: 'int64', type: 'integer'})
+  })
+
   it('describes itself as JSON Schema for the API reference', () => {
     expect(request.json).to.deep.include({required: ['messages', 'model'], type: 'object'})
     expect((request.json.properties as Record<string, unknown>).temperature).to.deep.include({default: 1, maximum: 2, minimum: 0, type: 'number'})

@@ -41,7 +41,7 @@ const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}
     totalTensorCount: parts.reduce((sum, part) => sum + Number(part.tensorCount), 0),
   }
   const insights = await GgufInsights.from(fileInfo)
-  const {contextSize: contextLength, parallel: sequences, requestedContextSize} = launchShape(modelType, parameters, insights.trainContextSize)
+  const {contextSize: contextLength, parallel: sequences} = launchShape(modelType, parameters, insights.trainContextSize)
   const requestedLayers = parameters.n_gpu_layers as number | undefined
   const gpuLayers = requestedLayers === undefined ? 0 : requestedLayers === -1 ? insights.totalLayers : Math.min(requestedLayers, insights.totalLayers)
   const weights = await insights.estimateModelResourceRequirementsV2({gpuLayers})
@@ -54,7 +54,6 @@ const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}
   const weightBytes = weights.cpuRam + weights.gpuVram
   return {
     architecture: fileInfo.metadata.general?.architecture ?? null,
-    context_capped: requestedContextSize !== undefined && requestedContextSize > contextLength,
     context_length: contextLength,
     gpu_bytes: weights.gpuVram + context.gpuVram,
     gpu_layers: gpuLayers,
@@ -63,7 +62,6 @@ const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}
     overhead_bytes: contextBytes - kvCache,
     parallel: sequences,
     parameters: insights.totalParameters,
-    requested_context_length: requestedContextSize ?? null,
     total_bytes: weightBytes + contextBytes,
     train_context_length: insights.trainContextSize ?? null,
     weights_bytes: weightBytes,

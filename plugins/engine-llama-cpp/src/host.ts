@@ -8,7 +8,7 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {stat} from 'node:fs/promises'
 
-import {launchShape} from './defaults.js'
+import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {checkGgufHeader} from './gguf-header.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
@@ -84,17 +84,19 @@ const host: EngineHost = {
       throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}${detail}`)
     }
 
-    const {contextSize, parallel} = launchShape(request.modelType, parameters, model.trainContextSize)
-    const options = {
-      contextSize,
-      log,
-      model,
-      parallel,
-      request,
-      threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
-    }
     let loaded: LoadedModel
     try {
+      const {contextSize, parallel, retrieval} = launchShape(request.modelType, parameters, model.trainContextSize)
+      const options = {
+        contextSize,
+        log,
+        model,
+        parallel,
+        request,
+        threads: (parameters.n_threads as number | undefined) ?? (await defaultThreads(request.modelPath, llama)),
+      }
+      // Embedding and rerank contexts take their batch size from the context, not from n_batch.
+      if (!retrieval) checkBatchSize(parameters.n_batch as number | undefined, contextSize * parallel)
       if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
       else if (request.modelType === 'rerank') loaded = await loadRanker(options)
       else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request.family, log), llama})

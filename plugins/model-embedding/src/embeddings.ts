@@ -18,7 +18,7 @@ function embeddingSchema(s: KernelApi['schema']) {
         `a string, an array of token ids, or an array of 1 to ${MAX_INPUTS} inputs, each a string or an array of token ids`,
       ),
       model: s.string({description: 'Uid of a running embedding model.', minLength: 1}),
-      user: s.optional(s.unknown()),
+      user: s.optional(s.string()),
     },
     {title: 'CreateEmbeddingRequest'},
   )

@@ -48,7 +48,7 @@ function conversationFields(s: KernelApi['schema']) {
     messages: s.array(message, {description: 'The conversation so far, alternating user and assistant turns.', minItems: 1}),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     system: s.optional(s.union([s.string(), s.array(textBlock)], 'a string or an array of text blocks')),
-    thinking: s.optional(s.object({budget_tokens: s.optional(s.integer()), type: s.string({enum: ['enabled', 'disabled']})})),
+    thinking: s.optional(s.object({budget_tokens: s.optional(s.integer({maximum: s.INT32_MAX, minimum: 1024})), type: s.string({enum: ['enabled', 'disabled']})})),
     tool_choice: s.optional(
       s.object({
         disable_parallel_tool_use: s.optional(s.boolean()),
@@ -64,13 +64,14 @@ function messagesSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...conversationFields(s),
-      max_tokens: s.integer({description: 'Upper bound on generated tokens.', minimum: 1}),
-      metadata: s.optional(s.unknown()),
-      service_tier: s.optional(s.unknown()),
+      // At most 2^31 − 1, what llama.cpp counts in; past the room left in the context, generation stops there.
+      max_tokens: s.integer({description: 'Upper bound on generated tokens.', maximum: s.INT32_MAX, minimum: 1}),
+      metadata: s.optional(s.object({user_id: s.optional(s.nullable(s.string({maxLength: 256})))}, {description: 'Accepted and ignored.'})),
+      service_tier: s.optional(s.string()),
       stop_sequences: s.optional(s.array(s.string(), {maxItems: 16})),
       stream: s.optional(s.boolean()),
       temperature: s.optional(s.number({maximum: 1, minimum: 0})),
-      top_k: s.optional(s.integer({minimum: 0})),
+      top_k: s.optional(s.integer({maximum: s.INT32_MAX, minimum: 0})),
       top_p: s.optional(s.number({maximum: 1, minimum: 0})),
     },
     {title: 'AnthropicCreateMessageRequest'},
@@ -95,6 +96,10 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
   if (system) turns.push({content: system, role: 'system'})
   const called = new Set<string>()
   for (const [index, message] of request.messages.entries()) {
+    // As Anthropic's API: every turn says something, except a final assistant turn, which the answer continues.
+    const last = index === request.messages.length - 1
+    if (message.content.length === 0 && !(last && message.role === 'assistant'))
+      throw api.errors.badRequest(`\`messages[${index}].content\` is empty; every message needs content, except a final assistant message.`, `messages[${index}].content`)
     if (typeof message.content === 'string') {
       turns.push({content: message.content, role: message.role as 'user' | 'assistant'})
       continue

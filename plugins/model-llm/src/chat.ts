@@ -18,7 +18,7 @@ function chatSchema(s: KernelApi['schema']) {
   const message = s.object(
     {
       content: s.optional(
-        s.nullable(s.union([s.string(), s.array(textPart)], 'a string or an array of {"type": "text", "text": …} parts')),
+        s.nullable(s.union([s.string(), s.array(textPart, {minItems: 1})], 'a string or a non-empty array of {"type": "text", "text": …} parts')),
       ),
       name: s.optional(s.string()),
       refusal: s.optional(s.nullable(s.string())),
@@ -68,10 +68,18 @@ function chatSchema(s: KernelApi['schema']) {
 
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
 
-/** Checks what the schema cannot express: tool results answer earlier calls, the tool choice names a given tool. */
+/**
+ * Checks what the schema cannot express: every message has content but an assistant's that calls tools, tool results
+ * answer earlier calls, the tool choice names a given tool.
+ */
 function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
   const called = new Set<string>()
   const messages = body.messages.map((message, index): ChatTurn => {
+    if ((message.content === null || message.content === undefined) && !(message.role === 'assistant' && message.tool_calls?.length))
+      throw api.errors.badRequest(
+        `\`messages[${index}].content\` is required: a ${message.role} message needs its text${message.role === 'assistant' ? ', unless it has tool_calls' : ''}.`,
+        `messages[${index}].content`,
+      )
     const content = message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('')
     if (message.role === 'tool') {
       if (!message.tool_call_id) throw api.errors.badRequest(`\`messages[${index}].tool_call_id\` is required: a tool message answers a call of an earlier assistant message.`, `messages[${index}].tool_call_id`)

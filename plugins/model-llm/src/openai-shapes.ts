@@ -5,30 +5,35 @@
  */
 import type {KernelApi, SamplingOptions} from 'service-toolkit'
 
+/**
+ * Token counts and top_k stop at 2^31 − 1, the most llama.cpp holds (top_k past it would wrap around); a count
+ * past the room left in the context is capped there, as OpenAI's "length" finish says.
+ */
 export function samplingFields(s: KernelApi['schema']) {
+  const tokenCount = (description: string) => s.optional(s.nullable(s.integer({description, maximum: s.INT32_MAX, minimum: 1})))
   return {
     frequency_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
     ignore_eos: s.optional(s.nullable(s.boolean({description: 'Keep generating past end-of-generation tokens (vLLM and llama.cpp extension).'}))),
     logit_bias: s.optional(
       s.nullable(s.record(s.number({maximum: 100, minimum: -100}), {description: 'Token id → bias added to its logit; -100 bans the token.'})),
     ),
-    max_completion_tokens: s.optional(s.nullable(s.integer({minimum: 1}))),
-    max_tokens: s.optional(s.nullable(s.integer({minimum: 1}))),
+    max_completion_tokens: tokenCount('Most tokens to generate; null or absent: until the model stops or the context is full.'),
+    max_tokens: tokenCount('Older name of max_completion_tokens; the completions route defaults to 16.'),
     min_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
     n: s.optional(s.nullable(s.integer({description: 'Only 1 is supported.', maximum: 1, minimum: 1}))),
     presence_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
-    seed: s.optional(s.nullable(s.integer())),
+    seed: s.optional(s.nullable(s.int64({description: 'Same seed, same request: same answer.'}))),
     stop: s.optional(s.nullable(s.union([s.string(), s.array(s.string(), {maxItems: 16})], 'a string or an array of up to 16 strings'))),
     stream: s.optional(s.nullable(s.boolean())),
     stream_options: s.optional(s.nullable(s.object({include_usage: s.optional(s.nullable(s.boolean()))}))),
     temperature: s.optional(s.nullable(s.number({maximum: 2, minimum: 0}))),
-    top_k: s.optional(s.nullable(s.integer({minimum: 0}))),
+    top_k: s.optional(s.nullable(s.integer({description: 'Sample among the k likeliest tokens; 0 for all.', maximum: s.INT32_MAX, minimum: 0}))),
     top_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
-    // Accepted and ignored, as OpenAI clients send them for bookkeeping only.
-    metadata: s.optional(s.unknown()),
-    service_tier: s.optional(s.unknown()),
-    store: s.optional(s.unknown()),
-    user: s.optional(s.unknown()),
+    // Accepted and ignored, as OpenAI clients send them for bookkeeping only; still of the type OpenAI declares.
+    metadata: s.optional(s.nullable(s.record(s.string({maxLength: 512}), {description: 'Key-value pairs of strings.'}))),
+    service_tier: s.optional(s.nullable(s.string())),
+    store: s.optional(s.nullable(s.boolean())),
+    user: s.optional(s.string()),
   }
 }
 
