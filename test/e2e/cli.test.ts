@@ -101,4 +101,17 @@ describe('servicectl (real processes)', function () {
     expect(exitCode).to.equal(0)
     expect(stdout).to.contain('No models are running.')
   })
+
+  it('takes the global options before the subcommand as well as after it', async () => {
+    const {port} = new URL(service.url)
+    for (const args of [['-p', port, 'list'], ['-H', '127.0.0.1', '--port', port, 'list'], ['-e', service.url, '-ak', 'sk-0123456789abc', 'list'], [`--port=${port}`, 'list', '--json']]) {
+      const {exitCode, stdout} = await servicectl(args)
+      expect(exitCode, args.join(' ')).to.equal(0)
+      expect(stdout, args.join(' ')).to.match(/No models are running\.|^\[\]$/)
+    }
+
+    const traced = await servicectl(['--log-level', 'debug', '-p', port, 'list'])
+    expect(traced.stderr).to.match(/^GET http:\/\/127.0.0.1:\d+\/v1\/models → 200 \(\d+ ms\)$/m)
+    expect((await servicectl(['-v'])).stdout).to.match(/^service-toolkit\/\d+\.\d+\.\d+ /)
+  })
 })
