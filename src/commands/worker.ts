@@ -6,7 +6,6 @@ import {loadSettings} from '../kernel/settings.js'
 import {ServiceProcessCommand} from '../lib/service-command.js'
 
 export default class Worker extends ServiceProcessCommand {
-  protected readonly program = 'service-worker'
   static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'
   static examples = ['service-worker -e http://10.0.0.1:9997 -H 10.0.0.2', 'service-worker -e http://10.0.0.1:9997 -H 10.0.0.2 -p 30001 --cluster-token "$(cat cluster.token)"']
   static flags = {
@@ -17,6 +16,7 @@ export default class Worker extends ServiceProcessCommand {
     port: Flags.integer({char: 'p', description: 'Port to listen on [default: any free port].', max: 65_535, min: 0}),
   }
   static hidden = true
+  static program = 'service-worker'
   static usage = 'service-worker -e <supervisor endpoint> -H <worker host> [--port <port>] [--cluster-token <secret>] [--log-level <level>]'
 
   async run(): Promise<void> {

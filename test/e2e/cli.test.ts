@@ -1,8 +1,10 @@
 /** `servicectl` as a real process against a real `service-local`, as in the README's quickstart. */
 import {expect} from 'chai'
+import {execa} from 'execa'
+import {join} from 'node:path'
 
 import {writeTinyChatModel} from '../helpers/models.js'
-import {closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {closedPort, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('servicectl (real processes)', function () {
   let service: RunningService
@@ -100,6 +102,41 @@ describe('servicectl (real processes)', function () {
     const {exitCode, stdout} = await servicectl(['list', '-H', '127.0.0.1', '-p', port, '-ak', 'sk-0123456789abc'])
     expect(exitCode).to.equal(0)
     expect(stdout).to.contain('No models are running.')
+  })
+
+  it('takes the global options before the subcommand as well as after it', async () => {
+    const {port} = new URL(service.url)
+    for (const args of [['-p', port, 'list'], ['-H', '127.0.0.1', '--port', port, 'list'], ['-e', service.url, '-ak', 'sk-0123456789abc', 'list'], [`--port=${port}`, 'list', '--json']]) {
+      const {exitCode, stdout} = await servicectl(args)
+      expect(exitCode, args.join(' ')).to.equal(0)
+      expect(stdout, args.join(' ')).to.match(/No models are running\.|^\[\]$/)
+    }
+
+    const traced = await servicectl(['--log-level', 'debug', '-p', port, 'list'])
+    expect(traced.stderr).to.match(/^GET http:\/\/127.0.0.1:\d+\/v1\/models → 200 \(\d+ ms\)$/m)
+    expect((await servicectl(['-v'])).stdout).to.match(/^service-toolkit\/\d+\.\d+\.\d+ /)
+  })
+
+  it('has help, shell completion and suggestions for mistyped commands', async () => {
+    const help = await servicectl(['help'])
+    expect(help.exitCode).to.equal(0)
+    expect(help.stdout).to.match(/^USAGE\n {2}\$ servicectl \[COMMAND\]$/m)
+    expect(help.stdout).to.match(/^ {2}launch +Launch a model\./m)
+    expect((await servicectl(['help', 'list'])).stdout).to.match(/^ {2}\$ servicectl list /m)
+    const completion = await servicectl(['autocomplete', 'bash'], {env: {SERVICECTL_CACHE_DIR: await temporaryDirectory()}})
+    expect(completion.exitCode).to.equal(0)
+    expect(completion.stdout).to.contain('servicectl autocomplete')
+    const typo = await servicectl(['lsit'])
+    expect(typo.exitCode).to.equal(127)
+    expect(typo.stderr).to.contain('lsit is not a servicectl command')
+  })
+
+  it('shows the usage line of service-local, service-supervisor and service-worker as they are typed', async () => {
+    for (const program of ['service-local', 'service-supervisor', 'service-worker']) {
+      const {stdout} = await execa('node', [join(ROOT, 'bin', `${program}.js`), '--help'], {env: {NO_COLOR: '1'}})
+      expect(stdout.split('\n').slice(0, 5).join('\n')).to.match(new RegExp(`^USAGE\\n {2}\\$ ${program} [[-]`, 'm'))
+      expect(stdout).not.to.contain('servicectl')
+    }
   })
 
   it('takes the global options before the subcommand as well as after it', async () => {
