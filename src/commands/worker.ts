@@ -3,6 +3,7 @@ import {Flags} from '@oclif/core'
 import {CLUSTER_TOKEN_ENV} from '../cluster/cluster-protocol.js'
 import {startWorkerService} from '../cluster/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
+import {checkedEndpoint} from '../lib/endpoint.js'
 import {ServiceProcessCommand} from '../lib/service-command.js'
 
 export default class Worker extends ServiceProcessCommand {
@@ -21,13 +22,14 @@ export default class Worker extends ServiceProcessCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Worker)
+    const endpoint = checkedEndpoint(flags.endpoint, '--endpoint')
     const settings = await loadSettings()
     const service = await startWorkerService(
       this.config,
       {...settings, host: flags.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
-      {clusterToken: flags['cluster-token'], endpoint: flags.endpoint},
+      {clusterToken: flags['cluster-token'], endpoint},
     )
-    this.log(`Worker running at ${service.url}, joined the supervisor at ${flags.endpoint}. Ctrl-C stops it and its models.`)
+    this.log(`Worker running at ${service.url}, joined the supervisor at ${endpoint}. Ctrl-C stops it and its models.`)
     await this.untilStopped(service)
   }
 }
