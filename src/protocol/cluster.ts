@@ -4,6 +4,8 @@
 export interface ClusterInfo {
   /** `local`: one `service-local` process; `cluster`: a supervisor with workers. */
   mode: 'local' | 'cluster'
+  /** The process id of `service-local` or the supervisor. */
+  pid: number
   version: string
   models: number
   workers: {ready: number; lost: number}

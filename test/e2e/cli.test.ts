@@ -145,6 +145,13 @@ describe('servicectl (real processes)', function () {
     expect(fromEnvironment.stderr.trim()).to.equal('Error: SERVICE_ENDPOINT "localhost:9997" is not an http:// or https:// address; write it as http://localhost:9997.')
   })
 
+  it('says how a single-machine service is stopped when stop-cluster reaches service-local', async () => {
+    const {exitCode, stderr} = await cli(['stop-cluster', '--check'])
+    expect(exitCode).to.equal(1)
+    expect(stderr).to.contain(`the service at ${service.url} is a single-machine service (\`service-local\`), not a cluster; stop it with Ctrl-C where it runs, or with \`kill ${service.process.pid}\` (SIGTERM).`)
+    expect((await callApi(service, 'GET', '/v1/models')).status).to.equal(200)
+  })
+
   it('has help, shell completion and suggestions for mistyped commands', async () => {
     const help = await servicectl(['help'])
     expect(help.exitCode).to.equal(0)
