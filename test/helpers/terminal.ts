@@ -10,7 +10,15 @@ import {until} from './service.js'
 const SOCKET = `service-test-${process.pid}`
 let sessions = 0
 
-const tmux = async (...args: string[]) => String((await execa('tmux', ['-L', SOCKET, ...args])).stdout)
+async function tmux(...args: string[]): Promise<string> {
+  try {
+    return String((await execa('tmux', ['-L', SOCKET, ...args])).stdout)
+  } catch (error) {
+    if ((error as {code?: string}).code === 'ENOENT') throw new Error('the terminal tests drive a real terminal through tmux; install it (e.g. `apt-get install -y tmux`)')
+    throw error
+  }
+}
+
 const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
 
 export interface Terminal {
