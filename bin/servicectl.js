@@ -3,4 +3,6 @@ import './require-node.js'
 
 import {execute} from '@oclif/core'
 
-await execute({dir: import.meta.url})
+import {moveLeadingGlobalFlags} from '../dist/lib/global-flags.js'
+
+await execute({args: moveLeadingGlobalFlags(process.argv.slice(2)), dir: import.meta.url})

@@ -9,21 +9,21 @@
  * for await (const chunk of client.model(uid).chatStream([{role: 'user', content: 'Hi'}])) process.stdout.write(chunk.choices[0]?.delta?.content ?? '')
  *
  * With access control on, pass `{apiKey: 'sk-…'}` as the second argument, or call `await client.login(username, password)` first.
+ *
+ * It imports nothing from the server, nor any `node:` module (only `fetch`, web streams and timers), so it
+ * runs in a browser as in Node; `service-toolkit/client` is its entry point.
  */
-import {readFileSync} from 'node:fs'
-import {setTimeout as sleep} from 'node:timers/promises'
-
-import type {LaunchProgress, LaunchStage} from '../cluster/supervisor.js'
-import type {CachedModel as CacheEntry} from '../cluster/hub/cache.js'
+import type {CachedModel as CacheEntry} from '../protocol/cache.js'
+import type {ClusterInfo} from '../protocol/cluster.js'
+import type {LaunchProgress} from '../protocol/launch.js'
+import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {readEventData} from './server-sent-events.js'
+import {CLIENT_VERSION} from './version.js'
 
-export const CLIENT_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string}).version
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:9997'
 const VERSION_HEADER = 'x-service-version'
-
-export type {LaunchProgress, LaunchStage}
 
 export interface ClientOptions {
   /** An API key, or an access token from `login`, sent as `Authorization: Bearer` (ignored when access control is off). */
@@ -173,7 +173,7 @@ export class Client {
       onProgress?.(progress)
       if (progress.stage === 'ready') return progress
       if (progress.error) throw new ServiceError(progress.error.status, progress.error.code, progress.error.message)
-      await sleep(Math.min(intervalMs, 50 * 2 ** poll), undefined, {signal})
+      await sleep(Math.min(intervalMs, 50 * 2 ** poll), signal)
     }
   }
 
@@ -230,7 +230,7 @@ export class Client {
     return (await this.request<{list: Awaited<ReturnType<Client['workers']>>}>('GET', '/v1/workers')).list
   }
 
-  clusterInfo(): Promise<Record<string, unknown>> {
+  clusterInfo(): Promise<ClusterInfo> {
     return this.request('GET', '/v1/cluster/info')
   }
 
@@ -293,8 +293,25 @@ export class Client {
     this.versionChecked = true
     if (serverVersion === CLIENT_VERSION) return
     const message = `the service at ${this.endpoint} runs version ${serverVersion} but this client is ${CLIENT_VERSION}; upgrade whichever is older so they match.`
-    ;(this.options.onVersionMismatch ?? ((m) => process.emitWarning(m)))(message)
+    ;(this.options.onVersionMismatch ?? ((m) => console.warn(`Warning: ${m}`)))(message)
   }
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it is aborted first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted()
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal!.reason)
+    }
+
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, {once: true})
+  })
 }
 
 async function errorFrom(response: Response): Promise<ServiceError> {
@@ -329,6 +346,16 @@ export class ModelClient {
 
   generateStream(prompt: string, options: ChatOptions = {}, signal?: AbortSignal): AsyncGenerator<Completion> {
     return this.client.stream('/v1/completions', {...options, model: this.uid, prompt, stream: true}, signal)
+  }
+
+  /** One vector per input (`POST /v1/embeddings`), as Xinference's `create_embedding`. */
+  createEmbedding(input: EmbeddingInput | EmbeddingInput[], options: EmbeddingOptions = {}, signal?: AbortSignal): Promise<CreateEmbeddingResponse> {
+    return this.client.request('POST', '/v1/embeddings', {...options, encoding_format: 'float', input, model: this.uid}, signal)
+  }
+
+  /** The documents scored by relevance to the query, best first (`POST /v1/rerank`), as Xinference's `rerank`. */
+  rerank(documents: Array<string | {text: string}>, query: string, options: RerankOptions = {}, signal?: AbortSignal): Promise<RerankResponse> {
+    return this.client.request('POST', '/v1/rerank', {...options, documents, model: this.uid, query}, signal)
   }
 
   describe(): Promise<RunningModel> {

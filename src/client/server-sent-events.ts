@@ -1,19 +1,21 @@
-/** The `data:` payloads of a server-sent event stream, one string per event, as they arrive. */
-export async function* readEventData(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder()
-  let buffer = ''
-  for await (const chunk of body as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, {stream: true})
-    let boundary: number
-    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, boundary)
-      buffer = buffer.slice(boundary + 2)
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).trimStart())
-        .join('\n')
-      if (data) yield data
+import {EventSourceParserStream} from 'eventsource-parser/stream'
+
+/**
+ * The `data:` payloads of a server-sent event stream, one string per event, as they arrive. The parsing is
+ * eventsource-parser's, which follows the WHATWG rules (CRLF, CR or LF line ends, one optional space after
+ * the colon, multi-line data) on web streams, so it works in a browser as in Node.
+ */
+export async function* readEventData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  try {
+    while (true) {
+      const {done, value} = await reader.read()
+      if (done) return
+      if (value.data) yield value.data
     }
+  } finally {
+    // Stops the HTTP response when the caller leaves early (a `break`); a stream that already failed has
+    // nothing left to stop, and its own error is the one that propagates.
+    await reader.cancel().catch(() => undefined)
   }
 }

@@ -158,6 +158,6 @@ export class RemoteWorker implements WorkerApi {
 }
 
 /** Frames of a server-sent event stream, each `data:` line parsed as JSON. */
-export async function* readFrames(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<WorkerFrame> {
+export async function* readFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<WorkerFrame> {
   for await (const data of readEventData(body)) yield JSON.parse(data) as WorkerFrame
 }

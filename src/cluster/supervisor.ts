@@ -8,6 +8,7 @@ import {randomBytes} from 'node:crypto'
 import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
+import type {LaunchProgress} from '../protocol/launch.js'
 import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerApi, WorkerMemoryEstimate, WorkerStatus} from './worker.js'
 
 import {flattenFamily, matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
@@ -53,26 +54,6 @@ export type LaunchRequest = s.Infer<typeof launchSchema>
 const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
 
 export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
-
-/**
- * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
- * loading → ready; or error / cancelled.
- */
-export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'loading' | 'ready' | 'error' | 'cancelled'
-
-export interface LaunchProgress {
-  model_uid: string
-  stage: LaunchStage
-  /** The whole launch, from 0 to 1; it never goes back, and is 1 exactly when the model is ready. */
-  progress: number
-  downloaded_bytes: number
-  total_bytes: number
-  files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
-  hub: string | null
-  repo: string | null
-  /** Why the launch failed or was cancelled. */
-  error: {message: string; code: string; status: number} | null
-}
 
 /** Of a launch that downloads, the share of its progress that is the download; loading is the rest. */
 const DOWNLOAD_SHARE = 0.9

@@ -3,40 +3,44 @@ import {Flags} from '@oclif/core'
 import type {ChatMessage} from '../client/client.js'
 
 import {ClientCommand} from '../lib/base-command.js'
+import {numberFlag} from '../lib/flags.js'
 import {runRepl} from '../lib/repl.js'
 
 export default class Chat extends ClientCommand<typeof Chat> {
-  static description = 'Chat with a running model, one line per turn; an empty line ends the chat. Lines may be piped in.'
+  static description = `Chat with a running model, one line per turn; an empty line ends the chat. Lines may be piped in.
+
+On a terminal, the up arrow recalls lines typed before, in this chat and earlier ones (kept in SERVICE_HOME/history/chat). With --json, the conversation shows on stderr and stdout holds only the JSON.`
   static examples = ['<%= config.bin %> chat --model-uid qwen2.5-instruct', 'echo "Hello" | <%= config.bin %> chat --model-uid qwen2.5-instruct --no-stream']
   static flags = {
     'max-tokens': Flags.integer({aliases: ['max_tokens'], default: 512, description: 'Most tokens per answer.', min: 1}),
     'model-uid': Flags.string({char: 'u', description: 'Uid of the model.', required: true}),
     stream: Flags.boolean({allowNo: true, default: true, description: 'Print the answer as it is generated.'}),
     system: Flags.string({description: 'System prompt.'}),
-    temperature: Flags.string({description: 'Sampling temperature, 0 to 2.'}),
+    temperature: numberFlag({description: 'Sampling temperature, 0 to 2.'}),
   }
 
   async run(): Promise<{messages: ChatMessage[]}> {
     const {flags} = this
     const model = this.client().model(flags['model-uid'])
     const messages: ChatMessage[] = flags.system ? [{content: flags.system, role: 'system'}] : []
-    const options = {max_tokens: flags['max-tokens'], ...(flags.temperature === undefined ? {} : {temperature: Number(flags.temperature)})}
-    await runRepl('User: ', async (line, signal) => {
+    const options = {max_tokens: flags['max-tokens'], temperature: flags.temperature}
+    const output = this.conversationOutput()
+    await runRepl({history: this.replHistory('chat'), output, prompt: 'User: '}, async (line, signal) => {
       messages.push({content: line, role: 'user'})
       let answer = ''
-      process.stdout.write('Assistant: ')
+      output.write('Assistant: ')
       if (flags.stream) {
         for await (const chunk of model.chatStream(messages, options, signal)) {
           const text = chunk.choices[0]?.delta?.content ?? ''
           answer += text
-          process.stdout.write(text)
+          output.write(text)
         }
       } else {
         answer = (await model.chat(messages, options, signal)).choices[0]?.message.content ?? ''
-        process.stdout.write(answer)
+        output.write(answer)
       }
 
-      process.stdout.write('\n')
+      output.write('\n')
       messages.push({content: answer, role: 'assistant'})
     })
     return {messages}

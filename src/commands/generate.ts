@@ -1,38 +1,42 @@
 import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../lib/base-command.js'
+import {numberFlag} from '../lib/flags.js'
 import {runRepl} from '../lib/repl.js'
 
 export default class Generate extends ClientCommand<typeof Generate> {
-  static description = 'Complete text with a running model, one prompt per line; an empty line ends it. Lines may be piped in.'
+  static description = `Complete text with a running model, one prompt per line; an empty line ends it. Lines may be piped in.
+
+On a terminal, the up arrow recalls prompts typed before (kept in SERVICE_HOME/history/generate). With --json, the completions show on stderr and stdout holds only the JSON.`
   static examples = ['<%= config.bin %> generate --model-uid qwen2.5-instruct', 'echo "Once upon a time" | <%= config.bin %> generate --model-uid qwen2.5-instruct --no-stream']
   static flags = {
     'max-tokens': Flags.integer({aliases: ['max_tokens'], default: 512, description: 'Most tokens per completion.', min: 1}),
     'model-uid': Flags.string({char: 'u', description: 'Uid of the model.', required: true}),
     stream: Flags.boolean({allowNo: true, default: true, description: 'Print the completion as it is generated.'}),
-    temperature: Flags.string({description: 'Sampling temperature, 0 to 2.'}),
+    temperature: numberFlag({description: 'Sampling temperature, 0 to 2.'}),
   }
 
   async run(): Promise<{completions: Array<{prompt: string; completion: string}>}> {
     const {flags} = this
     const model = this.client().model(flags['model-uid'])
-    const options = {max_tokens: flags['max-tokens'], ...(flags.temperature === undefined ? {} : {temperature: Number(flags.temperature)})}
+    const options = {max_tokens: flags['max-tokens'], temperature: flags.temperature}
     const completions: Array<{prompt: string; completion: string}> = []
-    await runRepl('Prompt: ', async (prompt, signal) => {
+    const output = this.conversationOutput()
+    await runRepl({history: this.replHistory('generate'), output, prompt: 'Prompt: '}, async (prompt, signal) => {
       let completion = ''
-      process.stdout.write('Completion: ')
+      output.write('Completion: ')
       if (flags.stream) {
         for await (const chunk of model.generateStream(prompt, options, signal)) {
           const text = chunk.choices[0]?.text ?? ''
           completion += text
-          process.stdout.write(text)
+          output.write(text)
         }
       } else {
         completion = (await model.generate(prompt, options, signal)).choices[0]?.text ?? ''
-        process.stdout.write(completion)
+        output.write(completion)
       }
 
-      process.stdout.write('\n')
+      output.write('\n')
       completions.push({completion, prompt})
     })
     return {completions}

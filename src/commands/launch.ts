@@ -4,6 +4,7 @@ import type {LaunchOptions} from '../client/client.js'
 
 import {ClientCommand} from '../lib/base-command.js'
 import {splitEngineOptions} from '../lib/extra-options.js'
+import {gpuCountFlag} from '../lib/flags.js'
 import {createProgressView} from '../lib/progress.js'
 import {confirm} from '../lib/prompt.js'
 
@@ -25,7 +26,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
     'model-name': Flags.string({char: 'n', description: 'Name of a registered model.', required: true}),
     'model-type': Flags.string({char: 't', description: 'Model type (found from the catalogue when omitted).'}),
     'model-uid': Flags.string({char: 'u', description: 'Uid for the running model [default: the model name].'}),
-    'n-gpu': Flags.string({description: '"auto", or a number of GPUs.'}),
+    'n-gpu': gpuCountFlag({description: '"auto", or a number of GPUs.'}),
     quantization: Flags.string({char: 'q', description: 'Quantization, e.g. q4_0.'}),
     replica: Flags.integer({char: 'r', description: 'Number of instances.', min: 1}),
     'size-in-billions': Flags.string({char: 's', description: 'Size in billions, e.g. 7 or 0_5.'}),
@@ -50,7 +51,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
       model_name: flags['model-name'],
       model_type: flags['model-type'],
       model_uid: flags['model-uid'],
-      n_gpu: flags['n-gpu'] === undefined ? undefined : flags['n-gpu'] === 'auto' ? 'auto' : Number(flags['n-gpu']),
+      n_gpu: flags['n-gpu'],
       quantization: flags.quantization,
       replica: flags.replica,
       size_in_billions: flags['size-in-billions'],

@@ -6,7 +6,6 @@ import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
 import {ServiceProcessCommand} from '../lib/service-command.js'
 
 export default class Local extends ServiceProcessCommand {
-  protected readonly program = 'service-local'
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
   static examples = ['service-local', 'service-local --host 0.0.0.0 --port 9997 --log-level debug', 'service-local --auth-config auth.json']
   static flags = {
@@ -16,6 +15,7 @@ export default class Local extends ServiceProcessCommand {
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
+  static program = 'service-local'
   static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--auth-config <file>]'
 
   async run(): Promise<void> {

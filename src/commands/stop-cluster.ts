@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 
+import {ServiceError} from '../kernel/errors.js'
 import {ClientCommand} from '../lib/base-command.js'
 import {confirm} from '../lib/prompt.js'
 
@@ -14,6 +15,15 @@ Lists the workers and their models and asks for confirmation first (--check skip
 
   async run(): Promise<{stopped: true; unreachable_workers: string[]}> {
     const client = this.client()
+    const {mode, pid} = await client.clusterInfo()
+    if (mode === 'local') {
+      throw new ServiceError(
+        400,
+        'unsupported',
+        `the service at ${client.endpoint} is a single-machine service (\`service-local\`), not a cluster; stop it with Ctrl-C where it runs, or with \`kill ${pid}\` (SIGTERM).`,
+      )
+    }
+
     if (!this.flags.check) {
       const workers = await client.workers()
       const lines = workers.map((worker) => `  ${worker.id} (${worker.state}): ${worker.models.length > 0 ? worker.models.join(', ') : 'no models'}`)

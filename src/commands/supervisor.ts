@@ -7,7 +7,6 @@ import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
 import {ServiceProcessCommand} from '../lib/service-command.js'
 
 export default class Supervisor extends ServiceProcessCommand {
-  protected readonly program = 'service-supervisor'
   static description = 'The supervisor of a cluster: the HTTP API, docs and every model route; workers join it. This is what `service-supervisor` runs.'
   static examples = ['service-supervisor -H 10.0.0.1', 'service-supervisor -H 10.0.0.1 --auth-config auth.json --cluster-token "$(cat cluster.token)"']
   static flags = {
@@ -18,6 +17,7 @@ export default class Supervisor extends ServiceProcessCommand {
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
+  static program = 'service-supervisor'
   static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>]'
 
   async run(): Promise<void> {

@@ -3,10 +3,10 @@ import {Flags} from '@oclif/core'
 import {CLUSTER_TOKEN_ENV} from '../cluster/cluster-protocol.js'
 import {startWorkerService} from '../cluster/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
+import {checkedEndpoint} from '../lib/endpoint.js'
 import {ServiceProcessCommand} from '../lib/service-command.js'
 
 export default class Worker extends ServiceProcessCommand {
-  protected readonly program = 'service-worker'
   static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'
   static examples = ['service-worker -e http://10.0.0.1:9997 -H 10.0.0.2', 'service-worker -e http://10.0.0.1:9997 -H 10.0.0.2 -p 30001 --cluster-token "$(cat cluster.token)"']
   static flags = {
@@ -17,17 +17,19 @@ export default class Worker extends ServiceProcessCommand {
     port: Flags.integer({char: 'p', description: 'Port to listen on [default: any free port].', max: 65_535, min: 0}),
   }
   static hidden = true
+  static program = 'service-worker'
   static usage = 'service-worker -e <supervisor endpoint> -H <worker host> [--port <port>] [--cluster-token <secret>] [--log-level <level>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Worker)
+    const endpoint = checkedEndpoint(flags.endpoint, '--endpoint')
     const settings = await loadSettings()
     const service = await startWorkerService(
       this.config,
       {...settings, host: flags.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
-      {clusterToken: flags['cluster-token'], endpoint: flags.endpoint},
+      {clusterToken: flags['cluster-token'], endpoint},
     )
-    this.log(`Worker running at ${service.url}, joined the supervisor at ${flags.endpoint}. Ctrl-C stops it and its models.`)
+    this.log(`Worker running at ${service.url}, joined the supervisor at ${endpoint}. Ctrl-C stops it and its models.`)
     await this.untilStopped(service)
   }
 }

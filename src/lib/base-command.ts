@@ -1,9 +1,12 @@
 import {Command, Flags, Interfaces} from '@oclif/core'
+import {join} from 'node:path'
 
 import {Client, DEFAULT_ENDPOINT} from '../client/client.js'
 import {isServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
+import {checkedEndpoint} from './endpoint.js'
+import {fileHistory, type LineHistory} from './repl.js'
 
 /**
  * Base of every command that talks to a running service: the global flags, the endpoint rule
@@ -16,12 +19,13 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
     endpoint: Flags.string({char: 'e', description: `Service endpoint [default: ${DEFAULT_ENDPOINT}, or SERVICE_ENDPOINT].`, helpGroup: 'GLOBAL'}),
     host: Flags.string({char: 'H', description: 'Service host, when no endpoint is given.', helpGroup: 'GLOBAL'}),
     'log-level': Flags.option({description: 'Log level.', helpGroup: 'GLOBAL', options: ['debug', 'info', 'warn', 'error'] as const})(),
-    port: Flags.integer({char: 'p', description: `Service port, when no endpoint is given [default: ${DEFAULT_PORT}].`, helpGroup: 'GLOBAL'}),
+    port: Flags.integer({char: 'p', description: `Service port, when no endpoint is given [default: ${DEFAULT_PORT}].`, helpGroup: 'GLOBAL', max: 65_535, min: 1}),
   }
   static enableJsonFlag = true
 
   protected flags!: Interfaces.InferredFlags<(typeof ClientCommand)['baseFlags'] & T['flags']>
   protected args!: Interfaces.InferredArgs<T['args']>
+  protected endpoint!: string
   private credentialSource: CredentialSource
 
   public async init(): Promise<void> {
@@ -35,12 +39,25 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as typeof this.flags
     this.args = args as typeof this.args
+    this.endpoint = this.chooseEndpoint()
   }
 
-  protected get endpoint(): string {
+  /** The endpoint rule, applied once in `init`, so a refused endpoint fails before anything is sent. */
+  private chooseEndpoint(): string {
     const {endpoint, host, port} = this.flags
-    const chosen = endpoint || (host || port ? `http://${host ?? '127.0.0.1'}:${port ?? DEFAULT_PORT}` : process.env.SERVICE_ENDPOINT || DEFAULT_ENDPOINT)
-    return chosen.replace(/\/+$/, '')
+    if (endpoint) return checkedEndpoint(endpoint, '--endpoint')
+    if (host || port) return `http://${host ?? '127.0.0.1'}:${port ?? DEFAULT_PORT}`
+    return process.env.SERVICE_ENDPOINT ? checkedEndpoint(process.env.SERVICE_ENDPOINT, 'SERVICE_ENDPOINT') : DEFAULT_ENDPOINT
+  }
+
+  /** Where a conversation (chat, generate) is shown: stdout, unless stdout is kept for `--json`. */
+  protected conversationOutput(): NodeJS.WritableStream {
+    return this.jsonEnabled() ? process.stderr : process.stdout
+  }
+
+  /** The typed-line history of a REPL command, kept in SERVICE_HOME/history/<command>. */
+  protected replHistory(command: string): LineHistory {
+    return fileHistory(join(serviceHome(), 'history', command))
   }
 
   protected client(): Client {

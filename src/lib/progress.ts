@@ -4,7 +4,7 @@
  * plain lines when the download starts, at every tenth of it, and when it ends; loading a cached model prints
  * nothing, so scripts see only the final `Model uid:` line.
  */
-import type {LaunchProgress} from '../client/client.js'
+import type {LaunchProgress} from '../protocol/launch.js'
 
 import {formatBytes, formatDuration} from './format.js'
 

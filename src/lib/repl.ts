@@ -1,19 +1,70 @@
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {dirname} from 'node:path'
 import {createInterface} from 'node:readline/promises'
 
 import {ServiceError} from '../kernel/errors.js'
 
+/** Lines typed in earlier sessions, kept as long as a shell's history. */
+const HISTORY_SIZE = 1000
+
+/** Where a REPL's typed lines are kept between sessions; `load` answers them oldest first. */
+export interface LineHistory {
+  load(): string[]
+  save(lines: string[]): void
+}
+
 /**
- * A line-by-line conversation on stdin/stdout: `ask` is called for each non-empty line and writes its own
- * answer; an empty line, end of input or Ctrl-C ends it. Works the same when lines are piped in.
+ * A history file, one line per entry, oldest first; private to the user (typed prompts may be confidential),
+ * as the shell's own history is.
  */
-export async function runRepl(prompt: string, ask: (line: string, signal: AbortSignal) => Promise<void>): Promise<void> {
-  const readline = createInterface({input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY ?? false})
+export function fileHistory(path: string): LineHistory {
+  return {
+    load() {
+      try {
+        return readFileSync(path, 'utf8').split('\n').filter(Boolean).slice(-HISTORY_SIZE)
+      } catch {
+        return []
+      }
+    },
+    save(lines) {
+      mkdirSync(dirname(path), {mode: 0o700, recursive: true})
+      writeFileSync(path, lines.map((line) => `${line}\n`).join(''), {mode: 0o600})
+    },
+  }
+}
+
+export interface ReplOptions {
+  prompt: string
+  /** Receives the prompt, the echo of typed lines and the answers (stderr when stdout is kept for `--json`). */
+  output: NodeJS.WritableStream
+  /** Up-arrow history across sessions, on a terminal. */
+  history?: LineHistory
+}
+
+/**
+ * A line-by-line conversation on stdin: `ask` is called for each non-empty line and writes its own answer to
+ * `output`; an empty line, end of input or Ctrl-C ends it. Works the same when lines are piped in. On a
+ * terminal, readline draws the prompt itself (so it redraws it when the line is edited) and keeps the history.
+ */
+export async function runRepl({history, output, prompt}: ReplOptions, ask: (line: string, signal: AbortSignal) => Promise<void>): Promise<void> {
+  const terminal = process.stdin.isTTY ?? false
+  const readline = createInterface({
+    history: terminal && history ? history.load().reverse() : [],
+    historySize: HISTORY_SIZE,
+    input: process.stdin,
+    output,
+    prompt,
+    removeHistoryDuplicates: true,
+    terminal,
+  })
+  // readline's history is newest first.
+  if (terminal && history) readline.on('history', (lines: string[]) => history.save([...lines].reverse()))
   const lines = readline[Symbol.asyncIterator]()
   let current: AbortController | undefined
   readline.on('SIGINT', () => (current ? current.abort() : readline.close()))
   try {
     while (true) {
-      if (process.stdin.isTTY) process.stdout.write(prompt)
+      if (terminal) readline.prompt()
       const next = await lines.next()
       if (next.done || next.value.trim() === '') break
       current = new AbortController()
@@ -21,7 +72,7 @@ export async function runRepl(prompt: string, ask: (line: string, signal: AbortS
         await ask(next.value, current.signal)
       } catch (error) {
         if ((error as Error).name !== 'AbortError') throw error
-        process.stdout.write('\n(stopped)\n')
+        output.write('\n(stopped)\n')
       } finally {
         current = undefined
       }

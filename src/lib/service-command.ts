@@ -6,8 +6,8 @@ import {isServiceErrorShape} from '../kernel/errors.js'
 
 /** Base of the commands that run a service (`service-local`, `service-supervisor`, `service-worker`) until stopped. */
 export abstract class ServiceProcessCommand extends Command {
-  /** The program a refusal names, as the person started it. */
-  protected abstract readonly program: string
+  /** The program that runs this command (`service-local`), as the person typed it: refusals and help name it. */
+  static program: string
 
   /** Runs until a signal (or, for a supervisor, `servicectl stop-cluster`) stops the service. */
   protected async untilStopped(service: RunningService): Promise<void> {
@@ -20,7 +20,7 @@ export abstract class ServiceProcessCommand extends Command {
   /** A refused config or a port in use is one line for the person starting the service, not a stack trace. */
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
     if (isServiceErrorShape(error) && !('oclif' in error)) {
-      this.logToStderr(`${this.program}: ${error.message}`)
+      this.logToStderr(`${(this.ctor as typeof ServiceProcessCommand).program}: ${error.message}`)
       this.exit(1)
     }
 

@@ -1,8 +1,12 @@
 /** `servicectl` as a real process against a real `service-local`, as in the README's quickstart. */
 import {expect} from 'chai'
+import {execa} from 'execa'
+import {stat} from 'node:fs/promises'
+import {join} from 'node:path'
 
 import {writeTinyChatModel} from '../helpers/models.js'
-import {closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, closedPort, ROOT, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
+import {closeTerminals, startTerminal} from '../helpers/terminal.js'
 
 describe('servicectl (real processes)', function () {
   let service: RunningService
@@ -58,10 +62,14 @@ describe('servicectl (real processes)', function () {
     const quiet = await cli(['chat', '--model-uid', 'my-model', '--max_tokens', '5', '--temperature', '0', '--no-stream'], 'Hello\n')
     expect(quiet.stdout.trim()).to.equal(answers[0])
 
+    // With --json, stdout holds the JSON alone; the conversation goes to stderr.
     const generated = await cli(['generate', '--model-uid', 'my-model', '--max-tokens', '4', '--json'], 'Once upon a time\n')
-    const result = JSON.parse(generated.stdout.slice(generated.stdout.indexOf('{')))
+    const result = JSON.parse(generated.stdout)
     expect(result.completions[0].prompt).to.equal('Once upon a time')
     expect(result.completions[0].completion).to.be.a('string').and.not.equal('')
+    expect(generated.stderr).to.equal(`Completion: ${result.completions[0].completion}`)
+    const chatJson = await cli(['chat', '--model-uid', 'my-model', '--max-tokens', '4', '--json'], 'Hello\n')
+    expect(JSON.parse(chatJson.stdout).messages.map((message: {role: string}) => message.role)).to.deep.equal(['user', 'assistant'])
 
     expect((await cli(['terminate', '--model-uid', 'my-model'])).stdout).to.contain('Terminated my-model.')
     expect((await cli(['list'])).stdout).to.contain('No models are running.')
@@ -100,5 +108,119 @@ describe('servicectl (real processes)', function () {
     const {exitCode, stdout} = await servicectl(['list', '-H', '127.0.0.1', '-p', port, '-ak', 'sk-0123456789abc'])
     expect(exitCode).to.equal(0)
     expect(stdout).to.contain('No models are running.')
+  })
+
+  it('takes the global options before the subcommand as well as after it', async () => {
+    const {port} = new URL(service.url)
+    for (const args of [['-p', port, 'list'], ['-H', '127.0.0.1', '--port', port, 'list'], ['-e', service.url, '-ak', 'sk-0123456789abc', 'list'], [`--port=${port}`, 'list', '--json']]) {
+      const {exitCode, stdout} = await servicectl(args)
+      expect(exitCode, args.join(' ')).to.equal(0)
+      expect(stdout, args.join(' ')).to.match(/No models are running\.|^\[\]$/)
+    }
+
+    const traced = await servicectl(['--log-level', 'debug', '-p', port, 'list'])
+    expect(traced.stderr).to.match(/^GET http:\/\/127.0.0.1:\d+\/v1\/models → 200 \(\d+ ms\)$/m)
+    expect((await servicectl(['-v'])).stdout).to.match(/^service-toolkit\/\d+\.\d+\.\d+ /)
+  })
+
+  it('refuses a non-number for a numeric option, naming the option', async () => {
+    for (const [args, message] of [
+      [['chat', '-u', 'x', '--temperature', 'abc'], /--temperature[\s\S]*Expected a number \(e\.g\. 0\.7\) but received: abc/],
+      [['generate', '-u', 'x', '--temperature', ''], /--temperature[\s\S]*Expected a number/],
+      [['chat', '-u', 'x', '--max-tokens', '5x'], /Expected an integer but received: 5x/],
+      [['launch', '-n', 'x', '--n-gpu', 'two'], /--n-gpu[\s\S]*Expected "auto" or a whole number of GPUs \(e\.g\. 1\) but received: two/],
+      [['list', '-p', 'http'], /Expected an integer but received: http/],
+    ] as const) {
+      const {exitCode, stderr} = await cli([...args], 'Hello\n')
+      expect(exitCode, args.join(' ')).to.equal(2)
+      expect(stderr, args.join(' ')).to.match(message)
+    }
+  })
+
+  it('says to add http:// to an endpoint given without it', async () => {
+    const given = await servicectl(['list', '-e', '127.0.0.1:9997'])
+    expect(given.exitCode).to.equal(1)
+    expect(given.stderr.trim()).to.equal('Error: --endpoint "127.0.0.1:9997" is not an http:// or https:// address; write it as http://127.0.0.1:9997.')
+    const fromEnvironment = await servicectl(['list'], {env: {SERVICE_ENDPOINT: 'localhost:9997'}})
+    expect(fromEnvironment.stderr.trim()).to.equal('Error: SERVICE_ENDPOINT "localhost:9997" is not an http:// or https:// address; write it as http://localhost:9997.')
+  })
+
+  it('says how a single-machine service is stopped when stop-cluster reaches service-local', async () => {
+    const {exitCode, stderr} = await cli(['stop-cluster', '--check'])
+    expect(exitCode).to.equal(1)
+    expect(stderr).to.contain(`the service at ${service.url} is a single-machine service (\`service-local\`), not a cluster; stop it with Ctrl-C where it runs, or with \`kill ${service.process.pid}\` (SIGTERM).`)
+    expect((await callApi(service, 'GET', '/v1/models')).status).to.equal(200)
+  })
+
+  it('has help, shell completion and suggestions for mistyped commands', async () => {
+    const help = await servicectl(['help'])
+    expect(help.exitCode).to.equal(0)
+    expect(help.stdout).to.match(/^USAGE\n {2}\$ servicectl \[COMMAND\]$/m)
+    expect(help.stdout).to.match(/^ {2}launch +Launch a model\./m)
+    expect((await servicectl(['help', 'list'])).stdout).to.match(/^ {2}\$ servicectl list /m)
+    const completion = await servicectl(['autocomplete', 'bash'], {env: {SERVICECTL_CACHE_DIR: await temporaryDirectory()}})
+    expect(completion.exitCode).to.equal(0)
+    expect(completion.stdout).to.contain('servicectl autocomplete')
+    const typo = await servicectl(['lsit'])
+    expect(typo.exitCode).to.equal(127)
+    expect(typo.stderr).to.contain('lsit is not a servicectl command')
+  })
+
+  it('shows the usage line of service-local, service-supervisor and service-worker as they are typed', async () => {
+    for (const program of ['service-local', 'service-supervisor', 'service-worker']) {
+      const {stdout} = await execa('node', [join(ROOT, 'bin', `${program}.js`), '--help'], {env: {NO_COLOR: '1'}})
+      expect(stdout.split('\n').slice(0, 5).join('\n')).to.match(new RegExp(`^USAGE\\n {2}\\$ ${program} [[-]`, 'm'))
+      expect(stdout).not.to.contain('servicectl')
+    }
+  })
+
+  describe('on a terminal', () => {
+    const typedModel = 'typed-model'
+    let home: string
+
+    before(async () => {
+      const {family} = await writeTinyChatModel(await temporaryDirectory(), typedModel)
+      expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
+      expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: typedModel, n_ctx: 512, n_threads: 1})).status).to.equal(200)
+      home = await temporaryDirectory()
+    })
+
+    after(closeTerminals)
+
+    const chat = () => startTerminal([process.execPath, SERVICECTL, 'chat', '-u', typedModel, '--max-tokens', '3', '--temperature', '0', '-e', service.url], {SERVICE_HOME: home})
+
+    it('keeps the chat prompt while a line is edited, recalls earlier lines with the up arrow, and keeps them for the next chat', async () => {
+      const first = await chat()
+      await first.waitForRow(/^User:$/)
+      await first.type('helo')
+      await first.press('Left')
+      await first.type('l')
+      await first.waitForRow(/^User: hello$/)
+      await first.press('Enter')
+      await first.waitForRow(/^Assistant: \S/)
+      await first.type('second')
+      await first.press('Enter')
+      await until(async () => ((await first.screen()).filter((row) => row.startsWith('Assistant: ')).length === 2 ? true : undefined), 'the second answer')
+      await first.press('Up', 'Up')
+      await first.waitForRow(/^User: hello$/)
+      await first.press('C-u', 'Enter')
+      expect(await first.exited()).to.equal(0)
+
+      const next = await chat()
+      await next.waitForRow(/^User:$/)
+      await next.press('Up')
+      await next.waitForRow(/^User: second$/)
+      await next.press('Up')
+      await next.waitForRow(/^User: hello$/)
+      const history = await stat(join(home, 'history', 'chat'))
+      expect(history.mode & 0o777).to.equal(0o600)
+    })
+
+    it('asks "did you mean" for a mistyped command', async () => {
+      const typo = await startTerminal([process.execPath, SERVICECTL, 'lsit', '-e', service.url])
+      await typo.waitForRow(/Did you mean list\?/)
+      await typo.press('Enter')
+      await typo.waitForRow(/No models are running\.|typed-model/)
+    })
   })
 })

@@ -6,6 +6,7 @@
 import {expect} from 'chai'
 import OpenAI from 'openai'
 
+import {Client} from '../../src/client/index.js'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
 import {buildWordPieceVocabulary} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 import {writeTinyChatModel, writeTinyRetrievalModel} from '../helpers/models.js'
@@ -166,6 +167,27 @@ describe('embeddings and rerank (service-local, openai client)', function () {
         expect(response.body.error.param).to.equal(param)
         expect(response.body.error.message).to.match(message)
       }
+    })
+  })
+
+  describe('client library', () => {
+    it('creates embeddings, typed as the route answers them', async () => {
+      const inputs = ['hello world', 'the cat sat on the mat']
+      const created = await new Client(service.url).model(EMBEDDER).createEmbedding(inputs, {dimensions: 32})
+      const raw = await embed({dimensions: 32, encoding_format: 'float', input: inputs})
+      expect(created).to.deep.equal(raw.body)
+      expect(created.data.map((item) => item.embedding.length)).to.deep.equal([32, 32])
+      expect(created.usage.prompt_tokens).to.be.greaterThan(0)
+    })
+
+    it('reranks documents (Xinference argument order), typed as the route answers them', async () => {
+      const documents = ['paris is the capital of france', 'hello world', 'water is wet']
+      const query = 'what is the capital of france'
+      const ranked = await new Client(service.url).model(RERANKER).rerank(documents, query, {return_documents: true, top_n: 2})
+      const raw = await rerank({documents, query, return_documents: true, top_n: 2})
+      expect(ranked.results).to.deep.equal(raw.body.results)
+      expect(ranked.results.map((result) => result.document?.text)).to.deep.equal(ranked.results.map((result) => documents[result.index]))
+      expect(ranked.meta.tokens.input_tokens).to.be.greaterThan(0)
     })
   })
 

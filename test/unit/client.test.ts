@@ -1,7 +1,8 @@
 import {expect} from 'chai'
+import {readFileSync} from 'node:fs'
 import {createServer, type Server} from 'node:http'
 
-import {Client, CLIENT_VERSION} from '../../src/client/client.js'
+import {Client, CLIENT_VERSION} from '../../src/client/index.js'
 
 describe('client library', () => {
   let server: Server
@@ -34,6 +35,10 @@ describe('client library', () => {
     const quiet: string[] = []
     await new Client(endpoint, {onVersionMismatch: (message) => quiet.push(message)}).list()
     expect(quiet).to.deep.equal([])
+  })
+
+  it("speaks the package's version, written in the client so it needs no file system", () => {
+    expect(CLIENT_VERSION).to.equal(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version)
   })
 
   it("turns an error answer into a ServiceError with the server's message, code and status", async () => {

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import type {LaunchProgress} from '../../src/client/client.js'
+import type {LaunchProgress} from '../../src/protocol/launch.js'
 
 import {createProgressView} from '../../src/lib/progress.js'
 

@@ -1,5 +1,6 @@
 import {expect} from 'chai'
 
+import {readEventData} from '../../src/client/server-sent-events.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {toServerSentEvents} from '../../src/server/sse.js'
 
@@ -69,5 +70,43 @@ describe('server-sent events', () => {
     for await (const _chunk of stream) break
     await later()
     expect(stopped).to.equal(true)
+  })
+})
+
+describe('server-sent events, as the client reads them', () => {
+  /** A response body that arrives in the given pieces. */
+  const bodyOf = (...pieces: string[]) =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const piece of pieces) controller.enqueue(new TextEncoder().encode(piece))
+        controller.close()
+      },
+    })
+  const read = async (body: ReadableStream<Uint8Array>) => {
+    const events: string[] = []
+    for await (const data of readEventData(body)) events.push(data)
+    return events
+  }
+
+  it('reads events whose lines end in CRLF or CR, as well as LF', async () => {
+    expect(await read(bodyOf('data: {"n":1}\r\n\r\ndata: {"n":2}\r\r', 'data: [DONE]\n\n'))).to.deep.equal(['{"n":1}', '{"n":2}', '[DONE]'])
+  })
+
+  it('strips only the one space after "data:", and joins multi-line data with a line break', async () => {
+    expect(await read(bodyOf('data:   indented\n\ndata:no space\n\ndata: first\ndata:  second\n\n'))).to.deep.equal(['  indented', 'no space', 'first\n second'])
+  })
+
+  it('reads an event split anywhere across chunks, a multi-byte character included, and skips comments and other fields', async () => {
+    const event = ': keep-alive\nevent: message\nid: 7\ndata: {"text":"héllo"}\r\n\r\n'
+    const bytes = new TextEncoder().encode(event)
+    const split = bytes.indexOf(0xc3) + 1
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, split))
+        controller.enqueue(bytes.slice(split))
+        controller.close()
+      },
+    })
+    expect(await read(body)).to.deep.equal(['{"text":"héllo"}'])
   })
 })

@@ -11,6 +11,7 @@ import {readdir, readFile, rename, rm, rmdir, stat, writeFile} from 'node:fs/pro
 import {dirname, join, relative, resolve, sep} from 'node:path'
 
 import type {ResolvedSpec} from '../../kernel/catalogue.js'
+import type {CachedModel} from '../../protocol/cache.js'
 
 import {NO_SIZE} from '../../kernel/catalogue.js'
 import {badRequest, notFound} from '../../kernel/errors.js'
@@ -39,26 +40,7 @@ export interface CacheManifest {
   downloaded_at: string
 }
 
-export interface CachedModel {
-  model_version: string
-  model_name: string
-  model_size_in_billions: string
-  model_format: string
-  quantization: string
-  /** The entry's folder. */
-  path: string
-  files: Array<{name: string; path: string; size: number}>
-  /** Bytes of complete files. */
-  size_bytes: number
-  /** Bytes of unfinished downloads (`.part` files) a launch would resume. */
-  partial_bytes: number
-  complete: boolean
-  hub: string | null
-  repo: string | null
-  revision: string | null
-  commit: string | null
-  downloaded_at: string | null
-}
+export type {CachedModel} from '../../protocol/cache.js'
 
 /**
  * `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses; models without a size

@@ -40,6 +40,8 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
           lost_timeout_s: cluster ? cluster.timing.lostMs / 1000 : null,
           mode: cluster ? 'cluster' : 'local',
           models: supervisor.describeAll().length,
+          // So `servicectl stop-cluster` can tell a person which process to stop when this is `service-local`.
+          pid: process.pid,
           version,
           workers: {lost: workers.filter((w) => w.state === 'lost').length, ready: workers.filter((w) => w.state === 'ready').length},
         })
@@ -47,7 +49,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'GET',
       path: '/v1/cluster/info',
       permission: 'admin',
-      summary: 'The cluster at a glance: mode, version, workers ready and lost, models, failure-detection timing',
+      summary: "The cluster at a glance: mode, the supervisor's process id, version, workers ready and lost, models, failure-detection timing",
       tag: 'cluster',
     },
   ]
