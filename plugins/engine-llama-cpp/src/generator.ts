@@ -4,7 +4,7 @@
  * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first. Requests that
  * need none of LlamaChat's or LlamaCompletion's machinery take the plain path (plain-generation.ts).
  */
-import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
+import type {ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
 import {withLock} from 'lifecycle-utils'
 import type {
   ChatPayload,
@@ -22,6 +22,7 @@ import type {
 import {BatchGatherer} from './batch-gatherer.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
+import {ANY_OBJECT, jsonGrammar} from './grammar.js'
 import {toGrammarSchema} from './json-schema.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
 import {SequencePool} from './sequence-pool.js'
@@ -253,11 +254,11 @@ export async function loadGenerator(options: {
       throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
     if (plan.mode === 'forced') {
       const all = request.tools ?? []
-      return llama.createGrammarForJsonSchema<GbnfJsonSchema>(forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
+      return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
     }
 
-    if (format.type === 'json_object') return llama.getGrammarFor('json')
-    if (format.type === 'json_schema') return llama.createGrammarForJsonSchema<GbnfJsonSchema>(toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
+    if (format.type === 'json_object') return jsonGrammar(llama, ANY_OBJECT)
+    if (format.type === 'json_schema') return jsonGrammar(llama, toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
     return undefined
   }
 
