@@ -14,6 +14,7 @@ import {Ajv2020} from 'ajv/dist/2020.js'
 import {expect} from 'chai'
 import OpenAI from 'openai'
 
+import {RANDOM_LLAMA_TOKENS} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -150,6 +151,39 @@ describe('structured output of sampled replies (service-local, openai and @anthr
       expect(message.stop_reason).to.equal('tool_use')
       const use = message.content[0] as Anthropic.ToolUseBlock
       expectValid(tools.find((tool) => tool.name === use.name)!.input_schema, JSON.stringify(use.input))
+    }
+  })
+
+  it('says "length" when the budget ends before the schema is met, and "stop" only for replies that fit', async () => {
+    const person = {properties: {name: {maxLength: 12, type: 'string'}, age: {type: 'integer'}}, required: ['name', 'age'], type: 'object'}
+    const reasons = new Set<string>()
+    for (const {seed, temperature} of seeds(40)) {
+      const reply = await openai.chat.completions.create({
+        max_tokens: 34,
+        messages: [{content: 'Give me a person.', role: 'user'}],
+        model: MODEL,
+        response_format: {json_schema: {name: 'person', schema: person}, type: 'json_schema'},
+        seed,
+        stop: ['e', '"'],
+        temperature,
+      })
+      const [choice] = reply.choices
+      reasons.add(choice.finish_reason)
+      if (choice.finish_reason === 'stop') expectValid(person, choice.message.content!)
+      else expect(choice.finish_reason).to.equal('length')
+    }
+
+    expect([...reasons].sort(), 'both outcomes occur with this budget').to.deep.equal(['length', 'stop'])
+  })
+
+  it('ends a constrained reply where its grammar does, with ignore_eos or a banned end-of-turn token too', async () => {
+    const format = {json_schema: {name: 'person', schema: SCHEMAS.person}, type: 'json_schema'}
+    for (const [index, extra] of [{ignore_eos: true}, {logit_bias: {[RANDOM_LLAMA_TOKENS.imEnd]: -100}}].entries()) {
+      const body = {max_tokens: 200, messages: [{content: 'A person?', role: 'user'}], model: MODEL, response_format: format, seed: index, temperature: 1, ...extra}
+      const {body: reply, status} = await callApi(service, 'POST', '/v1/chat/completions', body)
+      expect(status, JSON.stringify(reply)).to.equal(200)
+      expect(reply.choices[0].finish_reason, JSON.stringify(extra)).to.equal('stop')
+      expectValid(SCHEMAS.person, reply.choices[0].message.content)
     }
   })
 })
