@@ -23,11 +23,10 @@ import type {
 import {BatchGatherer} from './batch-gatherer.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
-import {ANY_OBJECT, jsonGrammar} from './grammar.js'
-import {toGrammarSchema} from './json-schema.js'
+import {chatGrammar} from './grammar.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
 import {SequencePool} from './sequence-pool.js'
-import {forcedCallInstructions, forcedCallSchema, ForcedCallParser, toFunctions, toHistory} from './tools.js'
+import {forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
 interface Slot {
   /** Its sequence id: a fresh context hands out ids 0, 1, … in the order of `getSequence` calls. */
@@ -261,29 +260,11 @@ export async function loadGenerator(options: {
     return {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens: promptTokenIds.length}
   }
 
-  async function grammarFor(request: ChatPayload, plan: ReturnType<typeof toolPlan>): Promise<LlamaGrammar | undefined> {
-    const format = request.responseFormat ?? {type: 'text'}
-    if (format.type !== 'text' && plan.mode !== 'none')
-      throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
-    if (plan.mode === 'forced') {
-      const all = request.tools ?? []
-      return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
-    }
-
-    if (format.type === 'json_object') return jsonGrammar(llama, ANY_OBJECT)
-    if (format.type === 'json_schema') return jsonGrammar(llama, toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
-    return undefined
-  }
-
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
     const {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens} = renderChat(request)
-    const grammar = await grammarFor(request, plan)
+    const grammar = await chatGrammar(llama, request, plan)
     const options = samplingFor(request, budgetAfter(promptTokens, 'messages'), grammar !== undefined)
-    const plain = grammar
-      ? plainUnderGrammar
-        ? plainRequest(options, promptTokenIds, undefined, grammar)
-        : undefined
-      : plainStops && plainRequest(options, promptTokenIds, plainStops)
+    const plain = grammar ? plainUnderGrammar && plainRequest(options, promptTokenIds, undefined, grammar) : plainStops && plainRequest(options, promptTokenIds, plainStops)
     /** A forced call's text becomes tool-call events; a complete one ends the reply with `tool_calls`. */
     const callFrom = async (emit: (event: GenerationEvent) => void, generateText: (onText: (text: string) => void) => Promise<Outcome>) => {
       const parser = new ForcedCallParser(emit)

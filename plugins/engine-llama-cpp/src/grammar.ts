@@ -14,9 +14,14 @@
  * Whitespace between tokens is already bounded (one space, or a newline with the indentation of its depth).
  */
 import type {GbnfJsonSchema, Llama, LlamaGrammar} from 'node-llama-cpp'
+import type {ChatPayload, ToolDefinition} from 'service-toolkit'
+
+import {requestError} from './errors.js'
+import {toGrammarSchema} from './json-schema.js'
+import {forcedCallSchema} from './tools.js'
 
 /** `json_object`: any JSON object. */
-export const ANY_OBJECT = {additionalProperties: true, type: 'object'} as GbnfJsonSchema
+const ANY_OBJECT = {additionalProperties: true, type: 'object'} as GbnfJsonSchema
 
 const INTEGRAL = '"-"? ("0" | [1-9] [0-9]{0,15})'
 const RULES: Array<[name: string, definition: string]> = [
@@ -42,4 +47,19 @@ export function boundJsonGrammar(gbnf: string): string {
 export async function jsonGrammar(llama: Llama, schema: GbnfJsonSchema): Promise<LlamaGrammar> {
   const unbounded = await llama.createGrammarForJsonSchema<GbnfJsonSchema>(schema)
   return llama.createGrammar({grammar: boundJsonGrammar(unbounded.grammar)})
+}
+
+/** The grammar a chat reply is held to, if any: a forced call to one of `plan.tools`, or the response format. */
+export async function chatGrammar(llama: Llama, request: ChatPayload, plan: {mode: 'none' | 'auto' | 'forced'; tools: ToolDefinition[]}): Promise<LlamaGrammar | undefined> {
+  const format = request.responseFormat ?? {type: 'text'}
+  if (format.type !== 'text' && plan.mode !== 'none')
+    throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
+  if (plan.mode === 'forced') {
+    const all = request.tools ?? []
+    return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
+  }
+
+  if (format.type === 'json_object') return jsonGrammar(llama, ANY_OBJECT)
+  if (format.type === 'json_schema') return jsonGrammar(llama, toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
+  return undefined
 }
