@@ -15,8 +15,8 @@ import {expect} from 'chai'
 import OpenAI from 'openai'
 
 import {RANDOM_LLAMA_TOKENS} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
-import {writeTinyChatModel} from '../helpers/models.js'
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {serveTinyChatModel} from '../helpers/models.js'
+import {callApi, type RunningService} from '../helpers/service.js'
 
 const MODEL = 'tiny-chat'
 const ajv = new Ajv2020({strict: false})
@@ -85,14 +85,8 @@ describe('structured output of sampled replies (service-local, openai and @anthr
   const seeds = (count: number) => Array.from({length: count}, (_, index) => ({seed: 1000 + index * 7919, temperature: 0.6 + (index % 5) * 0.25}))
 
   before(async function () {
-    const {family} = await writeTinyChatModel(await temporaryDirectory(), MODEL)
-    service = await startService()
-    openai = new OpenAI({apiKey: 'any', baseURL: `${service.url}/v1`, maxRetries: 0})
-    anthropic = new Anthropic({apiKey: 'any', baseURL: `${service.url}/anthropic`, maxRetries: 0})
-    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
     // One sequence: every request leaves its state to the next.
-    const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, n_ctx: 2048, n_parallel: 1, n_threads: 1})
-    expect(launched.status).to.equal(200)
+    ;({anthropic, openai, service} = await serveTinyChatModel(MODEL, {n_ctx: 2048, n_parallel: 1, n_threads: 1}))
   })
 
   after(async () => service?.stop())
