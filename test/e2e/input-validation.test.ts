@@ -9,8 +9,8 @@ import {expect} from 'chai'
 import OpenAI from 'openai'
 
 import {assertOpenAiSchema} from '../helpers/conformance.js'
-import {writeTinyChatModel} from '../helpers/models.js'
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {serveTinyChatModel} from '../helpers/models.js'
+import {callApi, type RunningService} from '../helpers/service.js'
 
 const MODEL = 'tiny-chat'
 const HI = [{content: 'hi', role: 'user' as const}]
@@ -21,13 +21,7 @@ describe('input validation (service-local, openai and @anthropic-ai/sdk clients)
   let anthropic: Anthropic
 
   before(async function () {
-    const {family} = await writeTinyChatModel(await temporaryDirectory(), MODEL)
-    service = await startService()
-    openai = new OpenAI({apiKey: 'any', baseURL: `${service.url}/v1`, maxRetries: 0})
-    anthropic = new Anthropic({apiKey: 'any', baseURL: `${service.url}/anthropic`, maxRetries: 0})
-    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
-    const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, n_ctx: 1024, n_parallel: 1, n_threads: 1})
-    expect(launched.status).to.equal(200)
+    ;({anthropic, openai, service} = await serveTinyChatModel(MODEL, {n_ctx: 1024, n_parallel: 1, n_threads: 1}))
   })
 
   after(async () => service?.stop())

@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {join} from 'node:path'
 
 import {BatchGatherer} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
-import {generatePlain, plainGenerationSupport, type PlainOutcome, type SamplerFactory, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
+import {generatePlain, plainGenerationSupport, type PlainOutcome, type PlainSupport, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
@@ -36,12 +36,12 @@ describe('plain generation on node-llama-cpp', function () {
     const context = await model.createContext({contextSize: 512, sequences: 2, threads: 1})
     const [reference, plain] = [context.getSequence(), context.getSequence()]
     const gatherer = BatchGatherer.install(context) as BatchGatherer
-    const createSampler = (await plainGenerationSupport(plain)) as SamplerFactory
+    const support = (await plainGenerationSupport(plain)) as PlainSupport
     const wrapper = resolveChatWrapper(model)!
     const endOfGeneration = new TokenBias(model.tokenizer)
     for (let token = 0; token < model.fileInfo.metadata.tokenizer.ggml.tokens.length; token++)
       if (model.isEogToken(token as never)) (endOfGeneration as unknown as {_biases: Map<number, number>})._biases.set(token, -Infinity)
-    return {context, createSampler, endOfGeneration, gatherer, llama, LlamaChat, LlamaCompletion, model, plain, reference, wrapper}
+    return {context, endOfGeneration, gatherer, llama, LlamaChat, LlamaCompletion, model, plain, reference, support, wrapper}
   }
 
   before(async () => {
@@ -60,7 +60,7 @@ describe('plain generation on node-llama-cpp', function () {
     const outcome: PlainOutcome = await generatePlain(
       loaded.model,
       loaded.plain,
-      loaded.createSampler,
+      loaded.support,
       {
         maxTokens: options.maxTokens,
         prompt: prompt as never,

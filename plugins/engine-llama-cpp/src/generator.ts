@@ -2,9 +2,10 @@
  * LLM operations on a pool of parallel context sequences, so concurrent requests share each decode batch: `chat`
  * (with tools and structured output), `complete` and `count_tokens`. Every request is checked and measured before it
  * waits for a sequence, so a bad one fails at once and a stream can announce its prompt size first. Requests that
- * need none of LlamaChat's or LlamaCompletion's machinery take the plain path (plain-generation.ts).
+ * need none of LlamaChat's or LlamaCompletion's machinery take the plain path (plain-generation.ts), and so do
+ * constrained ones (`response_format`, forced tool calls), which must end exactly where their grammar does.
  */
-import type {ChatHistoryItem, ChatWrapper, GbnfJsonSchema, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
+import type {ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
 import {withLock} from 'lifecycle-utils'
 import type {
   ChatPayload,
@@ -22,10 +23,10 @@ import type {
 import {BatchGatherer} from './batch-gatherer.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
-import {toGrammarSchema} from './json-schema.js'
+import {chatGrammar} from './grammar.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
 import {SequencePool} from './sequence-pool.js'
-import {forcedCallInstructions, forcedCallSchema, ForcedCallParser, toFunctions, toHistory} from './tools.js'
+import {forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
 interface Slot {
   /** Its sequence id: a fresh context hands out ids 0, 1, … in the order of `getSequence` calls. */
@@ -68,19 +69,20 @@ function outcomeOf(metadata: StopMetadata): Outcome {
 /**
  * OpenAI's logit_bias and ignore_eos as a node-llama-cpp TokenBias. `TokenBias.set` skips end-of-generation
  * tokens, but the sampler applies whatever its bias map holds, so those are written to the map directly:
- * without that, ignore_eos (banning them) could not be expressed.
+ * without that, ignore_eos (banning them) could not be expressed. A `constrained` reply ends when its grammar is
+ * complete, through an end-of-generation token, so those are left alone: banned, the reply could not end.
  */
-function tokenBiasFor(model: LlamaModel, TokenBias: typeof import('node-llama-cpp').TokenBias, options: SamplingOptions, endTokens: () => Token[]) {
+function tokenBiasFor(model: LlamaModel, TokenBias: typeof import('node-llama-cpp').TokenBias, options: SamplingOptions, endTokens: () => Token[], constrained: boolean) {
   if (!options.logitBias && !options.ignoreEos) return undefined
   const bias = new TokenBias(model.tokenizer)
   const biases = (bias as unknown as {_biases: Map<Token, number>})._biases
   const vocabulary = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.MAX_SAFE_INTEGER
   for (const [id, value] of Object.entries(options.logitBias ?? {})) {
     if (Number(id) >= vocabulary) throw requestError(`\`logit_bias\` names token ${id}, but this model's vocabulary has ${vocabulary} tokens.`, `logit_bias.${id}`)
-    biases.set(Number(id) as Token, value <= -100 ? -Infinity : value >= 100 ? Infinity : value)
+    if (!(constrained && model.isEogToken(Number(id) as Token))) biases.set(Number(id) as Token, value <= -100 ? -Infinity : value >= 100 ? Infinity : value)
   }
 
-  if (options.ignoreEos) for (const token of endTokens()) biases.set(token, -Infinity)
+  if (options.ignoreEos && !constrained) for (const token of endTokens()) biases.set(token, -Infinity)
   return bias
 }
 
@@ -128,12 +130,13 @@ export async function loadGenerator(options: {
   parallel: number
 }): Promise<LoadedModel> {
   const {chatTemplate, llama, log, model, parallel, request, threads} = options
-  const {LlamaChat, LlamaCompletion, TokenBias} = await import('node-llama-cpp')
+  const {LlamaChat, LlamaCompletion, LlamaGrammarEvaluationState, TokenBias} = await import('node-llama-cpp')
   // Found once, on the first ignore_eos request: every token llama.cpp treats as ending generation.
   let endTokens: Token[] | undefined
   const endOfGeneration = () =>
     (endTokens ??= Array.from({length: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0}, (_, id) => id as Token).filter((token) => model.isEogToken(token)))
-  const samplingFor = (request: SamplingOptions, budget: number) => sampling(request, budget, tokenBiasFor(model, TokenBias, request, endOfGeneration))
+  const samplingFor = (request: SamplingOptions, budget: number, constrained = false) =>
+    sampling(request, budget, tokenBiasFor(model, TokenBias, request, endOfGeneration, constrained))
   let context: LlamaContext
   try {
     context = await model.createContext({batchSize: request.parameters.n_batch as number | undefined, contextSize: options.contextSize, sequences: parallel, threads})
@@ -146,19 +149,27 @@ export async function loadGenerator(options: {
   const gatherer = typeof installed === 'string' ? undefined : installed
   const slots = Array.from({length: parallel}, (_, id) => ({id, sequence: context.getSequence()}))
   const pool = new SequencePool<Slot>(slots)
-  const plainSupport = await plainGenerationSupport(slots[0].sequence)
-  if (typeof plainSupport === 'string') log.warn(plainSupport)
-  const createSampler = typeof plainSupport === 'string' ? undefined : plainSupport
+  const supported = await plainGenerationSupport(slots[0].sequence)
+  if (typeof supported === 'string') log.warn(supported)
+  const plainSupport = typeof supported === 'string' ? undefined : supported
   /** The plain path for a request, when it needs nothing of LlamaChat's or LlamaCompletion's (see plain-generation.ts). */
   const plainRequest = (
     options: ReturnType<typeof samplingFor>,
     prompt: readonly Token[],
     stops: {tokens: Token[]; texts: TextStop[]} = {texts: [], tokens: []},
+    grammar?: LlamaGrammar,
   ): PlainRequest | undefined => {
-    if (!createSampler || options.repeatPenalty !== false || prompt.length === 0) return undefined
+    if (!plainSupport || options.repeatPenalty !== false || prompt.length === 0) return undefined
     const {maxTokens, minP, seed, temperature, tokenBias, topK, topP} = options
     const requested = (options.customStopTriggers ?? []).map((text) => ({requested: true, text}))
-    return {maxTokens, prompt, sampling: {minP, seed, temperature, tokenBias, topK, topP}, stopTexts: [...requested, ...stops.texts], stopTokens: new Set(stops.tokens)}
+    return {
+      grammar: grammar && new LlamaGrammarEvaluationState({grammar, model}),
+      maxTokens,
+      prompt,
+      sampling: {minP, seed, temperature, tokenBias, topK, topP},
+      stopTexts: [...requested, ...stops.texts],
+      stopTokens: new Set(stops.tokens),
+    }
   }
   const vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.POSITIVE_INFINITY
   log.info(`loaded ${request.modelPath}: context ${context.contextSize} × ${parallel} sequences, ${context.currentThreads} threads, chat template: ${chatTemplate?.source ?? 'none'}`)
@@ -244,43 +255,36 @@ export async function loadGenerator(options: {
       !state.detectFunctionCalls
         ? templateStops(model, state.stopGenerationTriggers)
         : undefined
-    return {functions, history, plainStops, plan, promptTokenIds, promptTokens: promptTokenIds.length}
-  }
-
-  async function grammarFor(request: ChatPayload, plan: ReturnType<typeof toolPlan>): Promise<LlamaGrammar | undefined> {
-    const format = request.responseFormat ?? {type: 'text'}
-    if (format.type !== 'text' && plan.mode !== 'none')
-      throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
-    if (plan.mode === 'forced') {
-      const all = request.tools ?? []
-      return llama.createGrammarForJsonSchema<GbnfJsonSchema>(forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
-    }
-
-    if (format.type === 'json_object') return llama.getGrammarFor('json')
-    if (format.type === 'json_schema') return llama.createGrammarForJsonSchema<GbnfJsonSchema>(toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
-    return undefined
+    // Under a grammar only a response prefix (which LlamaChat puts before the reply) keeps the plain path from it.
+    const plainUnderGrammar = !state.prefixTriggers?.some((trigger) => trigger.type === 'response') && state.noPrefixTrigger?.type !== 'response'
+    return {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens: promptTokenIds.length}
   }
 
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
-    const {functions, history, plainStops, plan, promptTokenIds, promptTokens} = renderChat(request)
-    const grammar = await grammarFor(request, plan)
-    const options = samplingFor(request, budgetAfter(promptTokens, 'messages'))
-    const plain = !grammar && plainStops ? plainRequest(options, promptTokenIds, plainStops) : undefined
+    const {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens} = renderChat(request)
+    const grammar = await chatGrammar(llama, request, plan)
+    const options = samplingFor(request, budgetAfter(promptTokens, 'messages'), grammar !== undefined)
+    const plain = grammar ? plainUnderGrammar && plainRequest(options, promptTokenIds, undefined, grammar) : plainStops && plainRequest(options, promptTokenIds, plainStops)
+    /** A forced call's text becomes tool-call events; a complete one ends the reply with `tool_calls`. */
+    const callFrom = async (emit: (event: GenerationEvent) => void, generateText: (onText: (text: string) => void) => Promise<Outcome>) => {
+      const parser = new ForcedCallParser(emit)
+      const outcome = await generateText((text) => parser.push(text))
+      const complete = outcome.finishReason === 'stop'
+      return parser.finish(complete) && complete ? {...outcome, finishReason: 'tool_calls' as const} : outcome
+    }
+
     return {
       promptTokenIds,
       promptTokens,
       async run(slot, emit) {
-        if (plain) return generatePlain(model, slot.sequence, createSampler!, plain, signal, emit)
+        if (plain && plan.mode === 'forced')
+          return callFrom(emit, (onText) => generatePlain(model, slot.sequence, plainSupport!, plain, signal, (event) => (event.type === 'text' ? onText(event.text) : emit(event))))
+        if (plain) return generatePlain(model, slot.sequence, plainSupport!, plain, signal, emit)
         slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatTemplate!.wrapper(), contextSequence: slot.sequence})
-        const common = {...options, signal, stopOnAbortSignal: true}
-        if (plan.mode === 'forced') {
-          const parser = new ForcedCallParser(emit)
-          const result = await slot.chat.generateResponse(history, {...common, grammar, onTextChunk: (text) => parser.push(text)})
-          const outcome = outcomeOf(result.metadata)
-          const complete = outcome.finishReason === 'stop'
-          const called = parser.finish(complete)
-          return called && complete ? {...outcome, finishReason: 'tool_calls'} : outcome
-        }
+        // A stop text would cut a constrained reply short of what its grammar requires.
+        const common = {...options, customStopTriggers: grammar ? undefined : options.customStopTriggers, signal, stopOnAbortSignal: true}
+        if (plan.mode === 'forced')
+          return callFrom(emit, async (onText) => outcomeOf((await slot.chat!.generateResponse(history, {...common, grammar, onTextChunk: onText})).metadata))
 
         const onTextChunk = (text: string) => text && emit({text, type: 'text'})
         if (!functions) {
@@ -332,7 +336,7 @@ export async function loadGenerator(options: {
           promptTokenIds,
           promptTokens,
           async run(slot, emit) {
-            if (plain) return generatePlain(model, slot.sequence, createSampler!, plain, requestSignal, emit)
+            if (plain) return generatePlain(model, slot.sequence, plainSupport!, plain, requestSignal, emit)
             slot.completion ??= new LlamaCompletion({contextSequence: slot.sequence})
             const onTextChunk = (text: string) => text && emit({text, type: 'text'})
             const result = await slot.completion.generateCompletionWithMeta(tokens ?? (request.prompt as string), {...options, onTextChunk, signal: requestSignal, stopOnAbortSignal: true})

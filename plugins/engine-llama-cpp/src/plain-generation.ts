@@ -4,10 +4,15 @@
  * Each token costs a few hundredths of a millisecond of the main thread instead of about a tenth, which on a
  * small model is a fifth of the token's time. Everything else goes through LlamaChat as before.
  *
+ * Constrained requests (`response_format`, forced tool calls) take this path too, with a grammar: their reply ends
+ * only where the grammar is complete, so it always fits its schema, or at `maxTokens` ("length"). No stop text, stop
+ * token or chat template trigger can cut it short (LlamaChat stops on its template's text triggers wherever they
+ * appear, even inside a JSON string).
+ *
  * It decodes through the sequence's own entry point (`_decodeTokens`, private to node-llama-cpp), so the
  * sequence keeps track of its tokens and the batch gatherer puts it in the same batches as every other request.
  */
-import type {LlamaContextSequence, LlamaModel, LlamaText, Token, TokenBias} from 'node-llama-cpp'
+import type {LlamaContextSequence, LlamaGrammarEvaluationState, LlamaModel, LlamaText, Token, TokenBias} from 'node-llama-cpp'
 import type {FinishReason, GenerationEvent} from 'service-toolkit'
 
 /** Text that ends generation: what the client asked for (reported back), or what the chat template ends with. */
@@ -57,7 +62,7 @@ export class StopMatcher {
 }
 
 export interface PlainOutcome {
-  stopReason: 'eogToken' | 'stopGenerationTrigger' | 'customStopTrigger' | 'maxTokens' | 'abort'
+  stopReason: 'eogToken' | 'stopGenerationTrigger' | 'customStopTrigger' | 'grammarComplete' | 'maxTokens' | 'abort'
   finishReason: FinishReason
   stopSequence?: string
 }
@@ -69,12 +74,14 @@ export interface PlainRequest {
   stopTokens: ReadonlySet<Token>
   stopTexts: readonly TextStop[]
   sampling: {temperature: number; minP?: number; topK?: number; topP?: number; seed?: number; tokenBias?: TokenBias}
+  /** The reply must complete this grammar (a state of its own); stop tokens and texts are then not looked for. */
+  grammar?: LlamaGrammarEvaluationState
 }
 
 /** node-llama-cpp internals the plain path uses; `plainGenerationSupport` checks they are there. */
 interface SequenceInternals {
   _decodeTokens(tokens: Token[], logits: boolean[], priority: number, meter: unknown, shift: unknown, mapLogits: (batchLogitIndex: number) => unknown): Promise<unknown[]>
-  _resolveSamplerConfig(options: PlainRequest['sampling']): unknown
+  _resolveSamplerConfig(options: PlainRequest['sampling'] & {grammarEvaluationState?: LlamaGrammarEvaluationState}): unknown
   _tokenMeter: unknown
   _contextShift: unknown
   _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: unknown): Promise<Token>}}
@@ -86,21 +93,30 @@ interface Sampler {
   asyncDispose(): Promise<void>
 }
 
-export type SamplerFactory = (model: LlamaModel) => Sampler
+export interface PlainSupport {
+  createSampler(model: LlamaModel): Sampler
+  /** Whether the grammar, in its current state, lets `token` come next. */
+  grammarAllows(state: LlamaGrammarEvaluationState, token: Token): boolean
+}
 
 /**
  * node-llama-cpp's sampler class, from inside the package (it is not exported), or why the plain path is off:
  * after an upgrade that moved it, every request goes through LlamaChat.
  */
-export async function plainGenerationSupport(sequence: LlamaContextSequence): Promise<SamplerFactory | string> {
+export async function plainGenerationSupport(sequence: LlamaContextSequence): Promise<PlainSupport | string> {
   const internals = sequence as unknown as Partial<SequenceInternals>
   if (typeof internals._decodeTokens !== 'function' || typeof internals._resolveSamplerConfig !== 'function' || !internals._context?._ctx)
     return 'this node-llama-cpp has no LlamaContextSequence._decodeTokens or _resolveSamplerConfig; every request goes through LlamaChat'
   try {
-    const module = (await import(new URL('evaluator/LlamaContext/LlamaSampler.js', import.meta.resolve('node-llama-cpp')).href)) as {
-      LlamaSampler: new (model: LlamaModel) => Sampler
+    const {LlamaSampler} = (await import(new URL('evaluator/LlamaContext/LlamaSampler.js', import.meta.resolve('node-llama-cpp')).href)) as {
+      LlamaSampler: (new (model: LlamaModel) => Sampler) & {_canBeNextTokenForGrammarEvaluationState?(llama: unknown, state: LlamaGrammarEvaluationState, token: Token): boolean}
     }
-    return (model) => new module.LlamaSampler(model)
+    const canBeNext = LlamaSampler._canBeNextTokenForGrammarEvaluationState
+    if (typeof canBeNext !== 'function') return "this node-llama-cpp's LlamaSampler cannot test a token against a grammar; every request goes through LlamaChat"
+    return {
+      createSampler: (model) => new LlamaSampler(model),
+      grammarAllows: (state, token) => canBeNext.call(LlamaSampler, (state as unknown as {_llama: unknown})._llama, state, token),
+    }
   } catch (error) {
     return `node-llama-cpp's LlamaSampler could not be loaded (${(error as Error).message}); every request goes through LlamaChat`
   }
@@ -143,11 +159,14 @@ export function templateStops(model: LlamaModel, triggers: ReadonlyArray<LlamaTe
 /** Text of the tokens generated since the last whole character, read after the tokens before them. */
 const contextTokens = 4
 
-/** Generates on a leased sequence: the prompt's new part first, then one token per decode until a stop. */
+/**
+ * Generates on a leased sequence: the prompt's new part first, then one token per decode until a stop. Under a
+ * grammar the sampler only offers tokens the grammar allows, and end-of-generation tokens only once it is complete.
+ */
 export async function generatePlain(
   model: LlamaModel,
   sequence: LlamaContextSequence,
-  createSampler: SamplerFactory,
+  support: PlainSupport,
   request: PlainRequest,
   signal: AbortSignal,
   emit: (event: GenerationEvent) => void,
@@ -157,11 +176,14 @@ export async function generatePlain(
   // The prompt's last token is decoded again when the sequence holds all of it: its logits are not kept.
   const reused = Math.min(sharedPrefix(sequence.contextTokens, prompt), prompt.length - 1)
   if (reused < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{end: sequence.nextTokenIndex, start: reused}])
-  const sampler = createSampler(model)
-  sampler.applyConfig(internals._resolveSamplerConfig(request.sampling))
+  const {grammar} = request
+  const sampler = support.createSampler(model)
+  sampler.applyConfig(internals._resolveSamplerConfig({...request.sampling, grammarEvaluationState: grammar}))
   const native = internals._context._ctx
   const sample = (batchLogitIndex: number) => native.sampleToken(batchLogitIndex, sampler._sampler)
-  const matcher = new StopMatcher(request.stopTexts)
+  const matcher = new StopMatcher(grammar ? [] : request.stopTexts)
+  const endToken = model.tokens.eos ?? model.tokens.eot
+  const complete = () => grammar !== undefined && endToken !== null && support.grammarAllows(grammar, endToken)
   // What the tokenizer reads each new piece after. The first is read alone, as LlamaChat and LlamaCompletion do,
   // so a response does not start with the space a tokenizer puts between words.
   const generated: Token[] = []
@@ -183,7 +205,7 @@ export async function generatePlain(
       const results = await internals._decodeTokens(input, logits, 5, internals._tokenMeter, internals._contextShift, sample)
       const token = results[input.length - 1] as Token
       if (token === -1) throw new Error('llama.cpp failed to sample the next token')
-      if (request.stopTokens.has(token) || model.isEogToken(token)) return end({finishReason: 'stop', stopReason: 'eogToken'})
+      if ((!grammar && request.stopTokens.has(token)) || model.isEogToken(token)) return end({finishReason: 'stop', stopReason: 'eogToken'})
       generated.push(token)
       pending++
       const text = pendingText()
@@ -198,7 +220,8 @@ export async function generatePlain(
             : {finishReason: 'stop', stopReason: 'stopGenerationTrigger'}
       }
 
-      if (generated.length >= request.maxTokens) return end({finishReason: 'length', stopReason: 'maxTokens'})
+      if (generated.length >= request.maxTokens)
+        return end(complete() ? {finishReason: 'stop', stopReason: 'grammarComplete'} : {finishReason: 'length', stopReason: 'maxTokens'})
       input = [token]
     }
   } finally {

@@ -1,0 +1,28 @@
+import {expect} from 'chai'
+import type {GbnfJsonSchema} from 'node-llama-cpp'
+
+import {boundJsonGrammar, jsonGrammar} from '../../plugins/engine-llama-cpp/src/grammar.js'
+
+describe('JSON grammar bounds', function () {
+  this.timeout(30_000)
+
+  it('writes integers as at most 16 plain digits, numbers with a two-digit exponent, and ends where the value ends', async () => {
+    const {getLlama} = await import('node-llama-cpp')
+    const llama = await getLlama({build: 'never', gpu: false})
+    try {
+      const schema = {properties: {age: {type: 'integer'}, ratio: {type: 'number'}}, type: 'object'} as GbnfJsonSchema
+      const rules = Object.fromEntries(
+        (await jsonGrammar(llama, schema)).grammar.split('\n').map((line) => line.split(' ::= ') as [string, string]),
+      )
+      expect(rules['integer-number-rule']).to.equal('"-"? ("0" | [1-9] [0-9]{0,15})')
+      expect(rules['fractional-number-rule']).to.equal('"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?')
+      expect(rules.root).to.match(/"}"$/)
+    } finally {
+      await llama.dispose()
+    }
+  })
+
+  it('refuses a grammar whose root does not end as node-llama-cpp writes it, instead of losing the bounds', () => {
+    expect(() => boundJsonGrammar('root ::= "{" "}"')).to.throw(/no longer ends its root rule/)
+  })
+})
