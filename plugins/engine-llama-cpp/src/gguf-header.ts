@@ -4,7 +4,9 @@
  * and a header it cannot read is answered with what is wrong, never with any of the file's content.
  */
 import {constants} from 'node:fs'
-import {open} from 'node:fs/promises'
+import {open, stat} from 'node:fs/promises'
+
+import type {Llama} from 'node-llama-cpp'
 
 import {requestError} from './errors.js'
 
@@ -24,4 +26,32 @@ export async function checkGgufHeader(path: string): Promise<void> {
   } finally {
     await file.close()
   }
+}
+
+/**
+ * Whether a GGUF file whose load failed holds less than its header promises: its tensors' bytes, from where the
+ * first one starts, would run past the end of the file. A header that cannot be read counts as damaged too.
+ */
+async function isCutShort(path: string, llama: Llama): Promise<boolean> {
+  const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
+  try {
+    const info = await readGgufFileInfo(path, {sourceType: 'filesystem'})
+    const tensors = info.fullTensorInfo ?? []
+    if (tensors.length === 0) return false
+    const dataStart = Math.min(...tensors.map((tensor) => Number(tensor.fileOffset)))
+    const {modelSize} = await GgufInsights.from(info, llama)
+    return (await stat(path)).size < dataStart + modelSize
+  } catch {
+    return true
+  }
+}
+
+/**
+ * Why llama.cpp could not load a file whose first bytes were fine. A file cut short is the caller's to fix: a 400
+ * without llama.cpp's words, which quote the file's tensor names. Anything else stays the engine's failure.
+ */
+export async function loadFailure(path: string, error: Error, llama: Llama, llamaErrors: string[]): Promise<Error> {
+  if (await isCutShort(path, llama)) return notGguf(path, 'is incomplete or damaged (its data ends before its header says it does); copy or download it again')
+  const detail = llamaErrors.length > 0 ? ` (${llamaErrors.join('; ')})` : ''
+  return new Error(`llama.cpp could not load ${path}: ${error.message}${detail}`)
 }

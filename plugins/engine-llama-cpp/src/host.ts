@@ -10,7 +10,7 @@ import {stat} from 'node:fs/promises'
 
 import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
-import {checkGgufHeader} from './gguf-header.js'
+import {checkGgufHeader, loadFailure} from './gguf-header.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
 /**
@@ -80,8 +80,7 @@ const host: EngineHost = {
         useMmap: parameters.use_mmap as boolean | undefined,
       })
     } catch (error) {
-      const detail = recentErrors.length > 0 ? ` (${recentErrors.join('; ')})` : ''
-      throw new Error(`llama.cpp could not load ${request.modelPath}: ${(error as Error).message}${detail}`)
+      throw await loadFailure(request.modelPath, error as Error, llama, recentErrors)
     }
 
     let loaded: LoadedModel
