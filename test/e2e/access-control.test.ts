@@ -307,9 +307,30 @@ describe('access control (service-local --auth-config)', function () {
     it('keeps the secret, passwords, API keys and tokens out of the service output and log file', async () => {
       const logged = service.output() + (await readFile(join(service.home, 'logs/service-local.log'), 'utf8'))
       expect(logged).to.contain('access control on: 14 users, 14 API keys, HS256 tokens valid for 30 minutes')
-      expect(logged).to.contain('login refused for user "root"')
+      expect(logged).to.match(/login refused for a configured user \(username fingerprint [0-9a-f]{8}\)/)
       for (const secret of [AUTH_SECRET, 'eyJ', ...TEST_USERS.flatMap(({username}) => [passwordOf(username), apiKeyOf(username)])])
         expect(logged.includes(secret), `the log contains ${secret}`).to.equal(false)
+    })
+
+    it('never logs a refused username, which may be a password typed in the wrong field, and lets no value forge a log line', async () => {
+      const typedPassword = 'Tr0ub4dor&3-correct-horse'
+      const forged = '2026-01-01T00:00:00.000Z info  [local] user "root" logged in'
+      const username = `${typedPassword}\n${forged}\r\u001B[2J`
+      expect((await call('POST', '/token', {body: {password: 'x', username}})).status).to.equal(401)
+      const file = join(service.home, 'logs/service-local.log')
+      const lines = (service.output() + (await readFile(file, 'utf8'))).split('\n')
+      expect(lines.some((line) => line.includes(typedPassword)), 'the refused username is in the log').to.equal(false)
+      expect(lines.filter((line) => line.startsWith('2026-01-01T00:00:00.000Z')), 'a forged log line').to.deep.equal([])
+      expect(lines.join('\n')).to.match(/login refused for an unknown username \(username fingerprint [0-9a-f]{8}\)/)
+      expect(lines.join('\n'), 'an escape sequence reached the terminal').not.to.include('\u001B[2J')
+    })
+
+    it('keeps the log files and folders private to the user running the service', async () => {
+      const logs = join(service.home, 'logs')
+      expect((await stat(logs)).mode & 0o777).to.equal(0o700)
+      expect((await stat(join(logs, 'service-local.log'))).mode & 0o777).to.equal(0o600)
+      expect((await stat(join(logs, 'models'))).mode & 0o777).to.equal(0o700)
+      expect((await stat(join(logs, 'models', 'tiny-chat.log'))).mode & 0o777).to.equal(0o600)
     })
   })
 })
