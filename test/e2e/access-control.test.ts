@@ -159,6 +159,21 @@ describe('access control (service-local --auth-config)', function () {
       expect((await call('PUT', '/v1/models', {credential})).status).to.equal(405)
     })
 
+    it('answers an anonymous OPTIONS with the same 401 and no Allow header whether or not the route exists', async () => {
+      const options = async (path: string, headers: Record<string, string> = {}) => {
+        const response = await fetch(`${service.url}${path}`, {headers, method: 'OPTIONS'})
+        return {allow: response.headers.get('allow'), body: await response.text(), challenge: response.headers.get('www-authenticate'), status: response.status}
+      }
+
+      const existing = await options('/v1/models')
+      expect(existing).to.include({allow: null, challenge: 'Bearer', status: 401})
+      expect(await options('/v1/no-such-route')).to.deep.equal(existing)
+      expect(await options('/v1/models', {authorization: 'Bearer sk-0000000000000'})).to.include({allow: null, status: 401})
+      const authenticated = await options('/v1/models', {authorization: `Bearer ${apiKeyOf('nobody')}`})
+      expect(authenticated.status).to.equal(200)
+      expect(authenticated.allow?.split(', ')).to.include.members(['GET', 'POST'])
+    })
+
     it('logs in with the OAuth2 form encoding or with JSON, and refuses bad credentials and other grants', async () => {
       const form = await fetch(`${service.url}/token`, {body: new URLSearchParams({grant_type: 'password', password: passwordOf('only-models:list'), username: 'only-models:list'}), method: 'POST'})
       expect(form.status).to.equal(200)
