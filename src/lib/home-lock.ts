@@ -30,6 +30,7 @@ export interface HomeLockHolder {
 export interface HomeLock {
   /** Adds where the service listens to its record, for the message a second service gets. */
   announce(endpoint: string): Promise<void>
+  /** For a holder that outlives its service; a service's own locks are released by proper-lockfile as its process exits. */
   release(): Promise<void>
 }
 
@@ -42,7 +43,7 @@ export interface HomeLockOptions {
   notify?: (message: string) => void
 }
 
-/** proper-lockfile's default: a held lock is refreshed every STALE_MS / 2. */
+/** How old a lock gets before it counts as left behind; its holder refreshes it every STALE_MS / 2 (proper-lockfile's defaults). */
 const STALE_MS = 10_000
 const RETRY_MS = 1000
 
