@@ -4,7 +4,7 @@
  * `login` hands out for a username and password. Knows nothing of HTTP: the server passes it the credential
  * and the permission a route needs.
  */
-import {createHash, randomBytes, timingSafeEqual} from 'node:crypto'
+import {createHash, createHmac, randomBytes, timingSafeEqual} from 'node:crypto'
 
 import type {AuthConfig, AuthUser} from './config.js'
 
@@ -57,6 +57,19 @@ export class AccessControl {
   /** For the service log; names no secret. */
   get summary(): string {
     return `${this.users.size} users, ${this.apiKeys.length} API keys, ${this.config.algorithm} tokens valid for ${this.config.tokenExpireInMinutes} minutes (${this.config.file})`
+  }
+
+  /**
+   * Eight hex digits that stand for a username in the log, the same for the same name. Keyed with the
+   * config's secret, so that someone holding only the log cannot test guesses against it.
+   */
+  usernameFingerprint(username: string): string {
+    return createHmac('sha256', this.key).update(username).digest('hex').slice(0, 8)
+  }
+
+  /** The log line of a refused login. It never quotes the username: people type their password into that field too. */
+  refusedLoginEntry(username: string): string {
+    return `login refused for ${this.users.has(username) ? 'a configured user' : 'an unknown username'} (username fingerprint ${this.usernameFingerprint(username)})`
   }
 
   /** Checks a username and password and issues an access token carrying the user and their permissions. */

@@ -10,6 +10,7 @@ import type {FromInstance, ToInstance} from './protocol.js'
 
 import {toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {escapeControlCharacters} from '../lib/logger.js'
 import {Outbox} from './outbox.js'
 
 const send = (message: FromInstance) =>
@@ -19,11 +20,12 @@ const send = (message: FromInstance) =>
   })
 
 // Model processes log to stderr; the worker appends it to the model's log file.
+const write = (level: string, message: string) => process.stderr.write(`${level} ${escapeControlCharacters(message)}\n`)
 const log: Logger = {
-  debug: (m) => process.env.SERVICE_LOG_LEVEL === 'debug' && process.stderr.write(`debug ${m}\n`),
-  error: (m) => process.stderr.write(`error ${m}\n`),
-  info: (m) => process.stderr.write(`info ${m}\n`),
-  warn: (m) => process.stderr.write(`warn ${m}\n`),
+  debug: (m) => process.env.SERVICE_LOG_LEVEL === 'debug' && write('debug', m),
+  error: (m) => write('error', m),
+  info: (m) => write('info', m),
+  warn: (m) => write('warn', m),
 }
 
 let model: LoadedModel | undefined

@@ -4,14 +4,15 @@
  * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
  * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
  */
-import {createWriteStream, mkdirSync, type WriteStream} from 'node:fs'
-import {dirname} from 'node:path'
+import type {WriteStream} from 'node:fs'
+
 import {fileURLToPath} from 'node:url'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './protocol.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
+import {openPrivateLogFile} from '../lib/logger.js'
 
 export interface SpawnedProcess {
   pid?: number
@@ -40,8 +41,7 @@ const STDERR_TAIL_LINES = 20
 export async function instanceSpawner(): Promise<SpawnInstance> {
   const {execaNode} = await import('execa')
   return ({env, logFile}) => {
-    mkdirSync(dirname(logFile), {recursive: true})
-    const log: WriteStream = createWriteStream(logFile, {flags: 'a'})
+    const log: WriteStream = openPrivateLogFile(logFile)
     const tail: string[] = []
     const child = execaNode(HOST_ENTRY, [], {
       buffer: false,

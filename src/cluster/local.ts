@@ -17,6 +17,7 @@ import {AccessControl} from '../auth/access-control.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ModelRegistry} from '../kernel/registry.js'
 import {homePaths} from '../kernel/settings.js'
+import {lockHome} from '../lib/home-lock.js'
 import {createLogger} from '../lib/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
@@ -45,8 +46,9 @@ export interface ServiceOptions {
 }
 
 export async function startLocalService(config: Config, settings: ServiceSettings, {auth, cluster}: ServiceOptions = {}): Promise<RunningService> {
-  const paths = homePaths(settings.home)
   const name = cluster ? 'service-supervisor' : 'service-local'
+  const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
+  const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   const version = config.version
   const kernel = await loadKernel(config, log)
@@ -91,6 +93,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const app = createApp({access, clusterToken: cluster?.clusterToken, log, models: supervisor, routes: all, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
+  await homeLock.announce(listening.url)
   workerRegistry?.start()
   log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
   return {kernel, stop, stopped, url: listening.url}

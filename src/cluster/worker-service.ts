@@ -12,6 +12,7 @@ import type {RunningService} from './local.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {homePaths} from '../kernel/settings.js'
+import {lockHome} from '../lib/home-lock.js'
 import {createLogger} from '../lib/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
@@ -31,6 +32,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
+  const homeLock = await lockHome(settings.home, ['worker'], {program: 'service-worker'})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), level: settings.logLevel, name: 'worker'})
   const version = config.version
@@ -53,6 +55,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const routes = workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}).map((definition) => ({definition, plugin: 'core'}))
   const app = createApp({clusterToken, log, models: noModels, routes, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
+  await homeLock.announce(listening.url)
   const worker = new LocalWorker({
     env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
     id: listening.url.replace(/^https?:\/\//, ''),

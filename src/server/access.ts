@@ -2,7 +2,8 @@
  * Access control at the HTTP edge. Every route's middleware chain starts with its guard, so no handler (nor
  * body parser) runs before the caller is checked against the route's permission. A request that no route
  * takes must authenticate too: anonymous callers get 401 for every path that is not public, and only
- * authenticated ones learn that a path does not exist (404) or takes another method (405).
+ * authenticated ones learn that a path does not exist (404), takes another method (405) or which methods
+ * it takes (OPTIONS).
  */
 import type Koa from 'koa'
 
@@ -61,8 +62,13 @@ export function accessGuards(access: AccessControl) {
     try {
       await next()
     } finally {
-      // Replaces the 404 or 405 with a 401 when the caller is not authenticated.
-      if (!(ctx.state as AccessState).routed) await callerOf(ctx)
+      // Replaces the 404, 405 or OPTIONS answer with a 401 when the caller is not authenticated, and drops
+      // the Allow header the router put on an OPTIONS answer, which would list the methods of a route that exists.
+      if (!(ctx.state as AccessState).routed)
+        await callerOf(ctx).catch((error: unknown) => {
+          ctx.remove('Allow')
+          throw error
+        })
     }
   }
 

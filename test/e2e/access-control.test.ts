@@ -159,6 +159,21 @@ describe('access control (service-local --auth-config)', function () {
       expect((await call('PUT', '/v1/models', {credential})).status).to.equal(405)
     })
 
+    it('answers an anonymous OPTIONS with the same 401 and no Allow header whether or not the route exists', async () => {
+      const options = async (path: string, headers: Record<string, string> = {}) => {
+        const response = await fetch(`${service.url}${path}`, {headers, method: 'OPTIONS'})
+        return {allow: response.headers.get('allow'), body: await response.text(), challenge: response.headers.get('www-authenticate'), status: response.status}
+      }
+
+      const existing = await options('/v1/models')
+      expect(existing).to.include({allow: null, challenge: 'Bearer', status: 401})
+      expect(await options('/v1/no-such-route')).to.deep.equal(existing)
+      expect(await options('/v1/models', {authorization: 'Bearer sk-0000000000000'})).to.include({allow: null, status: 401})
+      const authenticated = await options('/v1/models', {authorization: `Bearer ${apiKeyOf('nobody')}`})
+      expect(authenticated.status).to.equal(200)
+      expect(authenticated.allow?.split(', ')).to.include.members(['GET', 'POST'])
+    })
+
     it('logs in with the OAuth2 form encoding or with JSON, and refuses bad credentials and other grants', async () => {
       const form = await fetch(`${service.url}/token`, {body: new URLSearchParams({grant_type: 'password', password: passwordOf('only-models:list'), username: 'only-models:list'}), method: 'POST'})
       expect(form.status).to.equal(200)
@@ -307,9 +322,30 @@ describe('access control (service-local --auth-config)', function () {
     it('keeps the secret, passwords, API keys and tokens out of the service output and log file', async () => {
       const logged = service.output() + (await readFile(join(service.home, 'logs/service-local.log'), 'utf8'))
       expect(logged).to.contain('access control on: 14 users, 14 API keys, HS256 tokens valid for 30 minutes')
-      expect(logged).to.contain('login refused for user "root"')
+      expect(logged).to.match(/login refused for a configured user \(username fingerprint [0-9a-f]{8}\)/)
       for (const secret of [AUTH_SECRET, 'eyJ', ...TEST_USERS.flatMap(({username}) => [passwordOf(username), apiKeyOf(username)])])
         expect(logged.includes(secret), `the log contains ${secret}`).to.equal(false)
+    })
+
+    it('never logs a refused username, which may be a password typed in the wrong field, and lets no value forge a log line', async () => {
+      const typedPassword = 'Tr0ub4dor&3-correct-horse'
+      const forged = '2026-01-01T00:00:00.000Z info  [local] user "root" logged in'
+      const username = `${typedPassword}\n${forged}\r\u001B[2J`
+      expect((await call('POST', '/token', {body: {password: 'x', username}})).status).to.equal(401)
+      const file = join(service.home, 'logs/service-local.log')
+      const lines = (service.output() + (await readFile(file, 'utf8'))).split('\n')
+      expect(lines.some((line) => line.includes(typedPassword)), 'the refused username is in the log').to.equal(false)
+      expect(lines.filter((line) => line.startsWith('2026-01-01T00:00:00.000Z')), 'a forged log line').to.deep.equal([])
+      expect(lines.join('\n')).to.match(/login refused for an unknown username \(username fingerprint [0-9a-f]{8}\)/)
+      expect(lines.join('\n'), 'an escape sequence reached the terminal').not.to.include('\u001B[2J')
+    })
+
+    it('keeps the log files and folders private to the user running the service', async () => {
+      const logs = join(service.home, 'logs')
+      expect((await stat(logs)).mode & 0o777).to.equal(0o700)
+      expect((await stat(join(logs, 'service-local.log'))).mode & 0o777).to.equal(0o600)
+      expect((await stat(join(logs, 'models'))).mode & 0o777).to.equal(0o700)
+      expect((await stat(join(logs, 'models', 'tiny-chat.log'))).mode & 0o777).to.equal(0o600)
     })
   })
 })

@@ -34,6 +34,17 @@ describe('access control', () => {
     }
   })
 
+  it('describes a refused login by a keyed fingerprint of the username, never the username itself', () => {
+    const typedPassword = passwordOf('root')
+    const entry = access.refusedLoginEntry(typedPassword)
+    expect(entry).to.match(/^login refused for an unknown username \(username fingerprint [0-9a-f]{8}\)$/)
+    expect(entry).not.to.include(typedPassword)
+    expect(access.refusedLoginEntry(typedPassword)).to.equal(entry)
+    expect(access.refusedLoginEntry('root')).to.equal(`login refused for a configured user (username fingerprint ${access.usernameFingerprint('root')})`)
+    const otherSecret = new AccessControl(parseAuthConfig({...testAuthConfig(), auth_config: {...testAuthConfig().auth_config, secret_key: OTHER_SECRET}}, 'auth.json'))
+    expect(otherSecret.usernameFingerprint('root')).not.to.equal(access.usernameFingerprint('root'))
+  })
+
   it('says a token expired once its time is up, by the injected clock', async () => {
     const {access_token} = await access.login('root', passwordOf('root'))
     clock += 30 * 60 * 1000 - 1000

@@ -279,11 +279,11 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
         if (!access) throw new ServiceError(400, 'auth_disabled', 'access control is off on this service, so there is nothing to log in to; every call works without credentials.')
         try {
           const token = await access.login(body.username, body.password)
-          log.info(`user "${body.username}" logged in`)
+          log.info(`user "${body.username}" logged in (username fingerprint ${access.usernameFingerprint(body.username)})`)
           // RFC 6749 §5.1: a response carrying a token must not be cached.
           return {body: token, headers: {'Cache-Control': 'no-store', Pragma: 'no-cache'}, kind: 'json' as const}
         } catch (error) {
-          log.warn(`login refused for user "${body.username}": ${(error as Error).message}`)
+          log.warn(access.refusedLoginEntry(body.username))
           throw error
         }
       },

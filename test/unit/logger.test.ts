@@ -1,0 +1,41 @@
+/**
+ * The service's logger: one line per entry whatever a logged value holds, and files only the user can read.
+ */
+import {expect} from 'chai'
+import {chmod, mkdir, readFile, stat, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {createLogger, escapeControlCharacters} from '../../src/lib/logger.js'
+import {temporaryDirectory} from '../helpers/service.js'
+
+describe('logger', () => {
+  it('escapes control characters, so a logged value can neither start a line nor drive the terminal', () => {
+    expect(escapeControlCharacters('a\nb\r\tc\u001B[31md\u0000\u007F\u0085\u2028')).to.equal('a\\nb\\r\\tc\\x1b[31md\\x00\\x7f\\x85\\u2028')
+    expect(escapeControlCharacters('plain text, ünïcode and "quotes"')).to.equal('plain text, ünïcode and "quotes"')
+  })
+
+  it('writes each entry as one line to its file, created 0600 in a folder created 0700', async () => {
+    const logs = join(await temporaryDirectory(), 'logs')
+    const file = join(logs, 'service.log')
+    const log = createLogger({file, name: 'test'})
+    log.warn('login refused for "x\n2026-01-01T00:00:00.000Z info  [test] forged"')
+    await log.close()
+    const lines = (await readFile(file, 'utf8')).split('\n')
+    expect(lines).to.have.length(2)
+    expect(lines[0]).to.match(/^\S+ warn  \[test\] login refused for "x\\n2026-01-01T00:00:00.000Z info  \[test\] forged"$/)
+    expect((await stat(logs)).mode & 0o777).to.equal(0o700)
+    expect((await stat(file)).mode & 0o777).to.equal(0o600)
+  })
+
+  it('makes a log file and folder left readable by an earlier version private again', async () => {
+    const logs = join(await temporaryDirectory(), 'logs')
+    await mkdir(logs, {mode: 0o755})
+    const file = join(logs, 'service.log')
+    await writeFile(file, 'old line\n', {mode: 0o644})
+    await chmod(file, 0o644)
+    const log = createLogger({file, name: 'test'})
+    await log.close()
+    expect((await stat(logs)).mode & 0o777).to.equal(0o700)
+    expect((await stat(file)).mode & 0o777).to.equal(0o600)
+  })
+})
