@@ -182,6 +182,8 @@ export class Supervisor implements ModelDirectory {
 
     const {load} = launch
     const type = this.options.kernel.modelType(load.modelType)?.definition
+    const crash = summary.state === 'crashed' ? new ServiceError(503, 'model_crashed', summary.error ?? `model ${uid} crashed.`) : undefined
+    const ready: LaunchProgress = {downloaded_bytes: 0, error: null, files: [], hub: null, model_uid: uid, progress: 1, repo: load.spec.model_id ?? null, stage: 'ready', total_bytes: 0}
     const abilities = Array.isArray(summary.info.abilities) ? (summary.info.abilities as string[]) : (load.family.model_ability ?? type?.defaultAbilities ?? [])
     this.instances.set(uid, {
       abilities,
@@ -191,14 +193,14 @@ export class Supervisor implements ModelDirectory {
       done: Promise.resolve(),
       downloaded: false,
       engine: launch.engine,
-      error: summary.state === 'crashed' ? new ServiceError(503, 'model_crashed', summary.error ?? `model ${uid} crashed.`) : undefined,
+      error: crash,
       family: load.family,
       info: summary.info,
       modelName: load.modelName,
       modelType: load.modelType,
       next: 0,
       parameters: load.parameters,
-      progress: {downloaded_bytes: 0, error: null, files: [], hub: null, model_uid: uid, progress: 1, repo: load.spec.model_id ?? null, stage: 'ready', total_bytes: 0},
+      progress: crash ? failedProgress(ready, crash) : ready,
       replica: launch.replicaOf?.replica ?? 1,
       replicas: [replica],
       spec: load.spec as ResolvedSpec,
@@ -443,6 +445,7 @@ export class Supervisor implements ModelDirectory {
 
     record.status = 'error'
     record.error = error
+    record.progress = failedProgress(record.progress, error)
   }
 
   get(uid: string): ModelHandle {
@@ -655,6 +658,11 @@ export class Supervisor implements ModelDirectory {
       ...(record.error ? {error: record.error.message} : {}),
     }
   }
+}
+
+/** A model's progress once it has failed: the stage says so, with why. */
+function failedProgress(progress: LaunchProgress, error: ServiceError): LaunchProgress {
+  return {...progress, error: {code: error.code, message: error.message, status: error.status}, stage: 'error'}
 }
 
 /** `worker_ip` as Xinference clients send it: a worker's id, address, or the host part of its address. */

@@ -12,13 +12,13 @@ export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'loading' |
 export interface LaunchProgress {
   model_uid: string
   stage: LaunchStage
-  /** The whole launch, from 0 to 1; it never goes back, and is 1 exactly when the model is ready. */
+  /** The whole launch, from 0 to 1; it never goes back, and reaches 1 when the model is ready. */
   progress: number
   downloaded_bytes: number
   total_bytes: number
   files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
   hub: string | null
   repo: string | null
-  /** Why the launch failed or was cancelled. */
+  /** Why the launch failed or was cancelled, or why the model's process died after it was ready. */
   error: {message: string; code: string; status: number} | null
 }

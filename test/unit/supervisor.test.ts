@@ -184,6 +184,13 @@ describe('supervisor', () => {
     expect(supervisor.progress('other').stage).to.equal('cancelled')
   })
 
+  it("reports a crashed model's progress as error with the reason, as its description does", async () => {
+    const {supervisor} = await setup()
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
+    supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process was killed by SIGKILL'))
+    expect(supervisor.progress('demo')).to.deep.include({error: {code: 'model_crashed', message: 'process was killed by SIGKILL', status: 503}, stage: 'error'})
+  })
+
   it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {
     const {supervisor, worker} = await setup()
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2})
