@@ -116,6 +116,12 @@ export class Supervisor implements ModelDirectory {
   private readonly lost = new Map<string, string>()
   /** The last progress of launches that failed or were cancelled, by uid; their uids are free again. */
   private readonly ended = new Map<string, LaunchProgress>()
+  /**
+   * Launches whose uid is not in the table yet (a request whose body is still arriving, a placement still
+   * choosing a worker): a terminate or cancel of a uid not in the table waits for them, so one sent together
+   * with the launch finds it instead of a 404 that leaves the model running.
+   */
+  private readonly arriving = new Set<Promise<void>>()
   private readonly now: () => number
 
   constructor(private readonly options: SupervisorOptions) {
@@ -217,6 +223,29 @@ export class Supervisor implements ModelDirectory {
    * the launch goes on, followed through `progress(uid)`.
    */
   async launch(body: unknown, {signal, waitReady = true}: {signal?: AbortSignal; waitReady?: boolean} = {}): Promise<{model_uid: string}> {
+    const placed = this.launchArriving()
+    try {
+      return await this.start(body, {placed, signal, waitReady})
+    } finally {
+      placed()
+    }
+  }
+
+  /**
+   * Says that a launch request has arrived whose uid is not known yet; the function answered says it is
+   * (the launch is in the table, or failed). Until then a terminate or cancel of an unknown uid waits.
+   */
+  launchArriving(): () => void {
+    let arrived!: () => void
+    const known = new Promise<void>((resolve) => (arrived = resolve))
+    this.arriving.add(known)
+    return () => {
+      this.arriving.delete(known)
+      arrived()
+    }
+  }
+
+  private async start(body: unknown, {placed, signal, waitReady}: {placed: () => void; signal?: AbortSignal; waitReady: boolean}): Promise<{model_uid: string}> {
     const {engine, entry, parameters, spec, request} = this.resolveLaunch(body)
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
@@ -249,6 +278,7 @@ export class Supervisor implements ModelDirectory {
       uid,
     }
     this.instances.set(uid, record)
+    placed()
     this.ended.delete(uid)
     this.lost.delete(uid)
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
@@ -282,6 +312,7 @@ export class Supervisor implements ModelDirectory {
 
   /** Cancels a launch in progress; answers once nothing of it is left (no process, no partial download). */
   async cancel(uid: string): Promise<void> {
+    await this.arrivalOf(uid)
     const record = this.instances.get(uid)
     if (!record) {
       const ended = this.ended.get(uid)
@@ -299,6 +330,7 @@ export class Supervisor implements ModelDirectory {
 
   /** Terminates a model; one still launching is cancelled. */
   async terminate(uid: string): Promise<void> {
+    await this.arrivalOf(uid)
     const record = this.require(uid)
     if (record.status === 'launching') return this.cancel(uid)
     record.status = 'terminating'
@@ -309,6 +341,11 @@ export class Supervisor implements ModelDirectory {
     } finally {
       this.instances.delete(uid)
     }
+  }
+
+  /** Waits, when `uid` is not in the table, until the launches still arriving are in it (or failed). */
+  private async arrivalOf(uid: string): Promise<void> {
+    if (!this.instances.has(uid)) await Promise.all(this.arriving)
   }
 
   /** Every worker's cached model versions (optionally of one model), each with the worker that has it. */
@@ -360,10 +397,12 @@ export class Supervisor implements ModelDirectory {
       const options = {onProgress: (step: LaunchStep) => this.advance(record, step), signal: record.controller.signal}
       const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.launch(launchOf(replica), options)))
       const failed = results.find((result) => result.status === 'rejected')
-      if (failed) {
-        // All replicas or none: the ones that did load are ended, so a failed launch leaves nothing running.
-        await Promise.allSettled(record.replicas.filter((_, i) => results[i].status === 'fulfilled').map((replica) => replica.worker.terminate(replica.uid)))
-        throw (failed as PromiseRejectedResult).reason
+      const cancelled = record.controller.signal.aborted
+      if (failed || cancelled) {
+        // All replicas or none: the ones that did load are ended, so a failed launch leaves nothing running. A
+        // cancel that came as the load finished ends them all (a remote worker may have loaded one it could not report).
+        await Promise.allSettled(record.replicas.filter((_, i) => cancelled || results[i].status === 'fulfilled').map((replica) => replica.worker.terminate(replica.uid)))
+        throw failed ? (failed as PromiseRejectedResult).reason : record.controller.signal.reason
       }
 
       const summaries = results.map((result) => (result as PromiseFulfilledResult<InstanceSummary>).value)

@@ -135,10 +135,16 @@ export class LocalWorker implements WorkerApi {
       throw error
     }
 
+    const spawn = this.options.spawn ?? (await instanceSpawner())
+    if (signal?.aborted) {
+      this.versions.delete(load.modelUid)
+      throw signal.reason instanceof ServiceError ? signal.reason : new ServiceError(499, 'request_aborted', `the launch of ${load.modelUid} was cancelled before its model process started.`)
+    }
+
     onProgress?.({fraction: 0, stage: 'loading'})
     const instance = new InstanceProcess(
       load.modelUid,
-      this.options.spawn ?? (await instanceSpawner()),
+      spawn,
       {env: {...engine.processEnvironment, ...this.options.env}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
       (error) => {
         log.error(`model ${load.modelUid}: ${error.message}`)

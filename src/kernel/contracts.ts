@@ -291,5 +291,11 @@ export interface RouteDefinition<Body = unknown> {
   /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
   acceptsForm?: boolean
   errorStyle?: ErrorStyle
+  /**
+   * Told as a request arrives, before its body is read; the function it answers is called once the handler
+   * has been called (or the request failed before it). The launch route uses it so that a terminate sent
+   * together with a launch waits for the launch's uid instead of answering 404.
+   */
+  onArrival?(): () => void
   handler(request: RouteRequest<Body>): Promise<RouteResult>
 }

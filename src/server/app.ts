@@ -93,6 +93,19 @@ const parseBody =
     return (await parser)(ctx, next)
   }
 
+/** Tells a route that a request arrived before its body is read; the handler's start (or a failure before it) says it is known. */
+const announceArrival =
+  (onArrival: () => () => void): Koa.Middleware =>
+  async (ctx, next) => {
+    const arrived = onArrival()
+    ;(ctx.state as {arrived?: () => void}).arrived = arrived
+    try {
+      await next()
+    } finally {
+      arrived()
+    }
+  }
+
 /** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
@@ -139,7 +152,9 @@ export function createApp(options: AppOptions): Koa {
         query: ctx.query,
         signal: controller.signal,
       }
-      const result = await definition.handler(request)
+      const handled = definition.handler(request)
+      ;(ctx.state as {arrived?: () => void}).arrived?.()
+      const result = await handled
       if (result.kind === 'json') {
         ctx.status = result.status ?? 200
         for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value)
@@ -166,7 +181,12 @@ export function createApp(options: AppOptions): Koa {
 
     const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
     const guard = requiredPermission(definition) === CLUSTER && clusterToken ? clusterGuard(clusterToken) : guards?.route(definition)
-    const chain: Koa.Middleware[] = [...(guard ? [guard] : []), ...(definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []), handle]
+    const chain: Koa.Middleware[] = [
+      ...(guard ? [guard] : []),
+      ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
+      ...(definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
+      handle,
+    ]
     router[method](definition.path, ...chain)
   }
 

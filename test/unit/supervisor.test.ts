@@ -22,12 +22,15 @@ class FakeWorker implements WorkerApi {
   launches: InstanceLaunch[] = []
   failNext?: ServiceError
   running = new Set<string>()
-  private paused?: {continue: () => void; options: LaunchOptions; step: LaunchStep}
+  private paused?: {continue: () => void; options: LaunchOptions; step: LaunchStep; ignoringAbort: boolean}
   private waiting?: {continue: () => void; options: LaunchOptions; step: LaunchStep}
 
-  /** The next launch reports `step`, then waits for `resume()` (or its cancellation). */
-  pause(step = halfDownloaded) {
-    this.paused = {continue() {}, options: {}, step}
+  /**
+   * The next launch reports `step`, then waits for `resume()` (or its cancellation, unless `ignoringAbort`: a
+   * load that finishes however late the cancel comes).
+   */
+  pause(step = halfDownloaded, {ignoringAbort = false} = {}) {
+    this.paused = {continue() {}, ignoringAbort, options: {}, step}
   }
 
   resume(loadFractions: number[] = [0.5, 1]) {
@@ -47,7 +50,7 @@ class FakeWorker implements WorkerApi {
       this.paused = undefined
       await new Promise<void>((resolve, reject) => {
         paused.continue = resolve
-        options.signal?.addEventListener('abort', () => reject(new ServiceError(499, 'request_aborted', 'cancelled')), {once: true})
+        if (!paused.ignoringAbort) options.signal?.addEventListener('abort', () => reject(new ServiceError(499, 'request_aborted', 'cancelled')), {once: true})
       })
     }
 
@@ -189,6 +192,32 @@ describe('supervisor', () => {
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process was killed by SIGKILL'))
     expect(supervisor.progress('demo')).to.deep.include({error: {code: 'model_crashed', message: 'process was killed by SIGKILL', status: 503}, stage: 'error'})
+  })
+
+  it('a terminate of a uid whose launch is still arriving waits for it and cancels it', async () => {
+    const {supervisor, worker} = await setup()
+    const arrived = supervisor.launchArriving()
+    const terminating = supervisor.terminate('demo')
+    worker.pause()
+    const launching = supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)
+    arrived()
+    await terminating
+    expect(await launching).to.include({status: 499})
+    expect(supervisor.progress('demo').stage).to.equal('cancelled')
+    expect(worker.running.size).to.equal(0)
+    expect(await supervisor.terminate('other').catch((e) => e)).to.include({status: 404})
+  })
+
+  it('a terminate that comes as the load finishes ends the model it loaded', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause(halfDownloaded, {ignoringAbort: true})
+    const launching = supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)
+    const terminating = supervisor.terminate('demo')
+    worker.resume()
+    await terminating
+    expect(await launching).to.include({status: 499})
+    expect(worker.running.size).to.equal(0)
+    expect(supervisor.list()).to.deep.equal([])
   })
 
   it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {

@@ -75,6 +75,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
         return json(await supervisor.launch(body, {signal, waitReady: flag(query, 'wait_ready', true)}))
       },
       method: 'POST',
+      onArrival: () => supervisor.launchArriving(),
       path: '/v1/models',
       permission: 'models:start',
       summary:
