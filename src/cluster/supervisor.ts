@@ -122,6 +122,8 @@ export class Supervisor implements ModelDirectory {
    * with the launch finds it instead of a 404 that leaves the model running.
    */
   private readonly arriving = new Set<Promise<void>>()
+  /** Set once `dispose` began: no launch starts after that. */
+  private closing = false
   private readonly now: () => number
 
   constructor(private readonly options: SupervisorOptions) {
@@ -246,6 +248,7 @@ export class Supervisor implements ModelDirectory {
   }
 
   private async start(body: unknown, {placed, signal, waitReady}: {placed: () => void; signal?: AbortSignal; waitReady: boolean}): Promise<{model_uid: string}> {
+    if (this.closing) throw shuttingDown()
     const {engine, entry, parameters, spec, request} = this.resolveLaunch(body)
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
@@ -253,6 +256,7 @@ export class Supervisor implements ModelDirectory {
     // With one candidate there is nothing to choose: its engine's own load error is the better answer. (No
     // await otherwise, so the launch is in the table as soon as this call returns its promise.)
     const need = candidates.length > 1 ? await this.memoryNeed(candidates[0], {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
+    if (this.closing) throw shuttingDown()
     const workers = this.choose(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
     const uid = this.chooseUid(request.model_uid, request.model_name)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
@@ -419,8 +423,11 @@ export class Supervisor implements ModelDirectory {
       this.instances.delete(uid)
       const cancelled = record.controller.signal.aborted
       const shaped = error instanceof ServiceError ? error : new ServiceError(500, 'launch_failed', (error as Error).message)
+      const reason = record.controller.signal.reason
       const final = cancelled
-        ? new ServiceError(499, 'request_aborted', `the launch of ${uid} was cancelled.`)
+        ? reason instanceof ServiceError
+          ? reason
+          : new ServiceError(499, 'request_aborted', `the launch of ${uid} was cancelled.`)
         : shaped.code === 'launch_failed'
           ? new ServiceError(shaped.status, shaped.code, `failed to launch ${uid}: ${shaped.message}`)
           : shaped
@@ -545,8 +552,15 @@ export class Supervisor implements ModelDirectory {
     return out
   }
 
-  /** Ordered shutdown: every instance's process is asked to free its model, then the workers go. */
+  /**
+   * Ordered shutdown: no launch starts any more, those in progress (downloading, loading) are cancelled and
+   * leave nothing behind, then every instance's process is asked to free its model, and the workers go.
+   */
   async dispose(): Promise<void> {
+    this.closing = true
+    const launching = [...this.instances.values()].filter((record) => record.status === 'launching')
+    for (const record of launching) record.controller.abort(shuttingDown(`the launch of ${record.uid} was cancelled`))
+    await Promise.all(launching.map((record) => record.done.catch(() => {})))
     await Promise.all([...this.workers.values()].map((worker) => worker.dispose()))
     this.instances.clear()
   }
@@ -697,6 +711,11 @@ export class Supervisor implements ModelDirectory {
       ...(record.error ? {error: record.error.message} : {}),
     }
   }
+}
+
+/** The answer to a launch the service's shutdown stopped, or one that came after it began. */
+function shuttingDown(what = 'no model can be launched'): ServiceError {
+  return new ServiceError(503, 'shutting_down', `${what}: the service is shutting down.`)
 }
 
 /** A model's progress once it has failed: the stage says so, with why. */

@@ -109,12 +109,27 @@ export class LocalWorker implements WorkerApi {
   /** The cache entry each model launching or running here uses, by uid. */
   private readonly versions = new Map<string, string>()
   private readonly launches = new Map<string, InstanceLaunch>()
+  /** Aborted by `dispose`: launches in progress stop, and none starts after. */
+  private readonly closing = new AbortController()
+  /** Launches in progress, settled once each has a process or has left nothing behind. */
+  private readonly starting = new Set<Promise<unknown>>()
 
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
   }
 
   async launch(launch: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
+    if (this.closing.signal.aborted) throw this.closing.signal.reason
+    const started = this.start(launch, onProgress, signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal)
+    this.starting.add(started)
+    try {
+      return await started
+    } finally {
+      this.starting.delete(started)
+    }
+  }
+
+  private async start(launch: InstanceLaunch, onProgress: LaunchOptions['onProgress'], signal: AbortSignal): Promise<InstanceSummary> {
     const {engine: engineName, load} = launch
     const {kernel, log} = this.options
     const engine = kernel.engine(engineName)?.definition
@@ -136,7 +151,7 @@ export class LocalWorker implements WorkerApi {
     }
 
     const spawn = this.options.spawn ?? (await instanceSpawner())
-    if (signal?.aborted) {
+    if (signal.aborted) {
       this.versions.delete(load.modelUid)
       throw signal.reason instanceof ServiceError ? signal.reason : new ServiceError(499, 'request_aborted', `the launch of ${load.modelUid} was cancelled before its model process started.`)
     }
@@ -215,10 +230,12 @@ export class LocalWorker implements WorkerApi {
     return {address: null, id: this.id, last_seen: Date.now(), resources: (this.options.resources ?? machineResources)(), state: 'ready', version: this.options.version ?? ''}
   }
 
+  /** Cancels the launches in progress, then ends every model: each process gets a grace period to exit, then is killed. */
   async dispose(): Promise<void> {
+    this.closing.abort(new ServiceError(503, 'shutting_down', `worker ${this.id} is shutting down; no model starts on it any more.`))
     const all = [...this.running.values()]
     this.running.clear()
-    await Promise.all(all.map((instance) => instance.dispose()))
+    await Promise.all([...[...this.starting].map((launch) => launch.catch(() => {})), ...all.map((instance) => instance.dispose())])
   }
 
   private summary(instance: InstanceProcess): InstanceSummary {

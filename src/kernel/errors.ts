@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'invalid_auth_config'
   | 'request_aborted'
   | 'overloaded'
+  | 'shutting_down'
   | 'version_mismatch'
   | 'connection_failed'
   | 'internal_error'

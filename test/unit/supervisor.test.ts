@@ -22,6 +22,7 @@ class FakeWorker implements WorkerApi {
   launches: InstanceLaunch[] = []
   failNext?: ServiceError
   running = new Set<string>()
+  disposed = false
   private paused?: {continue: () => void; options: LaunchOptions; step: LaunchStep; ignoringAbort: boolean}
   private waiting?: {continue: () => void; options: LaunchOptions; step: LaunchStep}
 
@@ -86,7 +87,9 @@ class FakeWorker implements WorkerApi {
     return {address: null, id: this.id, last_seen: 0, resources: {cpu_count: 1, gpus: [], memory_free_bytes: 2 ** 30, memory_total_bytes: 2 ** 30}, state: 'ready', version: '0.0.0'}
   }
 
-  async dispose() {}
+  async dispose() {
+    this.disposed = true
+  }
 }
 
 async function setup() {
@@ -218,6 +221,17 @@ describe('supervisor', () => {
     expect(await launching).to.include({status: 499})
     expect(worker.running.size).to.equal(0)
     expect(supervisor.list()).to.deep.equal([])
+  })
+
+  it('dispose cancels the launches in progress, then the workers, and refuses launches after it', async () => {
+    const {supervisor, worker} = await setup()
+    worker.pause()
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}, {waitReady: false})
+    await supervisor.dispose()
+    expect(supervisor.progress('demo')).to.deep.include({error: {code: 'shutting_down', message: 'the launch of demo was cancelled: the service is shutting down.', status: 503}, stage: 'cancelled'})
+    expect(worker.disposed).to.equal(true)
+    expect(await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)).to.include({code: 'shutting_down', status: 503})
+    expect(worker.launches).to.have.length(1)
   })
 
   it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {
