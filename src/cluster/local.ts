@@ -14,6 +14,7 @@ import type {ServiceSettings} from '../kernel/settings.js'
 import type {ClusterTiming} from './cluster-protocol.js'
 
 import {AccessControl} from '../auth/access-control.js'
+import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ModelRegistry} from '../kernel/registry.js'
 import {homePaths} from '../kernel/settings.js'
@@ -76,11 +77,16 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
+  const shutdown = new AbortController()
+  // The order matters: nothing new comes in, live streams end with an error event rather than a bare cut,
+  // launches stop, the models' processes exit (each with a grace period, then killed), and only then the service.
   const {stop, stopped} = stopOnce(async () => {
-    log.info('shutting down: closing the API, then terminating models')
+    log.info('shutting down: refusing new requests, ending live streams, cancelling launches, then stopping models')
     workerRegistry?.stop()
-    await listening.close()
+    listening.stopAccepting()
+    shutdown.abort(new ServiceError(503, 'shutting_down', `the ${cluster ? 'supervisor' : 'service'} is shutting down; this request was not completed.`))
     await supervisor.dispose()
+    await listening.close()
     await log.close()
   })
 
@@ -91,7 +97,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, clusterToken: cluster?.clusterToken, log, models: supervisor, routes: all, version})
+  const app = createApp({access, clusterToken: cluster?.clusterToken, log, models: supervisor, routes: all, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

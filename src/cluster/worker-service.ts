@@ -38,9 +38,14 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const version = config.version
   const kernel = await loadKernel(config, log)
 
+  const shutdown = new AbortController()
+  // As the supervisor's: nothing new comes in, live streams end with an error event, launches stop, the models'
+  // processes exit (each with a grace period, then killed), and only then the worker.
   const {stop, stopped} = stopOnce(async () => {
-    log.info('shutting down: ending models, then closing the server')
+    log.info('shutting down: refusing new requests, ending live streams, cancelling launches, then stopping models')
     link.stop()
+    listening.stopAccepting()
+    shutdown.abort(new ServiceError(503, 'shutting_down', `worker ${listening.url} is shutting down; this request was not completed.`))
     await worker.dispose()
     await listening.close()
     await log.close()
@@ -53,7 +58,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     list: () => [],
   }
   const routes = workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}).map((definition) => ({definition, plugin: 'core'}))
-  const app = createApp({clusterToken, log, models: noModels, routes, version})
+  const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   const worker = new LocalWorker({

@@ -11,9 +11,11 @@ export abstract class ServiceProcessCommand extends Command {
 
   /** Runs until a signal (or, for a supervisor, `servicectl stop-cluster`) stops the service. */
   protected async untilStopped(service: RunningService): Promise<void> {
+    // \`on\`, not \`once\`: execa's exit hook (signal-exit) re-raises a signal no other listener is left for, which
+    // would end this process in the middle of its shutdown, before its model processes. A second signal joins the first stop.
     const stop = () => void service.stop()
-    process.once('SIGINT', stop)
-    process.once('SIGTERM', stop)
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
     await service.stopped
   }
 

@@ -38,6 +38,11 @@ export interface AppOptions {
    * control and closed with it.
    */
   clusterToken?: string
+  /**
+   * Aborted, with a ServiceError as its reason, when the service begins to shut down: requests still arriving
+   * are refused with it, and live streams end with it as their error event.
+   */
+  shutdown?: AbortSignal
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -110,7 +115,7 @@ const announceArrival =
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
 export function createApp(options: AppOptions): Koa {
-  const {access, clusterToken, log, models, routes, version} = options
+  const {access, clusterToken, log, models, routes, shutdown, version} = options
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
   const guards = access ? accessGuards(access) : undefined
@@ -131,6 +136,15 @@ export function createApp(options: AppOptions): Koa {
     } finally {
       log.debug(`${ctx.method} ${ctx.path} ${ctx.status} ${(performance.now() - started).toFixed(1)}ms`)
     }
+  })
+
+  app.use(async (ctx, next) => {
+    if (shutdown?.aborted) {
+      ctx.set('Connection', 'close')
+      throw shutdown.reason
+    }
+
+    await next()
   })
 
   if (guards) app.use(guards.unrouted)
@@ -174,8 +188,9 @@ export function createApp(options: AppOptions): Koa {
       ctx.req.socket.setNoDelay(true)
       ctx.body = toServerSentEvents(result.events, {
         errorEvent: result.errorEvent ?? ((error) => errorEvent(definition.errorStyle ?? styleOf(definition.path), error)),
-        onError: (error) => error.status >= 500 && log.error(`${definition.method} ${definition.path} stream: ${error.message}`),
+        onError: (error) => error.status >= 500 && error.code !== 'shutting_down' && log.error(`${definition.method} ${definition.path} stream: ${error.message}`),
         terminator: result.terminator,
+        until: shutdown,
       })
     }
 

@@ -11,12 +11,20 @@ const {createServer} = createRequire(import.meta.url)('node:http') as typeof imp
 export interface Listening {
   server: Server
   url: string
+  /** Stops accepting connections; open ones are closed as soon as they have no request in progress. */
+  stopAccepting(): void
   /** Stops accepting connections, gives open requests `graceMs` to finish, then cuts the rest. */
   close(graceMs?: number): Promise<void>
 }
 
 export async function listen(app: Koa, {host, port}: {host: string; port: number}): Promise<Listening> {
-  const server = createServer({keepAliveTimeout: 65_000, noDelay: true}, app.callback())
+  let closed: Promise<void> | undefined
+  const handle = app.callback()
+  const server = createServer({keepAliveTimeout: 65_000, noDelay: true}, (request, response) => {
+    // Once closing, a kept-alive connection is closed as soon as its response is done, so closing ends.
+    response.once('close', () => closed && setImmediate(() => server.closeIdleConnections()))
+    return handle(request, response)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
@@ -32,17 +40,20 @@ export async function listen(app: Koa, {host, port}: {host: string; port: number
   const address = server.address()
   const boundPort = typeof address === 'object' && address ? address.port : port
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
+  const stopAccepting = () => {
+    closed ??= new Promise((resolve) => server.close(() => resolve()))
+    server.closeIdleConnections()
+  }
+
   return {
-    close: (graceMs = 2000) =>
-      new Promise((resolve) => {
-        const timer = setTimeout(() => server.closeAllConnections(), graceMs)
-        server.close(() => {
-          clearTimeout(timer)
-          resolve()
-        })
-        server.closeIdleConnections()
-      }),
+    async close(graceMs = 2000) {
+      stopAccepting()
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+      await closed
+      clearTimeout(timer)
+    },
     server,
+    stopAccepting,
     url: `http://${shownHost}:${boundPort}`,
   }
 }

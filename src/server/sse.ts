@@ -5,12 +5,18 @@ import {type ServiceError, toOpenAiErrorBody, toServiceError} from '../kernel/er
 /**
  * Turns an event stream into server-sent events. An error after the stream has started can no longer change
  * the HTTP status, so it is sent as a last `data:` event in the route family's error shape, and the stream ends.
+ * Aborting `until` (the service shutting down) ends it the same way, with the signal's reason as the error.
  * Koa destroys the returned stream when the client goes away, which returns from the iterator and so
  * aborts the model's work.
  */
 export function toServerSentEvents(
   events: AsyncIterable<unknown>,
-  {errorEvent = (error) => toOpenAiErrorBody(error), onError, terminator}: {terminator?: string; errorEvent?: (error: ServiceError) => unknown; onError?: (error: ServiceError) => void},
+  {
+    errorEvent = (error) => toOpenAiErrorBody(error),
+    onError,
+    terminator,
+    until,
+  }: {terminator?: string; errorEvent?: (error: ServiceError) => unknown; onError?: (error: ServiceError) => void; until?: AbortSignal},
 ): Readable {
   // An item `{event, data}` is a named event (Anthropic's streams, whose clients skip unnamed ones).
   const format = (event: unknown) =>
@@ -18,17 +24,44 @@ export function toServerSentEvents(
       ? `event: ${(event as {event: string}).event}\ndata: ${JSON.stringify((event as {data: unknown}).data)}\n\n`
       : `data: ${JSON.stringify(event)}\n\n`
   async function* lines() {
+    const iterator = events[Symbol.asyncIterator]()
+    let ended = false
     try {
-      for await (const event of events) yield format(event)
+      while (true) {
+        const next = await nextUnlessAborted(iterator, until)
+        ended = next.done === true
+        if (ended) break
+        yield format(next.value)
+      }
+
       if (terminator) yield `data: ${terminator}\n\n`
     } catch (error) {
       const shaped = toServiceError(error)
       onError?.(shaped)
       yield format(errorEvent(shaped))
+    } finally {
+      // Not awaited: a next() still pending holds the return back until the model sends (or fails) again.
+      if (!ended) iterator.return?.().catch(() => {})
     }
   }
 
   return Readable.from(coalesced(lines()), {objectMode: false})
+}
+
+/** The iterator's next event, or the reason of `until` as soon as it is aborted. */
+async function nextUnlessAborted<T>(iterator: AsyncIterator<T>, until?: AbortSignal): Promise<IteratorResult<T>> {
+  until?.throwIfAborted()
+  if (!until) return iterator.next()
+  let stop!: () => void
+  const aborted = new Promise<never>((_, reject) => {
+    stop = () => reject(until.reason)
+    until.addEventListener('abort', stop, {once: true})
+  })
+  try {
+    return await Promise.race([iterator.next(), aborted])
+  } finally {
+    until.removeEventListener('abort', stop)
+  }
 }
 
 const TURN_ENDED = Symbol('turn ended')

@@ -71,6 +71,23 @@ describe('server-sent events', () => {
     await later()
     expect(stopped).to.equal(true)
   })
+
+  it('ends a live stream with an error event when `until` is aborted, while the model has nothing to send', async () => {
+    const shutdown = new AbortController()
+    async function* events() {
+      yield {n: 1}
+      await new Promise(() => {})
+    }
+
+    const stream = toServerSentEvents(events(), {terminator: '[DONE]', until: shutdown.signal})
+    const chunks: string[] = []
+    for await (const chunk of stream) {
+      chunks.push(String(chunk))
+      if (chunks.length === 1) shutdown.abort(new ServiceError(503, 'shutting_down', 'the service is shutting down'))
+    }
+
+    expect(chunks.join('')).to.equal('data: {"n":1}\n\ndata: {"error":{"code":"shutting_down","message":"the service is shutting down","param":null,"type":"server_error"}}\n\n')
+  })
 })
 
 describe('server-sent events, as the client reads them', () => {
