@@ -9,6 +9,8 @@ export type {FamilySpec, HubSource, ModelFamily, ResolvedSpec} from './kernel/ca
 export type * from './kernel/contracts.js'
 export type * from './kernel/generation.js'
 export type * from './kernel/retrieval.js'
+export type * from './kernel/operations.js'
+export type {ErrorCode} from './kernel/errors.js'
 export type {RegisterHook, ServiceHooks} from './kernel/hooks.js'
 export type {Permission} from './kernel/permissions.js'
 export type {Infer, JsonSchema, Schema} from './kernel/schema.js'

@@ -8,7 +8,7 @@ import {pathToFileURL} from 'node:url'
 import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './protocol.js'
 
-import {toServiceError} from '../kernel/errors.js'
+import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
 import {escapeControlCharacters} from '../lib/logger.js'
 import {Outbox} from './outbox.js'
@@ -45,7 +45,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
       void send({fraction, type: 'load-progress'})
     }
 
-    model = await host.load(message.request, {log, progress, signal: lifetime.signal})
+    model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
     await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
   } catch (error) {
     const shaped = toServiceError(error)
@@ -74,7 +74,7 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   running.set(message.id, controller)
   try {
     const operation = model?.operations[message.operation]
-    if (!operation) throw Object.assign(new Error(`this model does not support "${message.operation}"`), {code: 'unsupported', status: 400})
+    if (!operation) throw errorFactory.create(400, 'unsupported', `this model does not support "${message.operation}"`)
     for await (const event of operation(message.payload, controller.signal)) outbox.post({event, id: message.id, type: 'event'})
     outbox.post({id: message.id, type: 'end'})
   } catch (error) {

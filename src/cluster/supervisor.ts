@@ -6,6 +6,7 @@
 import {randomBytes} from 'node:crypto'
 
 import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
+import type {OperationMap, UntypedOperations} from '../kernel/operations.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
 import type {LaunchProgress} from '../protocol/launch.js'
@@ -494,8 +495,9 @@ export class Supervisor implements ModelDirectory {
     record.progress = failedProgress(record.progress, error)
   }
 
-  get(uid: string): ModelHandle {
-    return this.handle(this.require(uid))
+  /** Typed as the asking route's model type declares (see ModelDirectory.get); the model's process checks the name. */
+  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string): ModelHandle<Ops> {
+    return this.handle(this.require(uid)) as unknown as ModelHandle<Ops>
   }
 
   list(): ModelHandle[] {

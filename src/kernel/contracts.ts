@@ -5,7 +5,8 @@
  * their own copies of libraries, so everything here is structural and crosses the boundary by shape.
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
-import type {ServiceError} from './errors.js'
+import type {ErrorCode, ServiceError} from './errors.js'
+import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -24,17 +25,23 @@ export interface KernelApi {
   apiVersion: number
   version: string
   schema: typeof schema
-  errors: {
-    badRequest(message: string, param?: string): ServiceError
-    notFound(message: string): ServiceError
-    create(status: number, code: string, message: string, param?: string): ServiceError
-  }
+  errors: ErrorFactory
   /**
    * Throws a 400 naming the model's type and what it can do unless it has `ability` (`chat`, `embed`, `rerank`…):
    * how a route answers a request sent to a model of the wrong type. `what` completes "cannot …".
    */
-  requireAbility(model: ModelHandle, ability: string, what: string): void
+  requireAbility(model: Omit<ModelHandle, 'invoke'>, ability: string, what: string): void
   log: Logger
+}
+
+/**
+ * How plugins make the errors the kernel renders (status, code, message, param): routes get it as
+ * `KernelApi.errors`, engine hosts as `LoadContext.errors`. A plain Error thrown instead becomes a 500.
+ */
+export interface ErrorFactory {
+  badRequest(message: string, param?: string): ServiceError
+  notFound(message: string): ServiceError
+  create(status: number, code: ErrorCode, message: string, param?: string): ServiceError
 }
 
 export interface Contribution {
@@ -174,26 +181,27 @@ export interface LoadedModelInfo {
 }
 
 /**
- * One operation of a loaded model: takes a payload, yields events. The final yielded value should say how the
- * work ended; the route plugin gives the events their wire shape. Aborting the signal must stop the work.
+ * A model loaded by an engine. `operations` are those of its model type (see operations.ts), each taking a payload
+ * and yielding events whose last says how the work ended; the route plugin gives the events their wire shape.
+ * Aborting the signal must stop the work. A model may lack some (an LLM without a chat template has no `chat`).
  */
-export type EngineOperation = (payload: unknown, signal: AbortSignal) => AsyncIterable<unknown>
-
-export interface LoadedModel {
+export interface LoadedModel<Ops extends OperationMap<Ops> = UntypedOperations> {
   info: LoadedModelInfo
-  operations: Record<string, EngineOperation>
+  operations: Partial<EngineOperations<Ops>>
   dispose(): Promise<void>
 }
 
 export interface LoadContext {
   log: Logger
+  errors: ErrorFactory
   signal: AbortSignal
   /** Reports how far loading has got, from 0 to 1, for the launch's progress. */
   progress?(fraction: number): void
 }
 
-export interface EngineHost {
-  load(request: LoadRequest, context: LoadContext): Promise<LoadedModel>
+/** `Ops`: the operations of the model types it serves, e.g. `LlmOperations & EmbeddingOperations`. */
+export interface EngineHost<Ops extends OperationMap<Ops> = UntypedOperations> {
+  load(request: LoadRequest, context: LoadContext): Promise<LoadedModel<Ops>>
 }
 
 // ------------------------------------------------------------------------------------------ weights made here
@@ -234,20 +242,23 @@ export interface CatalogueContribution {
 
 // ------------------------------------------------------------------------------------------------- routes
 
-/** A running model as route handlers see it. */
-export interface ModelHandle {
+/** A running model as route handlers see it; `Ops` are its model type's operations. */
+export interface ModelHandle<Ops extends OperationMap<Ops> = UntypedOperations> {
   uid: string
   modelType: string
   modelName: string
   abilities: string[]
   description: Record<string, unknown>
   /** Runs one engine operation in the model's process; events stream back as they happen. */
-  invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncIterable<unknown>
+  invoke<K extends keyof Ops & string>(operation: K, payload: Ops[K]['payload'], signal: AbortSignal): AsyncIterable<Ops[K]['event']>
 }
 
 export interface ModelDirectory {
-  /** The model with this uid, or a 404 ServiceError that lists the running models. */
-  get(uid: string): ModelHandle
+  /**
+   * The model with this uid, or a 404 ServiceError that lists the running models. A route names the operations of
+   * the model type it serves as `Ops` and checks the model's abilities (`KernelApi.requireAbility`) before invoking.
+   */
+  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string): ModelHandle<Ops>
   /** Every running model, by uid. */
   list(): ModelHandle[]
 }

@@ -7,31 +7,48 @@
  * this module), so nothing relies on `instanceof`: any object with a numeric `status` and a `message` is
  * treated as a ServiceError (see `toServiceError`).
  */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'unknown_parameter'
-  | 'model_not_found'
-  | 'registration_not_found'
-  | 'not_found'
-  | 'conflict'
-  | 'unsupported'
-  | 'model_not_ready'
-  | 'model_crashed'
-  | 'launch_failed'
-  | 'unauthorized'
-  | 'invalid_credentials'
-  | 'login_failed'
-  | 'token_expired'
-  | 'forbidden'
-  | 'auth_disabled'
-  | 'invalid_auth_config'
-  | 'request_aborted'
-  | 'overloaded'
-  | 'shutting_down'
-  | 'version_mismatch'
-  | 'connection_failed'
-  | 'internal_error'
+
+/** Every error code the toolkit and its plugins use (test/unit/error-codes.test.ts finds each one here). */
+export const ERROR_CODES = [
+  'invalid_request',
+  'invalid_json',
+  'unknown_parameter',
+  'model_not_found',
+  'registration_not_found',
+  'not_found',
+  'conflict',
+  'unsupported',
+  'model_not_ready',
+  'model_crashed',
+  'launch_failed',
+  'unauthorized',
+  'invalid_credentials',
+  'login_failed',
+  'token_expired',
+  'forbidden',
+  'auth_disabled',
+  'invalid_auth_config',
+  'request_aborted',
+  'overloaded',
+  'shutting_down',
+  'version_mismatch',
+  'connection_failed',
+  'internal_error',
+  'generation_failed',
+  'worker_lost',
+  'worker_unreachable',
+  'worker_not_registered',
+  'hub_error',
+  'hub_not_found',
+  'hub_gated',
+  'hub_busy',
+  'download_failed',
+  'download_corrupt',
+  'insufficient_storage',
+  'hub_unreachable',
+] as const
+
+export type ErrorCode = (typeof ERROR_CODES)[number]
 
 export interface ServiceErrorShape {
   status: number
@@ -46,6 +63,7 @@ export class ServiceError extends Error implements ServiceErrorShape {
   readonly code: string
   readonly param: string | null
 
+  /** `code` is a string because errors come back from other processes and services; test/unit/error-codes checks ours. */
   constructor(status: number, code: ErrorCode | string, message: string, param?: string | null) {
     super(message)
     this.name = 'ServiceError'
@@ -65,6 +83,13 @@ export const notFound = (message: string, code: ErrorCode = 'not_found', param?:
   new ServiceError(404, code, message, param)
 export const conflict = (message: string, param?: string) => new ServiceError(409, 'conflict', message, param)
 export const unavailable = (message: string, code: ErrorCode = 'model_not_ready') => new ServiceError(503, code, message)
+
+/** The factory plugins receive (`KernelApi.errors`, `LoadContext.errors`), so they never shape errors by hand. */
+export const errorFactory = {
+  badRequest: (message: string, param?: string) => badRequest(message, param),
+  create: (status: number, code: ErrorCode, message: string, param?: string) => new ServiceError(status, code, message, param),
+  notFound: (message: string) => notFound(message),
+}
 
 export function isServiceErrorShape(value: unknown): value is ServiceErrorShape {
   return (

@@ -18,7 +18,7 @@ import type {PluginContribution, PluginFailure} from './hooks.js'
 
 import {flattenFamily} from './catalogue.js'
 import {KERNEL_API_VERSION} from './contracts.js'
-import {badRequest, notFound, ServiceError} from './errors.js'
+import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
 
@@ -39,11 +39,7 @@ const NAME = /^[A-Za-z0-9][\w.-]*$/
 export function createKernelApi(version: string, log: Logger): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
-    errors: {
-      badRequest: (message, param) => badRequest(message, param),
-      create: (status, code, message, param) => new ServiceError(status, code, message, param),
-      notFound: (message) => notFound(message),
-    },
+    errors: errorFactory,
     log,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return

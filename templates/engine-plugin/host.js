@@ -13,8 +13,6 @@ import {stat} from 'node:fs/promises'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 /**
- * @typedef {import('service-toolkit').ChatPayload} ChatPayload
- * @typedef {import('service-toolkit').CompletionPayload} CompletionPayload
  * @typedef {import('service-toolkit').GenerationEvent} GenerationEvent
  */
 
@@ -48,9 +46,13 @@ async function* streamWords(text, promptTokens, maxTokens, delay, signal) {
   yield {type: 'done', finishReason: emitted.length < all.length ? 'length' : 'stop', promptTokens, completionTokens: emitted.length}
 }
 
-/** @type {import('service-toolkit').EngineHost} */
+/**
+ * The LLM model type's operations (`chat`, `complete`, `count_tokens`) with the payload each takes and the events each
+ * yields: the type checker holds `operations` below to them.
+ * @type {import('service-toolkit').EngineHost<import('service-toolkit').LlmOperations>}
+ */
 const host = {
-  async load(request, {log}) {
+  async load(request, {errors, log}) {
     // request.modelPath is the local file of the weights (for split GGUF, the first part); request.spec,
     // request.family and request.parameters say what was launched and how.
     const {size} = await stat(request.modelPath)
@@ -61,18 +63,15 @@ const host = {
       // Shown on the model (`servicectl list`); `abilities` replaces the family's model_ability.
       info: {abilities: ['chat', 'generate'], contextLength: request.family.context_length ?? 4096},
       operations: {
-        chat(payload, signal) {
-          const {maxTokens, messages} = /** @type {ChatPayload} */ (payload)
+        chat({maxTokens, messages}, signal) {
           const lastUserMessage = messages.findLast((message) => message.role === 'user')?.content ?? ''
           const promptTokens = messages.reduce((sum, message) => sum + words(message.content).length, 0)
           return streamWords(lastUserMessage, promptTokens, maxTokens, delay, signal)
         },
-        complete(payload, signal) {
-          const {maxTokens, prompt} = /** @type {CompletionPayload} */ (payload)
-          // A prompt may also come as token ids of the model's vocabulary; this demo has no vocabulary. An error with
-          // a status (and code, param) reaches the client as that HTTP error.
-          if (typeof prompt !== 'string')
-            throw Object.assign(new Error('this engine takes text prompts only'), {code: 'invalid_request', param: 'prompt', status: 400})
+        complete({maxTokens, prompt}, signal) {
+          // A prompt may also come as token ids of the model's vocabulary; this demo has no vocabulary. An error made
+          // by the kernel's factory reaches the client as that HTTP error (here a 400 naming the field).
+          if (typeof prompt !== 'string') throw errors.badRequest('this engine takes text prompts only', 'prompt')
           return streamWords(prompt, words(prompt).length, maxTokens, delay, signal)
         },
       },

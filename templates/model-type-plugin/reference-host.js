@@ -7,12 +7,7 @@
  */
 import {stat} from 'node:fs/promises'
 
-/**
- * @typedef {import('./register.js').InferPayload} InferPayload
- * @typedef {import('./register.js').InferEvent} InferEvent
- */
-
-/** @type {import('service-toolkit').EngineHost} */
+/** @type {import('service-toolkit').EngineHost<import('./register.js').InferOperations>} */
 const host = {
   async load(request, {log}) {
     const {size} = await stat(request.modelPath)
@@ -20,9 +15,7 @@ const host = {
     return {
       info: {abilities: ['infer']},
       operations: {
-        /** @returns {AsyncGenerator<InferEvent>} */
-        async *infer(payload) {
-          const {input} = /** @type {InferPayload} */ (payload)
+        async *infer({input}) {
           yield {type: 'result', output: {characters: input.length, words: input.split(/\s+/).filter(Boolean).length}}
         },
       },

@@ -4,8 +4,9 @@
  * reference engine with a demo model so that the route can be tried before a real engine exists.
  *
  * A model type owns the wire format of its routes and defines the operations its engines implement. Here
- * that is one operation, `infer`, described by the InferPayload and InferEvent types below; every engine
- * that lists '__MODEL_TYPE__' in its modelTypes must implement it.
+ * that is one operation, `infer`, declared with its payload and events as InferOperations below; every engine
+ * that lists '__MODEL_TYPE__' in its modelTypes must implement it, and the type checker holds the route and the
+ * engines to that one declaration.
  */
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
@@ -22,6 +23,11 @@ const MODEL_TYPE = '__MODEL_TYPE__'
 /**
  * What the engine's `infer` operation yields: one result (a streaming type would yield several events).
  * @typedef {{type: 'result', output: Record<string, unknown>}} InferEvent
+ */
+
+/**
+ * The type's operations by name, each with what it takes and what it yields. Add one entry per operation.
+ * @typedef {{infer: {payload: InferPayload, event: InferEvent}}} InferOperations
  */
 
 /** @param {import('service-toolkit').KernelApi['schema']} s */
@@ -55,15 +61,13 @@ function inferRoute(api) {
       properties: {object: {type: 'string'}, model: {type: 'string'}, output: {type: 'object'}},
     },
     async handler({body, models, signal}) {
-      // A 404 that lists the running models when there is no such model.
+      // A 404 that lists the running models when there is no such model; typed by this type's operations.
+      /** @type {import('service-toolkit').ModelHandle<InferOperations>} */
       const model = models.get(body.model)
       if (model.modelType !== MODEL_TYPE)
         throw api.errors.badRequest(`model ${model.uid} is a ${model.modelType} model; this route runs ${MODEL_TYPE} models.`, 'model')
 
-      /** @type {InferPayload} */
-      const payload = {input: body.input}
-      for await (const event of model.invoke('infer', payload, signal)) {
-        const {output, type} = /** @type {InferEvent} */ (event)
+      for await (const {output, type} of model.invoke('infer', {input: body.input}, signal)) {
         if (type === 'result') return {kind: 'json', body: {object: '__SLUG__.result', model: model.uid, output}}
       }
 

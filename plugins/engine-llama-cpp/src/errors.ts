@@ -1,2 +1,20 @@
-/** Errors in the shape the kernel renders (status, code, message, param); a plain Error would become a 500. */
-export const requestError = (message: string, param?: string) => Object.assign(new Error(message), {code: 'invalid_request', param, status: 400})
+import type {EmbeddingOperations, ErrorFactory, LlmOperations, RerankOperations} from 'service-toolkit'
+
+/** Every operation this engine implements: those of the model types it serves. */
+export type LlamaCppOperations = LlmOperations & EmbeddingOperations & RerankOperations
+
+/**
+ * The kernel's error factory, as `load()` receives it. A model process serves one model, so the engine's modules
+ * share this one rather than each being handed it.
+ */
+let factory: ErrorFactory | undefined
+
+export function useErrorFactory(errors: ErrorFactory): void {
+  factory = errors
+}
+
+/** A 400 naming the request field at fault. */
+export function requestError(message: string, param?: string): Error {
+  if (!factory) throw new Error(`the llama.cpp engine raised "${message}" before load() gave it the kernel's error factory`)
+  return factory.badRequest(message, param)
+}

@@ -12,6 +12,7 @@ import type {
   CompletionPayload,
   FinishReason,
   GenerationEvent,
+  LlmOperations,
   LoadedModel,
   LoadRequest,
   Logger,
@@ -128,7 +129,7 @@ export async function loadGenerator(options: {
   chatTemplate?: ChatTemplate
   contextSize: number
   parallel: number
-}): Promise<LoadedModel> {
+}): Promise<LoadedModel<LlmOperations>> {
   const {chatTemplate, llama, log, model, parallel, request, threads} = options
   const {LlamaChat, LlamaCompletion, LlamaGrammarEvaluationState, TokenBias} = await import('node-llama-cpp')
   // Found once, on the first ignore_eos request: every token llama.cpp treats as ending generation.
@@ -317,9 +318,8 @@ export async function loadGenerator(options: {
     }
   }
 
-  const operations: LoadedModel['operations'] = {
-    complete: (payload, requestSignal) => {
-      const request = payload as CompletionPayload
+  const operations: LoadedModel<LlmOperations>['operations'] = {
+    complete: (request, requestSignal) => {
       return generate(requestSignal, () => {
         const tokens = typeof request.prompt === 'string' ? undefined : (request.prompt as Token[])
         const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
@@ -348,10 +348,10 @@ export async function loadGenerator(options: {
   }
 
   if (chatTemplate) {
-    operations.chat = (payload, requestSignal) => generate(requestSignal, () => prepareChat(payload as ChatPayload, requestSignal))
+    operations.chat = (payload, requestSignal) => generate(requestSignal, () => prepareChat(payload, requestSignal))
     operations.count_tokens = (payload) =>
       (async function* (): AsyncGenerator<TokenCountEvent> {
-        yield {count: renderChat(payload as ChatPayload).promptTokens, type: 'tokens'}
+        yield {count: renderChat(payload).promptTokens, type: 'tokens'}
       })()
   }
 

@@ -4,12 +4,14 @@
  */
 import type {ChatWrapper, Llama, LlamaModel} from 'node-llama-cpp'
 import type {ChatTemplate} from './generator.js'
+import type {LlamaCppOperations} from './errors.js'
 import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit'
 
 import {stat} from 'node:fs/promises'
 
 import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
+import {useErrorFactory} from './errors.js'
 import {checkGgufHeader, loadFailure} from './gguf-header.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
@@ -54,8 +56,9 @@ async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], 
   return undefined
 }
 
-const host: EngineHost = {
-  async load(request, {log, progress}) {
+const host: EngineHost<LlamaCppOperations> = {
+  async load(request, {errors, log, progress}) {
+    useErrorFactory(errors)
     await checkGgufHeader(request.modelPath)
     const {getLlama} = await import('node-llama-cpp')
     const {parameters} = request
@@ -83,7 +86,7 @@ const host: EngineHost = {
       throw await loadFailure(request.modelPath, error as Error, llama, recentErrors)
     }
 
-    let loaded: LoadedModel
+    let loaded: LoadedModel<LlamaCppOperations>
     try {
       const {contextSize, parallel, retrieval} = launchShape(request.modelType, parameters, model.trainContextSize)
       const options = {

@@ -5,7 +5,7 @@
  * starts, so a request with one input that is too long fails as a whole with the limit in the message.
  */
 import type {LlamaEmbeddingContext, LlamaModel, LlamaRankingContext, Token} from 'node-llama-cpp'
-import type {EmbeddingEvent, EmbeddingPayload, LoadedModel, LoadRequest, Logger, RankEvent, RankPayload, TextInput} from 'service-toolkit'
+import type {EmbeddingEvent, EmbeddingOperations, EmbeddingPayload, LoadedModel, LoadRequest, Logger, RankEvent, RankPayload, RerankOperations, TextInput} from 'service-toolkit'
 
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
@@ -63,7 +63,7 @@ function normalized(vector: readonly number[], dimensions: number): number[] {
   return norm > 0 ? kept.map((value) => value / norm) : kept
 }
 
-export async function loadEmbedder({contextSize, log, model, parallel, request, threads}: RetrievalOptions): Promise<LoadedModel> {
+export async function loadEmbedder({contextSize, log, model, parallel, request, threads}: RetrievalOptions): Promise<LoadedModel<EmbeddingOperations>> {
   const contexts: LlamaEmbeddingContext[] = []
   // A bidirectional model sees its whole input in one batch, so the batch is as large as the context.
   for (let i = 0; i < parallel; i++) contexts.push(await model.createEmbeddingContext({batchSize: contextSize, contextSize, threads}))
@@ -103,11 +103,11 @@ export async function loadEmbedder({contextSize, log, model, parallel, request, 
       await Promise.all(contexts.map((context) => context.dispose()))
     },
     info: {abilities: ['embed'], contextLength: contextSize, dimensions: native, maxTokens, parallel, threads},
-    operations: {embed: (payload, signal) => embed(payload as EmbeddingPayload, signal)},
+    operations: {embed},
   }
 }
 
-export async function loadRanker({contextSize, log, model, parallel, request, threads}: RetrievalOptions): Promise<LoadedModel> {
+export async function loadRanker({contextSize, log, model, parallel, request, threads}: RetrievalOptions): Promise<LoadedModel<RerankOperations>> {
   if (!model.fileInsights.supportsRanking)
     throw new Error(
       `${request.modelPath} is not a reranker: llama.cpp ranks with a classification head (cls or cls.output tensors) and a separator or end token, which this file lacks. Launch it as an embedding model instead.`,
@@ -144,6 +144,6 @@ export async function loadRanker({contextSize, log, model, parallel, request, th
       await Promise.all(contexts.map((context) => context.dispose()))
     },
     info: {abilities: ['rerank'], contextLength: contextSize, maxTokens, parallel, threads},
-    operations: {rank: (payload, signal) => rank(payload as RankPayload, signal)},
+    operations: {rank},
   }
 }

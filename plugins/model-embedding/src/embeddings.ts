@@ -2,7 +2,7 @@
  * `POST /v1/embeddings`, the OpenAI embeddings API: one L2-normalized vector per input, as floats or as base64 of
  * little-endian float32 (what the `openai` client asks for by default and decodes itself).
  */
-import type {EmbeddingEvent, Infer, KernelApi, RouteDefinition, TextInput} from 'service-toolkit'
+import type {EmbeddingOperations, Infer, KernelApi, RouteDefinition, TextInput} from 'service-toolkit'
 
 /** OpenAI's own limit on inputs per request. */
 const MAX_INPUTS = 2048
@@ -39,7 +39,7 @@ export function embeddingsRoute(api: KernelApi): RouteDefinition<EmbeddingReques
   return {
     body: embeddingSchema(api.schema),
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<EmbeddingOperations>(body.model)
       api.requireAbility(model, 'embed', 'create embeddings')
       const inputs = inputsOf(body.input)
       const empty = inputs.findIndex((input) => typeof input === 'string' && input.trim() === '')
@@ -50,7 +50,7 @@ export function embeddingsRoute(api: KernelApi): RouteDefinition<EmbeddingReques
 
       const vectors: number[][] = []
       let promptTokens = 0
-      for await (const event of model.invoke('embed', {dimensions: body.dimensions, inputs}, signal) as AsyncIterable<EmbeddingEvent>) {
+      for await (const event of model.invoke('embed', {dimensions: body.dimensions, inputs}, signal)) {
         if (event.type === 'embedding') vectors[event.index] = event.vector
         else promptTokens = event.promptTokens
       }

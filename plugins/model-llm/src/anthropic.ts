@@ -5,7 +5,7 @@
  * `ModelInfo`), null where this service has nothing to say; errors come in Anthropic's `{type: "error", error}` form
  * (the HTTP edge renders them for every path under /anthropic). The `anthropic-version` header is accepted and ignored.
  */
-import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, ModelHandle, RouteDefinition, TokenCountEvent, ToolChoice} from 'service-toolkit'
+import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperations, ModelHandle, RouteDefinition, ToolChoice} from 'service-toolkit'
 
 import {randomBytes} from 'node:crypto'
 
@@ -196,7 +196,7 @@ function messagesRoute(api: KernelApi): RouteDefinition<MessagesRequest> {
     body: messagesSchema(api.schema),
     errorStyle: 'anthropic',
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
       const payload: ChatPayload = {
         ...toChatPayload(api, body),
@@ -206,7 +206,7 @@ function messagesRoute(api: KernelApi): RouteDefinition<MessagesRequest> {
         topK: body.top_k,
         topP: body.top_p,
       }
-      const events = await started(model.invoke('chat', payload, signal) as AsyncIterable<GenerationEvent>)
+      const events = await started(model.invoke('chat', payload, signal))
       const message = {container: null, diagnostics: null, id: id('msg'), model: body.model, role: 'assistant', stop_details: null, type: 'message'}
 
       if (!body.stream) {
@@ -277,9 +277,9 @@ function countTokensRoute(api: KernelApi): RouteDefinition<Conversation> {
     body: countSchema(api.schema),
     errorStyle: 'anthropic',
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', 'chat, so it cannot count the tokens of a conversation')
-      for await (const event of model.invoke('count_tokens', toChatPayload(api, body), signal) as AsyncIterable<TokenCountEvent>)
+      for await (const event of model.invoke('count_tokens', toChatPayload(api, body), signal))
         return {body: {input_tokens: event.count}, kind: 'json'}
       throw api.errors.create(500, 'internal_error', 'the model did not count the tokens.')
     },

@@ -1,5 +1,5 @@
 /** `POST /v1/chat/completions`, the OpenAI chat API, streaming or not, with tools and structured output. */
-import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, ResponseFormat, RouteDefinition, ToolChoice} from 'service-toolkit'
+import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperations, ResponseFormat, RouteDefinition, ToolChoice} from 'service-toolkit'
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
@@ -109,7 +109,7 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
   if (typeof toolChoice === 'object' && !tools.some((tool) => tool.name === toolChoice.name))
     throw api.errors.badRequest(`\`tool_choice\` names the function "${toolChoice.name}", which is not in \`tools\` (${tools.map((tool) => tool.name).join(', ')}).`, 'tool_choice')
 
-  return {...toSampling(body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools}
+  return {...toSampling(api, body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools}
 }
 
 function toResponseFormat(api: KernelApi, format: ChatRequest['response_format']): ResponseFormat | undefined {
@@ -128,11 +128,11 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
   return {
     body: chatSchema(api.schema),
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
       const id = `chatcmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const events = await started(model.invoke('chat', toPayload(api, body), signal) as AsyncIterable<GenerationEvent>)
+      const events = await started(model.invoke('chat', toPayload(api, body), signal))
 
       if (!body.stream) {
         let content = ''

@@ -2,7 +2,7 @@
  * `POST /v1/completions`, the OpenAI (legacy) text completion API. A prompt is text or token ids; a list of prompts
  * gets one choice per prompt (choice `index` = prompt position), generated concurrently.
  */
-import type {GenerationEvent, Infer, KernelApi, RouteDefinition} from 'service-toolkit'
+import type {GenerationEvent, Infer, KernelApi, LlmOperations, RouteDefinition} from 'service-toolkit'
 
 import {randomUUID} from 'node:crypto'
 
@@ -75,12 +75,12 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
   return {
     body: completionSchema(api.schema),
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'generate', 'complete text')
       if (body.suffix) throw api.errors.badRequest('`suffix` (fill-in-the-middle) is not supported; put all the text in `prompt`.', 'suffix')
       const prompts = promptsOf(body.prompt)
-      const sampling = toSampling(body, DEFAULT_MAX_TOKENS)
-      const streams = await startAll(prompts.map((prompt) => model.invoke('complete', {...sampling, prompt}, signal) as AsyncIterable<GenerationEvent>))
+      const sampling = toSampling(api, body, DEFAULT_MAX_TOKENS)
+      const streams = await startAll(prompts.map((prompt) => model.invoke('complete', {...sampling, prompt}, signal)))
       const id = `cmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
       const shape = (choices: Array<{index: number; text: string; finish_reason: string | null}>) => ({

@@ -55,22 +55,22 @@ export interface SamplingRequest {
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
 
 /** OpenAI keys logit_bias by token id written as a string; anything else is a mistake worth naming. */
-function tokenBiases(biases: Record<string, number>): Record<number, number> {
+function tokenBiases(api: KernelApi, biases: Record<string, number>): Record<number, number> {
   const out: Record<number, number> = {}
   for (const [key, bias] of Object.entries(biases)) {
     if (!/^\d+$/.test(key))
-      throw Object.assign(new Error(`\`logit_bias\` keys must be token ids such as "1234" (got "${key}").`), {code: 'invalid_request', param: `logit_bias.${key}`, status: 400})
+      throw api.errors.badRequest(`\`logit_bias\` keys must be token ids such as "1234" (got "${key}").`, `logit_bias.${key}`)
     out[Number(key)] = bias
   }
 
   return out
 }
 
-export function toSampling(request: SamplingRequest, defaultMaxTokens?: number): SamplingOptions {
+export function toSampling(api: KernelApi, request: SamplingRequest, defaultMaxTokens?: number): SamplingOptions {
   return {
     frequencyPenalty: defined(request.frequency_penalty),
     ignoreEos: defined(request.ignore_eos),
-    logitBias: request.logit_bias ? tokenBiases(request.logit_bias) : undefined,
+    logitBias: request.logit_bias ? tokenBiases(api, request.logit_bias) : undefined,
     maxTokens: defined(request.max_completion_tokens) ?? defined(request.max_tokens) ?? defaultMaxTokens,
     minP: defined(request.min_p),
     presencePenalty: defined(request.presence_penalty),

@@ -3,7 +3,7 @@
  * Xinference answers (Jina's and Cohere's v1 shape: `results[{index, relevance_score, document}]` plus `meta`), with
  * Jina's `model` and `usage` fields as well so their clients read it too.
  */
-import type {Infer, KernelApi, RankEvent, RouteDefinition} from 'service-toolkit'
+import type {Infer, KernelApi, RerankOperations, RouteDefinition} from 'service-toolkit'
 
 import {randomUUID} from 'node:crypto'
 
@@ -31,7 +31,7 @@ export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
   return {
     body: rerankSchema(api.schema),
     async handler({body, models, signal}) {
-      const model = models.get(body.model)
+      const model = models.get<RerankOperations>(body.model)
       api.requireAbility(model, 'rerank', 'rerank documents')
       const documents = body.documents.map((document) => (typeof document === 'string' ? document : document.text))
       const empty = documents.findIndex((document) => document.trim() === '')
@@ -39,7 +39,7 @@ export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
 
       const scores: number[] = []
       let promptTokens = 0
-      for await (const event of model.invoke('rank', {documents, query: body.query}, signal) as AsyncIterable<RankEvent>) {
+      for await (const event of model.invoke('rank', {documents, query: body.query}, signal)) {
         if (event.type === 'score') scores[event.index] = event.score
         else promptTokens = event.promptTokens
       }
