@@ -4,7 +4,7 @@
  */
 import {pathToFileURL} from 'node:url'
 
-import {toServiceError} from '../kernel/errors.js'
+import {errorFactory, toServiceError} from '../kernel/errors.js'
 
 export interface IsolatedCall {
   module: string
@@ -18,9 +18,9 @@ const answer = (message: IsolatedAnswer) => new Promise<void>((resolve) => proce
 process.once('message', async ({input, module}: IsolatedCall) => {
   try {
     const loaded = await import(module.startsWith('file:') ? module : pathToFileURL(module).href)
-    const run = loaded.default as (input: unknown) => Promise<unknown>
+    const run = loaded.default as (input: unknown, context: {errors: typeof errorFactory}) => Promise<unknown>
     if (typeof run !== 'function') throw new Error(`${module} has no default export to run`)
-    await answer({result: await run(input), type: 'result'})
+    await answer({result: await run(input, {errors: errorFactory}), type: 'result'})
   } catch (error) {
     const shaped = toServiceError(error)
     // A plain Error here is the plugin's own explanation (a file it cannot parse, a hub it cannot reach).

@@ -159,7 +159,8 @@ export interface MemoryEstimate {
   [detail: string]: unknown
 }
 
-export type MemoryEstimator = (request: MemoryEstimateRequest) => Promise<MemoryEstimate>
+/** `errors` makes the errors a person can act on (a launch parameter that cannot work), as in `LoadContext`. */
+export type MemoryEstimator = (request: MemoryEstimateRequest, context: {errors: ErrorFactory}) => Promise<MemoryEstimate>
 
 /** What the kernel sends to an instance process to load its model. */
 export interface LoadRequest {

@@ -7,13 +7,15 @@
 import type {MemoryEstimator} from 'service-toolkit'
 
 import {launchShape} from './defaults.js'
+import {useErrorFactory} from './errors.js'
 import {checkGgufHeader, notGguf} from './gguf-header.js'
 
 const isNetwork = (file: string) => /^https?:/.test(file)
 /** node-llama-cpp's errors from the network (a hub that does not answer), as opposed to ones about the file's content. */
 const isFetchError = (error: unknown) => (error as Error)?.name === 'FetchError' || /fetch/i.test((error as Error)?.message ?? '')
 
-const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}) => {
+const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}, {errors}) => {
+  useErrorFactory(errors)
   const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
   // Parts are read one by one and spliced here: a hub's download URL does not always end in the part's name.
   const parts = await Promise.all(
