@@ -16,6 +16,7 @@ import type {ClusterTiming} from './cluster-protocol.js'
 import {AccessControl} from '../auth/access-control.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
+import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {ModelRegistry} from '../kernel/registry.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../lib/home-lock.js'
@@ -34,6 +35,8 @@ import {LocalWorker} from './worker.js'
 export interface RunningService {
   url: string
   kernel: Kernel
+  /** Every finished request and model state change, for subscribers in the service's process (a worker has none). */
+  events?: ServiceEvents
   /** Settles once the service has stopped, whoever stopped it (a signal, or `servicectl stop-cluster`). */
   stopped: Promise<void>
   stop(): Promise<void>
@@ -56,6 +59,9 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
   const loaded = await registry.load()
   log.info(`${loaded} custom registrations`)
+  // Requests and model state changes, for the log now and for metrics and the events API to subscribe to.
+  const events = new ServiceEvents(log)
+  logServiceEvents(events, log)
 
   let supervisor: Supervisor | undefined
   const workers = cluster
@@ -74,7 +80,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
-  supervisor = new Supervisor({defaultHub: settings.modelSource, kernel, log, registry, workers})
+  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()
@@ -97,10 +103,10 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, clusterToken: cluster?.clusterToken, log, models: supervisor, routes: all, shutdown: shutdown.signal, version})
+  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()
   log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
-  return {kernel, stop, stopped, url: listening.url}
+  return {events, kernel, stop, stopped, url: listening.url}
 }

@@ -6,6 +6,7 @@
 import {randomBytes} from 'node:crypto'
 
 import type {EngineDefinition, EngineParameter, LoadedModelInfo, Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
+import type {ModelState, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap, UntypedOperations} from '../kernel/operations.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelRegistry} from '../kernel/registry.js'
@@ -108,6 +109,8 @@ export interface SupervisorOptions {
   /** Hub used when a launch names none (SERVICE_MODEL_SRC). */
   defaultHub?: string
   now?: () => number
+  /** Where each change of a model's state is reported. */
+  events?: ServiceEvents
 }
 
 export class Supervisor implements ModelDirectory {
@@ -218,6 +221,7 @@ export class Supervisor implements ModelDirectory {
     })
     this.lost.delete(uid)
     this.options.log.info(`model ${uid} is running on worker ${worker.id}`)
+    this.changed(this.instances.get(uid)!, summary.state === 'crashed' ? 'error' : 'ready', crash?.message)
   }
 
   /**
@@ -287,6 +291,7 @@ export class Supervisor implements ModelDirectory {
     this.ended.delete(uid)
     this.lost.delete(uid)
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
+    this.changed(record, 'launching')
     record.done = this.run(record, (replica) => ({
       engine: engine.name,
       load: {...load, modelUid: replica.uid},
@@ -345,6 +350,7 @@ export class Supervisor implements ModelDirectory {
       if (failure) throw (failure as PromiseRejectedResult).reason
     } finally {
       this.instances.delete(uid)
+      this.changed(record, 'terminated')
     }
   }
 
@@ -418,6 +424,7 @@ export class Supervisor implements ModelDirectory {
       record.contextLength = typeof summary.info.contextLength === 'number' ? summary.info.contextLength : undefined
       if (Array.isArray(summary.info.abilities)) record.abilities = summary.info.abilities as string[]
       record.progress = {...record.progress, progress: 1, stage: 'ready'}
+      this.changed(record, 'ready')
     } catch (error) {
       // A failed launch leaves no stale uid behind; its cause goes back to the caller verbatim, and the
       // progress route keeps it for whoever launched without waiting.
@@ -436,6 +443,7 @@ export class Supervisor implements ModelDirectory {
       else this.options.log.error(`launch of ${uid} failed: ${shaped.message}`)
       record.progress = {...record.progress, error: {code: final.code, message: final.message, status: final.status}, stage: cancelled ? 'cancelled' : 'error'}
       this.ended.set(uid, record.progress)
+      this.changed(record, cancelled ? 'terminated' : 'error', final.message)
       if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!)
       throw final
     }
@@ -493,6 +501,11 @@ export class Supervisor implements ModelDirectory {
     record.status = 'error'
     record.error = error
     record.progress = failedProgress(record.progress, error)
+    this.changed(record, 'error', error.message)
+  }
+
+  private changed(record: InstanceRecord, state: ModelState, reason?: string) {
+    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {})})
   }
 
   /** Typed as the asking route's model type declares (see ModelDirectory.get); the model's process checks the name. */

@@ -11,8 +11,10 @@ import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
+import {observedModels, reportRequests} from './request-events.js'
 import {toServerSentEvents} from './sse.js'
 
 /**
@@ -43,6 +45,8 @@ export interface AppOptions {
    * are refused with it, and live streams end with it as their error event.
    */
   shutdown?: AbortSignal
+  /** Where every finished request is reported; without it the app makes its own, which logs an access line. */
+  events?: ServiceEvents
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -119,9 +123,10 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
   const guards = access ? accessGuards(access) : undefined
+  let events = options.events
+  if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
 
   app.use(async (ctx, next) => {
-    const started = performance.now()
     ctx.set(VERSION_HEADER, version)
     try {
       await next()
@@ -133,10 +138,9 @@ export function createApp(options: AppOptions): Koa {
       ctx.status = shaped.status
       if (shaped.status === 401) ctx.set('WWW-Authenticate', challenge(shaped))
       ctx.body = errorBody(styleOf(ctx.path), shaped)
-    } finally {
-      log.debug(`${ctx.method} ${ctx.path} ${ctx.status} ${(performance.now() - started).toFixed(1)}ms`)
     }
   })
+  app.use(reportRequests(events))
 
   app.use(async (ctx, next) => {
     if (shutdown?.aborted) {
@@ -161,7 +165,7 @@ export function createApp(options: AppOptions): Koa {
         body,
         headers: ctx.headers,
         log,
-        models,
+        models: observedModels(ctx, models),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,
         signal: controller.signal,
