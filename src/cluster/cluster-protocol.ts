@@ -29,7 +29,12 @@ export function clusterTiming(env: NodeJS.ProcessEnv = process.env): ClusterTimi
 const resources = s.object(
   {
     cpu_count: s.integer({minimum: 0}),
-    gpus: s.array(s.record(s.unknown())),
+    gpus: s.array(
+      s.object(
+        {index: s.integer({minimum: 0}), memory_free_bytes: s.number({minimum: 0}), memory_total_bytes: s.number({minimum: 0}), name: s.string(), uuid: s.string()},
+        {title: 'GpuDevice', unknownKeys: 'keep'},
+      ),
+    ),
     memory_free_bytes: s.number({minimum: 0}),
     memory_total_bytes: s.number({minimum: 0}),
   },

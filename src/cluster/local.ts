@@ -26,11 +26,12 @@ import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
+import {discoverGpus} from './devices.js'
 import {Supervisor} from './supervisor.js'
 import {stopOnce} from './stop-once.js'
 import {WeightStore} from './weights.js'
 import {WorkerRegistry} from './worker-registry.js'
-import {LocalWorker} from './worker.js'
+import {LocalWorker, machineResources} from './worker.js'
 
 export interface RunningService {
   url: string
@@ -64,6 +65,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   logServiceEvents(events, log)
 
   let supervisor: Supervisor | undefined
+  const gpus = cluster ? [] : await discoverGpus(log)
   const workers = cluster
     ? []
     : [
@@ -74,6 +76,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           log,
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
+          resources: () => machineResources(gpus),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
         }),

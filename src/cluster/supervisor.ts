@@ -16,6 +16,7 @@ import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerApi, WorkerMemor
 import {flattenFamily, matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import * as s from '../kernel/schema.js'
+import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
 import {cacheEntryName, type CachedModel} from './hub/cache.js'
 
 const UID = /^[A-Za-z0-9][\w.-]{0,99}$/
@@ -29,6 +30,9 @@ const launchFields = {
   model_size_in_billions: s.optional(SIZE),
   model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
   model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: UID})),
+  gpu_idx: s.optional(
+    s.nullable(s.union([s.integer({minimum: 0}), s.array(s.integer({minimum: 0}), {minItems: 1})], 'a GPU index or a list of them, as nvidia-smi numbers them')),
+  ),
   n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
   quantization: s.optional(s.string({minLength: 1})),
   replica: s.optional(s.integer({description: 'Number of instances, spread over the workers; requests are balanced among them (round robin).', minimum: 1})),
@@ -53,7 +57,7 @@ export const memoryEstimateSchema = s.object(
 export type LaunchRequest = s.Infer<typeof launchSchema>
 
 /** Keys Xinference clients send with every launch, often as null, that are not engine parameters here. */
-const CLIENT_KEYS = new Set(['gpu_idx', 'peft_model_config', 'request_limits', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
+const CLIENT_KEYS = new Set(['peft_model_config', 'request_limits', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
 
 export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
 
@@ -67,6 +71,8 @@ interface Replica {
   worker: WorkerApi
   uid: string
   pid?: number
+  /** The worker's GPUs given to it alone (see gpu-placement.ts). */
+  gpus?: number[]
 }
 
 const GIB = 1024 ** 3
@@ -185,7 +191,7 @@ export class Supervisor implements ModelDirectory {
     const {launch} = summary
     if (!launch || (summary.state !== 'ready' && summary.state !== 'crashed')) return
     const uid = launch.replicaOf?.modelUid ?? launch.load.modelUid
-    const replica: Replica = {pid: summary.pid, uid: summary.uid, worker}
+    const replica: Replica = {gpus: launch.load.gpus, pid: summary.pid, uid: summary.uid, worker}
     const existing = this.instances.get(uid)
     if (existing) {
       if (existing.status !== 'launching' && !existing.replicas.some((r) => r.uid === summary.uid)) existing.replicas.push(replica)
@@ -257,13 +263,14 @@ export class Supervisor implements ModelDirectory {
     const {engine, entry, parameters, spec, request} = this.resolveLaunch(body)
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
-    const candidates = this.candidates(request.worker_ip ?? undefined)
+    const candidates = gpuCandidates(request, this.candidates(request.worker_ip ?? undefined), (worker) => this.gpuHolder(worker))
     // With one candidate there is nothing to choose: its engine's own load error is the better answer. (No
     // await otherwise, so the launch is in the table as soon as this call returns its promise.)
     const need = candidates.length > 1 ? await this.memoryNeed(candidates[0], {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
     if (this.closing) throw shuttingDown()
     const workers = this.choose(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
     const uid = this.chooseUid(request.model_uid, request.model_name)
+    const gpus = assignReplicaGpus(request, workers, (worker) => this.gpuHolder(worker), uid)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
     const record: InstanceRecord = {
       abilities: entry.family.model_ability ?? type.defaultAbilities,
@@ -281,7 +288,7 @@ export class Supervisor implements ModelDirectory {
       progress: {downloaded_bytes: 0, error: null, files: [], hub: spec.model_uri ? null : spec.model_hub, model_uid: uid, progress: 0, repo: spec.model_id, stage: 'pending', total_bytes: 0},
       replica: replicas,
       // Like Xinference, replicas of a model run as `<uid>-rep<i>`; a single instance keeps the model's uid.
-      replicas: workers.map((worker, index) => ({uid: replicas === 1 ? uid : `${uid}-rep${index}`, worker})),
+      replicas: workers.map((worker, index) => ({gpus: gpus[index], uid: replicas === 1 ? uid : `${uid}-rep${index}`, worker})),
       spec,
       status: 'launching',
       uid,
@@ -294,7 +301,7 @@ export class Supervisor implements ModelDirectory {
     this.changed(record, 'launching')
     record.done = this.run(record, (replica) => ({
       engine: engine.name,
-      load: {...load, modelUid: replica.uid},
+      load: {...load, modelUid: replica.uid, ...(replica.gpus ? {gpus: replica.gpus} : {})},
       ...(replicas === 1 ? {} : {replicaOf: {modelUid: uid, replica: replicas}}),
     }))
     if (!waitReady) {
@@ -631,6 +638,14 @@ export class Supervisor implements ModelDirectory {
     do uid = `${modelName.replaceAll(/[^\w.-]/g, '-').slice(0, 90)}-${randomBytes(4).toString('hex')}`
     while (this.instances.has(uid))
     return uid
+  }
+
+  /** A worker's GPUs, and which models hold which (a launching model's too). */
+  private gpuHolder(worker: WorkerApi): GpuHolder {
+    const taken = new Map<number, string>()
+    for (const record of this.instances.values())
+      for (const replica of record.replicas) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
+    return {gpus: worker.status().resources.gpus, id: worker.id, taken}
   }
 
   /** Workers that answer, in a stable order. */

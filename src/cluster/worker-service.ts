@@ -16,11 +16,12 @@ import {lockHome} from '../lib/home-lock.js'
 import {createLogger} from '../lib/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {discoverGpus} from './devices.js'
 import {stopOnce} from './stop-once.js'
 import {WeightStore} from './weights.js'
 import {SupervisorLink} from './worker-link.js'
 import {workerRoutes} from './worker-routes.js'
-import {LocalWorker} from './worker.js'
+import {LocalWorker, machineResources} from './worker.js'
 
 export interface WorkerServiceOptions {
   /** The supervisor's endpoint, e.g. http://10.0.0.1:9997. */
@@ -61,12 +62,14 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
+  const gpus = await discoverGpus(log)
   const worker = new LocalWorker({
     env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
     id: listening.url.replace(/^https?:\/\//, ''),
     kernel,
     log,
     logDir: paths.logs,
+    resources: () => machineResources(gpus),
     version,
     weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
   })

@@ -8,9 +8,11 @@ import {join} from 'node:path'
 
 import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
+import type {GpuDevice} from './devices.js'
 import type {CachedModel} from './hub/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
+import {gpuEnvironment} from './devices.js'
 import {InstanceProcess, instanceSpawner, type InstanceState, type SpawnInstance} from './instance-process.js'
 import {runIsolated} from './isolated.js'
 import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from './weights.js'
@@ -40,7 +42,7 @@ export interface WorkerResources {
   cpu_count: number
   memory_total_bytes: number
   memory_free_bytes: number
-  gpus: Array<{name: string; memory_total_bytes: number; memory_free_bytes: number}>
+  gpus: GpuDevice[]
 }
 
 /** A worker as the supervisor sees it: where it is, what it has, and whether it still answers. */
@@ -98,9 +100,9 @@ export interface LocalWorkerOptions {
   resources?: () => WorkerResources
 }
 
-/** CPU and memory of this machine. GPUs are reported by engines that use them; llama.cpp here runs on the CPU. */
-export function machineResources(): WorkerResources {
-  return {cpu_count: availableParallelism(), gpus: [], memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
+/** CPU and memory of this machine, and its GPUs as found when the worker started (devices.ts). */
+export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
+  return {cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
 }
 
 export class LocalWorker implements WorkerApi {
@@ -160,7 +162,7 @@ export class LocalWorker implements WorkerApi {
     const instance = new InstanceProcess(
       load.modelUid,
       spawn,
-      {env: {...engine.processEnvironment, ...this.options.env}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
+      {env: {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.gpus)}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
       (error) => {
         log.error(`model ${load.modelUid}: ${error.message}`)
         this.options.onCrash?.(load.modelUid, error)

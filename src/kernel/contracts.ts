@@ -172,6 +172,11 @@ export interface LoadRequest {
   spec: ResolvedSpec
   family: ModelFamily
   parameters: Record<string, unknown>
+  /**
+   * The GPUs (nvidia-smi indices) given to this model alone, when its launch asked for some (`n_gpu`, `gpu_idx`);
+   * its process also has them as CUDA_VISIBLE_DEVICES. Absent: the process sees every GPU of the machine.
+   */
+  gpus?: number[]
 }
 
 export interface LoadedModelInfo {
