@@ -125,8 +125,12 @@ export function createApp(options: AppOptions): Koa {
     ctx.set(VERSION_HEADER, version)
     try {
       await next()
-      if (ctx.status === 404 && ctx.body === undefined)
-        throw new ServiceError(404, 'not_found', `there is no route ${ctx.method} ${ctx.path}; see /docs for the API.`)
+      if (ctx.body === undefined) {
+        if (ctx.status === 404) throw new ServiceError(404, 'not_found', `there is no route ${ctx.method} ${ctx.path}; see /docs for the API.`)
+        // The router answers these without a body, having set the Allow header that HTTP asks a 405 to carry.
+        if (ctx.status === 405) throw new ServiceError(405, 'invalid_request', `this route does not accept that HTTP method; it takes ${ctx.response.get('Allow')}. See /docs.`)
+        if (ctx.status === 501) throw new ServiceError(501, 'unsupported', 'that HTTP method is not supported.')
+      }
     } catch (error) {
       const shaped = bodyError(error) ?? toServiceError(error)
       if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
@@ -206,12 +210,6 @@ export function createApp(options: AppOptions): Koa {
   }
 
   app.use(router.routes())
-  app.use(
-    router.allowedMethods({
-      methodNotAllowed: () => new ServiceError(405, 'invalid_request', 'this route does not accept that HTTP method; see /docs.'),
-      notImplemented: () => new ServiceError(501, 'unsupported', 'that HTTP method is not supported.'),
-      throw: true,
-    }),
-  )
+  app.use(router.allowedMethods())
   return app
 }
