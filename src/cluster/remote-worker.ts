@@ -4,7 +4,7 @@
  * progress, engine events) arrive as server-sent events and are yielded as they come, never buffered; aborting
  * a call closes its connection, which the worker turns into an abort of the work.
  */
-import type {CachedModel} from './hub/cache.js'
+import type {CachedModel} from '../weights/cache.js'
 import type {InstanceLaunch, InstanceSummary, LaunchOptions, LaunchStep, WorkerApi, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from './worker.js'
 
 import {readEventData} from '../client/server-sent-events.js'

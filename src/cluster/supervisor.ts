@@ -14,7 +14,7 @@ import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerApi, WorkerMemor
 import {flattenFamily, matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import * as s from '../kernel/schema.js'
-import {cacheEntryName, type CachedModel} from './hub/cache.js'
+import {cacheEntryName, type CachedModel} from '../weights/cache.js'
 
 const UID = /^[A-Za-z0-9][\w.-]{0,99}$/
 const SIZE = s.union([s.string({minLength: 1}), s.number({minimum: 0})], 'a size in billions such as "0_5" or 7')

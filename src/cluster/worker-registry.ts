@@ -5,7 +5,7 @@
  * again with the models still running on it.
  */
 import type {Logger} from '../kernel/contracts.js'
-import type {ClusterTiming, Registration} from './cluster-protocol.js'
+import type {ClusterTiming, Registration} from '../protocol/membership.js'
 import type {Supervisor} from './supervisor.js'
 import type {InstanceSummary, WorkerResources} from './worker.js'
 

@@ -8,12 +8,12 @@ import {join} from 'node:path'
 
 import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
-import type {CachedModel} from './hub/cache.js'
+import type {CachedModel} from '../weights/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
-import {InstanceProcess, instanceSpawner, type InstanceState, type SpawnInstance} from './instance-process.js'
-import {runIsolated} from './isolated.js'
-import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from './weights.js'
+import {InstanceProcess, instanceSpawner, type InstanceState, type SpawnInstance} from '../model-process/instance-process.js'
+import {runIsolated} from '../model-process/isolated.js'
+import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from '../weights/store.js'
 
 export interface InstanceLaunch {
   engine: string

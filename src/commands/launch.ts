@@ -2,11 +2,11 @@ import {Flags} from '@oclif/core'
 
 import type {LaunchOptions} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {splitEngineOptions} from '../lib/extra-options.js'
-import {gpuCountFlag} from '../lib/flags.js'
-import {createProgressView} from '../lib/progress.js'
-import {confirm} from '../lib/prompt.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {splitEngineOptions} from '../cli/extra-options.js'
+import {gpuCountFlag} from '../cli/flags.js'
+import {createProgressView} from '../cli/progress.js'
+import {confirm} from '../cli/prompt.js'
 
 /** Exit code of a launch cancelled with Ctrl-C, as for any command interrupted by SIGINT. */
 const INTERRUPTED = 130

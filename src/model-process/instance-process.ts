@@ -9,10 +9,10 @@ import type {WriteStream} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
-import type {FromInstance, ToInstance} from './protocol.js'
+import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
-import {openPrivateLogFile} from '../lib/logger.js'
+import {openPrivateLogFile} from '../util/logger.js'
 
 export interface SpawnedProcess {
   pid?: number

@@ -5,8 +5,8 @@
  * that closes the connection aborts the work (the launch, or the model's generation).
  */
 import type {RouteDefinition} from '../kernel/contracts.js'
-import type {WorkerFrame} from './remote-worker.js'
-import type {InstanceLaunch, LaunchStep, LocalWorker} from './worker.js'
+import type {WorkerFrame} from '../cluster/remote-worker.js'
+import type {InstanceLaunch, LaunchStep, LocalWorker} from '../cluster/worker.js'
 
 import {badRequest} from '../kernel/errors.js'
 import {CLUSTER} from '../kernel/permissions.js'

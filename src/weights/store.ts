@@ -21,13 +21,13 @@ import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js
 import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {checkModelUri} from '../kernel/model-files.js'
-import {formatBytes} from '../lib/format.js'
+import {formatBytes} from '../util/format.js'
 import {generateIntoCache} from './generated-weights.js'
-import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
-import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hub/hubs.js'
-import {downloadFile, partPath} from './hub/transfer.js'
+import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
+import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
+import {downloadFile, partPath} from './transfer.js'
 
-export {cacheEntryName} from './hub/cache.js'
+export {cacheEntryName} from './cache.js'
 
 export interface DownloadProgress {
   hub: string

@@ -8,7 +8,7 @@ import type {InstanceSummary, WorkerResources} from '../../cluster/worker.js'
 import type {WorkerRegistry} from '../../cluster/worker-registry.js'
 import type {RouteDefinition} from '../../kernel/contracts.js'
 
-import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../cluster/cluster-protocol.js'
+import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../protocol/membership.js'
 import {CLUSTER} from '../../kernel/permissions.js'
 
 const json = (body: unknown) => ({body, kind: 'json' as const})
