@@ -4,6 +4,7 @@
  * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
  * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
  */
+import type {InstanceState} from '../protocol/worker.js'
 import type {WriteStream} from 'node:fs'
 
 import {fileURLToPath} from 'node:url'
@@ -96,8 +97,6 @@ interface Pending {
   end(): void
   fail(error: ServiceErrorShape): void
 }
-
-export type InstanceState = 'loading' | 'ready' | 'crashed' | 'disposing' | 'disposed'
 
 export class InstanceProcess {
   state: InstanceState = 'loading'

@@ -17,6 +17,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js'
+import type {DownloadProgress, WeightsSource} from '../protocol/worker.js'
 
 import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
@@ -29,14 +30,6 @@ import {downloadFile, partPath} from './transfer.js'
 
 export {cacheEntryName} from './cache.js'
 
-export interface DownloadProgress {
-  hub: string
-  repo: string
-  downloadedBytes: number
-  totalBytes: number
-  files: Array<{name: string; downloadedBytes: number; totalBytes: number}>
-}
-
 export interface ResolveOptions {
   signal?: AbortSignal
   onProgress?(progress: DownloadProgress): void
@@ -46,7 +39,7 @@ export interface ResolveOptions {
 
 /** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
 export interface WeightsLocation {
-  source: 'local' | 'cache' | 'generated' | 'huggingface' | 'modelscope'
+  source: WeightsSource
   files: string[]
   headers: Record<string, string>
 }
