@@ -16,6 +16,7 @@
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
+import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 
 import {ServiceError} from '../kernel/errors.js'
@@ -72,17 +73,8 @@ export interface Completion {
 /** `POST /v1/models`: the launch fields, and any engine parameter (n_ctx, n_parallel, …). */
 export type LaunchOptions = LaunchRequest
 
-export interface RunningModel {
-  id: string
-  model_type: string
-  model_name: string
-  model_engine: string
-  model_format: string
-  model_size_in_billions: string
-  quantization: string
-  status: string
-  [field: string]: unknown
-}
+/** A running model as `GET /v1/models` lists it. */
+export type RunningModel = ModelDescription
 
 /** The answer to `login`: an OAuth2 bearer token. */
 export interface AccessToken {
