@@ -12,6 +12,7 @@ import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} 
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
+import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {toServerSentEvents} from './sse.js'
 
@@ -22,7 +23,6 @@ import {toServerSentEvents} from './sse.js'
  */
 const {Router} = createRequire(import.meta.url)('@koa/router') as typeof import('@koa/router')
 
-export const VERSION_HEADER = 'x-service-version'
 /** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
 const JSON_LIMIT = '16mb'
 
