@@ -7,15 +7,7 @@ import {execFile} from 'node:child_process'
 import {promisify} from 'node:util'
 
 import type {Logger} from '../kernel/contracts.js'
-
-export interface GpuDevice {
-  /** nvidia-smi's index, in PCI bus order: what CUDA_VISIBLE_DEVICES names with CUDA_DEVICE_ORDER=PCI_BUS_ID. */
-  index: number
-  name: string
-  uuid: string
-  memory_total_bytes: number
-  memory_free_bytes: number
-}
+import type {GpuDevice} from '../protocol/worker.js'
 
 /** Runs a program with arguments and answers what it printed; rejects when it cannot run or fails. */
 export type RunProgram = (program: string, args: string[]) => Promise<string>

@@ -5,7 +5,7 @@
  * (llama.cpp then offloads as `n_gpu_layers` says, sharing them). Pure functions: the worker's GPUs and the ones
  * already given out are passed in.
  */
-import type {GpuDevice} from './devices.js'
+import type {GpuDevice} from '../protocol/worker.js'
 
 import {badRequest, ServiceError} from '../kernel/errors.js'
 

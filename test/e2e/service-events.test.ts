@@ -7,10 +7,10 @@ import {Config} from '@oclif/core'
 import {expect} from 'chai'
 import OpenAI from 'openai'
 
-import type {RunningService} from '../../dist/cluster/local.js'
+import type {RunningService} from '../../dist/service/local.js'
 import type {ModelStateChanged, RequestFinished} from '../../dist/kernel/observability.js'
 
-import {startLocalService} from '../../dist/cluster/local.js'
+import {startLocalService} from '../../dist/service/local.js'
 import {callApi, ROOT, temporaryDirectory, until} from '../helpers/service.js'
 
 describe('service events (service-local in process, openai client)', function () {

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import type {GpuDevice} from '../../src/cluster/devices.js'
+import type {GpuDevice} from '../../src/protocol/worker.js'
 
 import {discoverGpus, gpuEnvironment, NVIDIA_SMI_QUERY, parseNvidiaSmi} from '../../src/cluster/devices.js'
 import {assignGpus, assignReplicaGpus, gpuCandidates, type GpuHolder} from '../../src/cluster/gpu-placement.js'
