@@ -23,3 +23,12 @@ export const gpuCountFlag = Flags.custom<'auto' | number>({
     return value
   },
 })
+
+/** GPU indices as nvidia-smi numbers them, comma-separated as Xinference's `--gpu-idx` takes them (`0,1`). */
+export const gpuIndicesFlag = Flags.custom<number[]>({
+  async parse(input) {
+    const indices = input.split(',').map((part) => part.trim())
+    if (!indices.every((index) => /^\d+$/.test(index))) throw new Errors.CLIError(`Expected GPU indices such as 0 or 0,1 but received: ${input}`)
+    return indices.map(Number)
+  },
+})

@@ -4,7 +4,7 @@ import type {LaunchOptions} from '../client/client.js'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {splitEngineOptions} from '../cli/extra-options.js'
-import {gpuCountFlag} from '../cli/flags.js'
+import {gpuCountFlag, gpuIndicesFlag} from '../cli/flags.js'
 import {launchFieldsFromFlags} from '../cli/launch-flags.js'
 import {createProgressView} from '../cli/progress.js'
 import {confirm} from '../cli/prompt.js'
@@ -22,6 +22,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
   ]
   static launchFlags = {
     'download-hub': Flags.option({description: 'Hub to download weights from.', options: ['huggingface', 'modelscope'] as const})(),
+    'gpu-idx': gpuIndicesFlag({description: 'GPUs to give the model alone, as nvidia-smi numbers them, e.g. 0 or 0,1.'}),
     'model-engine': Flags.string({description: 'Engine (also -en): llama.cpp, vllm, sglang, transformers, MLX; required for LLM.'}),
     'model-format': Flags.string({char: 'f', description: 'Model format, e.g. ggufv2.'}),
     'model-name': Flags.string({char: 'n', description: 'Name of a registered model.', required: true}),

@@ -8,7 +8,7 @@ import {expect} from 'chai'
 import {chmod, readFile, writeFile} from 'node:fs/promises'
 import {delimiter, join} from 'node:path'
 
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const FAKE_NVIDIA_SMI = `#!/bin/sh
 # Answers only the query the service makes, as nvidia-smi does with these flags.
@@ -80,5 +80,16 @@ describe('GPU discovery and placement (service-local with a stand-in nvidia-smi)
     const again = await launch({gpu_idx: [1], model_uid: 'gpu-1-again'})
     expect(again.status, JSON.stringify(again.body)).to.equal(200)
     expect(await environmentOf(await pidOf('gpu-1-again'))).to.include({CUDA_VISIBLE_DEVICES: '1'})
+  })
+
+  it('takes --gpu-idx from servicectl launch, and refuses indices it cannot read', async () => {
+    expect((await callApi(service, 'DELETE', '/v1/models/one-gpu')).status).to.equal(200)
+    const cli = (args: string[]) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}})
+    const launched = await cli(['launch', '-n', 'tiny-random-llm', '--model-engine', 'llama.cpp', '-u', 'cli-gpu', '--gpu-idx', '0', '--n_threads', '1'])
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    expect(await environmentOf(await pidOf('cli-gpu'))).to.include({CUDA_VISIBLE_DEVICES: '0'})
+    const wrong = await cli(['launch', '-n', 'tiny-random-llm', '--gpu-idx', 'first'])
+    expect(wrong.exitCode).to.equal(2)
+    expect(wrong.stderr).to.match(/Expected GPU indices such as 0 or 0,1 but received: first/)
   })
 })
