@@ -47,7 +47,11 @@ export class WorkerMembership {
   lose(id: string, why: string): void {
     const worker = this.workers.get(id)
     if (!worker) return
-    for (const uid of this.table.detach(worker)) this.table.markLost(uid, `model ${uid} is unavailable: ${why}`)
+    const held = this.table.on(worker)
+    for (const uid of this.table.detach(worker)) {
+      this.table.markLost(uid, `model ${uid} is unavailable: ${why}`)
+      this.options.changed?.(held.find((record) => record.uid === uid)!, 'error', `its worker ${id} was lost: ${why}`)
+    }
     this.options.log.warn(`worker ${id} lost: ${why}`)
   }
 

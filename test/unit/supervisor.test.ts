@@ -9,6 +9,7 @@ import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerStatus} from '..
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
+import {type ModelStateChanged, ServiceEvents} from '../../src/kernel/observability.js'
 import {ModelRegistry} from '../../src/kernel/registry.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
@@ -93,7 +94,7 @@ class FakeWorker implements WorkerApi {
   }
 }
 
-async function setup() {
+async function setup(events?: ServiceEvents) {
   const api = createKernelApi('0.0.0', quiet)
   const kernel = Kernel.fromContributions(api, [
     {
@@ -107,7 +108,7 @@ async function setup() {
   ])
   const registry = new ModelRegistry(kernel, join(await mkdtemp(join(tmpdir(), 'supervisor-')), 'registrations'), quiet)
   const worker = new FakeWorker()
-  const supervisor = new Supervisor({kernel, log: quiet, now: () => 1000, registry, workers: [worker]})
+  const supervisor = new Supervisor({events, kernel, log: quiet, now: () => 1000, registry, workers: [worker]})
   return {supervisor, worker}
 }
 
@@ -244,5 +245,35 @@ describe('supervisor', () => {
     expect(worker.running.size).to.equal(0)
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     expect(() => supervisor.get('other')).to.throw('model "other" is not running. Running models: demo.')
+  })
+
+  it('reports each model state change: a crash, a cancelled launch, a lost worker and its models coming back', async () => {
+    const events = new ServiceEvents()
+    const seen: ModelStateChanged[] = []
+    events.on('model', (event) => seen.push(event))
+    const {supervisor, worker} = await setup(events)
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
+    supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process exited with code 134'))
+    await supervisor.terminate('demo')
+    worker.pause()
+    const cancelled = supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'gone'}).catch(() => {})
+    await supervisor.cancel('gone')
+    await cancelled
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'kept'})
+    supervisor.loseWorker('fake', 'no heartbeat for 10 s')
+    supervisor.addWorker(worker, [{info: {}, launch: worker.launches.at(-1), pid: 1234, state: 'ready', uid: 'kept'}])
+    expect(seen.map(({reason, state, uid}) => [uid, state, reason])).to.deep.equal([
+      ['demo', 'launching', undefined],
+      ['demo', 'ready', undefined],
+      ['demo', 'error', 'process exited with code 134'],
+      ['demo', 'terminated', undefined],
+      ['gone', 'launching', undefined],
+      ['gone', 'terminated', 'the launch of gone was cancelled.'],
+      ['kept', 'launching', undefined],
+      ['kept', 'ready', undefined],
+      ['kept', 'error', 'its worker fake was lost: no heartbeat for 10 s'],
+      ['kept', 'ready', undefined],
+    ])
+    expect(seen[0]).to.include({modelName: 'demo', modelType: 'LLM'})
   })
 })
