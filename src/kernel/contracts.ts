@@ -6,6 +6,8 @@
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {ServiceError} from './errors.js'
+import type {ExternalEngine, ExternalOperation} from './external-engine.js'
+import type {OpenAICompatibleOptions} from './openai-upstream.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -35,6 +37,11 @@ export interface KernelApi {
    */
   requireAbility(model: ModelHandle, ability: string, what: string): void
   log: Logger
+  /** Helpers for engines that run a program of their own (`EngineDefinition.external`). */
+  external: {
+    /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
+    openAICompatible(options?: OpenAICompatibleOptions): Record<string, ExternalOperation>
+  }
 }
 
 export interface Contribution {
@@ -80,8 +87,14 @@ export interface EngineDefinition {
   /**
    * Absolute path or file URL of the module that runs inside each model instance's own child process. Its
    * default export is an `EngineHost` (see below). The kernel spawns the process; the engine only serves it.
+   * An engine gives either this or `external`.
    */
-  hostModule: string
+  hostModule?: string
+  /**
+   * Runs each model as a program of its own (a Python server, a native binary) instead of `hostModule`: the kernel
+   * gives it a port, environment and log file, waits for its health check and routes operations to it.
+   */
+  external?: ExternalEngine
   /**
    * Environment variables each model instance's process starts with, for settings a runtime reads only at
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.

@@ -17,6 +17,7 @@ import type {
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
 import {flattenFamily} from './catalogue.js'
+import {openAICompatibleOperations} from './openai-upstream.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
@@ -44,6 +45,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
       create: (status, code, message, param) => new ServiceError(status, code, message, param),
       notFound: (message) => notFound(message),
     },
+    external: {openAICompatible: openAICompatibleOperations},
     log,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
@@ -184,8 +186,8 @@ export class Kernel {
     if (unknownTypes.length > 0)
       this.report(plugin, `engine ${engine.name} serves unknown model types: ${unknownTypes.join(', ')}; it runs only ${types.filter((t) => this.modelType(t)).join(', ')}`)
 
-    if (typeof engine.hostModule !== 'string' || !Array.isArray(engine.formats)) {
-      this.report(plugin, `engine ${engine.name} needs a hostModule path and a list of formats`)
+    if (!(typeof engine.hostModule === 'string' || isExternalEngine(engine.external)) || !Array.isArray(engine.formats)) {
+      this.report(plugin, `engine ${engine.name} needs a hostModule path (or an external program) and a list of formats`)
       return
     }
 
@@ -210,6 +212,9 @@ export class Kernel {
     this.engines.set(engine.name.toLowerCase(), {definition, plugin})
   }
 }
+
+const isExternalEngine = (value: EngineDefinition['external']) =>
+  typeof value?.command === 'function' && typeof value.health?.path === 'string' && typeof value.operations === 'object'
 
 const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0
 const isCommand = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(isNonEmptyString)
