@@ -8,6 +8,7 @@ import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {ServiceError} from './errors.js'
 import type {ExternalEngine, ExternalOperation} from './external-engine.js'
 import type {OpenAICompatibleOptions} from './openai-upstream.js'
+import type {MultipartOptions, UploadedFiles} from './uploads.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -272,6 +273,8 @@ export interface RouteRequest<Body = unknown> {
   headers: Record<string, string | string[] | undefined>
   /** Aborted when the client goes away. */
   signal: AbortSignal
+  /** The uploaded files of a route that declares `multipart`, by field; empty for any other. */
+  files: UploadedFiles
   models: ModelDirectory
   log: Logger
 }
@@ -303,6 +306,11 @@ export interface RouteDefinition<Body = unknown> {
   permission?: string
   /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
   acceptsForm?: boolean
+  /**
+   * Take the body as `multipart/form-data` instead of JSON, for uploads: its text fields go through `body`, its
+   * files arrive in `request.files`, and are removed once the response is over.
+   */
+  multipart?: MultipartOptions
   errorStyle?: ErrorStyle
   /**
    * Told as a request arrives, before its body is read; the function it answers is called once the handler

@@ -13,6 +13,7 @@ import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
+import {filesOf, parseMultipart} from './multipart.js'
 import {toServerSentEvents} from './sse.js'
 
 /**
@@ -43,6 +44,8 @@ export interface AppOptions {
    * are refused with it, and live streams end with it as their error event.
    */
   shutdown?: AbortSignal
+  /** Where uploads to multipart routes are written while their request lasts; the system's temporary folder unless given. */
+  uploadDir?: string
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -115,7 +118,7 @@ const announceArrival =
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
 export function createApp(options: AppOptions): Koa {
-  const {access, clusterToken, log, models, routes, shutdown, version} = options
+  const {access, clusterToken, log, models, routes, shutdown, uploadDir, version} = options
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
   const guards = access ? accessGuards(access) : undefined
@@ -159,6 +162,7 @@ export function createApp(options: AppOptions): Koa {
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
       const request: RouteRequest = {
         body,
+        files: filesOf(ctx),
         headers: ctx.headers,
         log,
         models,
@@ -199,7 +203,7 @@ export function createApp(options: AppOptions): Koa {
     const chain: Koa.Middleware[] = [
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)
