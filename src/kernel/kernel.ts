@@ -141,6 +141,8 @@ export class Kernel {
       const key = `${route?.method} ${route?.path}`
       if (!route || !METHODS.has(route.method) || typeof route.path !== 'string' || !route.path.startsWith('/') || typeof route.handler !== 'function') {
         this.report(plugin, `route ${key} needs a method (${[...METHODS].join(', ')}), a path starting with / and a handler`)
+      } else if (route.multipart !== undefined && !isMultipart(route.multipart)) {
+        this.report(plugin, `route ${key}: multipart needs maxFileBytes (a number of bytes above 0) and at least one field in files`)
       } else if (this.routes.some((r) => `${r.definition.method} ${r.definition.path}` === key)) {
         this.report(plugin, `route ${key} is already provided by ${this.routes.find((r) => `${r.definition.method} ${r.definition.path}` === key)!.plugin}`)
       } else {
@@ -215,6 +217,9 @@ export class Kernel {
 
 const isExternalEngine = (value: EngineDefinition['external']) =>
   typeof value?.command === 'function' && typeof value.health?.path === 'string' && typeof value.operations === 'object'
+
+const isMultipart = (value: RouteDefinition['multipart']) =>
+  typeof value?.maxFileBytes === 'number' && value.maxFileBytes > 0 && typeof value.files === 'object' && Object.keys(value.files ?? {}).length > 0
 
 const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0
 const isCommand = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(isNonEmptyString)

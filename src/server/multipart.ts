@@ -8,7 +8,7 @@ import type Koa from 'koa'
 import {unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 
-import type {RouteDefinition} from '../kernel/contracts.js'
+import type {JsonSchema, RouteDefinition} from '../kernel/contracts.js'
 import type {UploadedFile, UploadedFiles} from '../kernel/uploads.js'
 
 import {badRequest, ServiceError} from '../kernel/errors.js'
@@ -40,6 +40,17 @@ function refusal(error: unknown, route: RouteDefinition, maxTotalBytes: number):
     return new ServiceError(413, 'invalid_request', `the uploaded files are over the limits of ${route.method} ${route.path}: ${megabytes(maxFileBytes)} (${maxFileBytes} bytes) a file, ${megabytes(maxTotalBytes)} (${maxTotalBytes} bytes) in all.`)
   if (code !== undefined && TOO_LARGE.has(code)) return new ServiceError(413, 'invalid_request', `the request body is over a limit of ${route.method} ${route.path}: ${message}`)
   return badRequest(`the request body is not valid multipart/form-data: ${message ?? error}`)
+}
+
+/** The OpenAPI schema of a multipart route's body: its text fields as its `body` schema has them, and its files. */
+export function multipartSchema(route: RouteDefinition): JsonSchema {
+  const fields = (route.body?.json ?? {properties: {}}) as {properties?: Record<string, unknown>; required?: string[]}
+  const files = Object.entries(route.multipart!.files)
+  return {
+    properties: {...fields.properties, ...Object.fromEntries(files.map(([name, {description}]) => [name, {description, format: 'binary', type: 'string'}]))},
+    required: [...(fields.required ?? []), ...files.filter(([, {required}]) => required).map(([name]) => name)],
+    type: 'object',
+  }
 }
 
 /** The request's files by field; a field the route does not take, or a required one missing, is a 400 naming it. */

@@ -14,6 +14,7 @@ import type {RouteDefinition, RouteRequest} from '../../src/kernel/contracts.js'
 import * as schema from '../../src/kernel/schema.js'
 import {createApp} from '../../src/server/app.js'
 import {listen, type Listening} from '../../src/server/listen.js'
+import {docsRoutes, openApiDocument} from '../../src/server/routes/docs.js'
 import {until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
@@ -79,7 +80,8 @@ describe('multipart routes', () => {
 
   before(async () => {
     uploads = await mkdtemp(join(tmpdir(), 'service-uploads-'))
-    const app = createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes: routes.map((definition) => ({definition, plugin: 'test'})), uploadDir: uploads, version: '0.0.0'})
+    const all = [...routes, ...docsRoutes(() => openApiDocument(all, '0.0.0'))].map((definition) => ({definition, plugin: 'test'}))
+    const app = createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes: all, uploadDir: uploads, version: '0.0.0'})
     // Koa prints the stream the last test's client leaves on purpose; nothing to see.
     app.silent = true
     server = await listen(app, {host: '127.0.0.1', port: 0})
@@ -108,6 +110,15 @@ describe('multipart routes', () => {
       (error) => expect(error.code).to.equal('ENOENT'),
     )
     expect(await leftovers()).to.deep.equal([])
+  })
+
+  it('describes the upload in the OpenAPI document as multipart/form-data: text fields and files', async () => {
+    const document = await (await fetch(`${server.url}/openapi.json`)).json()
+    const {content} = document.paths['/v1/audio/transcriptions'].post.requestBody
+    expect(Object.keys(content)).to.deep.equal(['multipart/form-data'])
+    expect(content['multipart/form-data'].schema).to.deep.include({required: ['model', 'file'], type: 'object'})
+    expect(content['multipart/form-data'].schema.properties).to.deep.include({file: {format: 'binary', type: 'string'}, model: {type: 'string'}})
+    expect(await (await fetch(`${server.url}/docs`)).text()).to.contain('request body (multipart/form-data)')
   })
 
   it('answers 413 naming the limit for a file over it, and keeps nothing', async () => {
