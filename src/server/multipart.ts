@@ -8,7 +8,8 @@ import type Koa from 'koa'
 import {unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 
-import type {JsonSchema, RouteDefinition} from '../kernel/contracts.js'
+import type {RouteDefinition} from '../kernel/contracts.js'
+import type {JsonSchema} from '../kernel/schema.js'
 import type {UploadedFile, UploadedFiles} from '../kernel/uploads.js'
 
 import {badRequest, ServiceError} from '../kernel/errors.js'
