@@ -67,7 +67,7 @@ describe('an engine that runs its models as external programs (engine-external-e
     expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
     const {pid} = (await api('GET', '/v1/models/echo-chat')).body
     expect(await childPids(service.process.pid!)).to.include(pid)
-    expect(await modelLog('echo-chat')).to.match(/echo server listening on port \d+/)
+    expect(await modelLog('echo-chat')).to.match(/serving .*echo-weights.txt on port \d+/)
 
     const reply = await openai.chat.completions.create({messages, model: 'echo-chat'})
     expect(reply.choices[0]).to.deep.include({finish_reason: 'stop'})
