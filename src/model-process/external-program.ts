@@ -5,6 +5,8 @@
  * program that dies after it was ready fails every request in flight and later ones with a 503 saying why; a stop
  * is SIGTERM, a grace period, then SIGKILL.
  */
+import {setTimeout as delay} from 'node:timers/promises'
+
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
 import type {InstanceState} from '../cluster/instance-process.js'
@@ -28,11 +30,8 @@ const DEFAULT_STOP_GRACE_MS = 10_000
 const EXIT_NOTICE_MS = 2000
 const REPORTED_LINES = 5
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), {once: true})
-  })
+/** Waits `ms`, or less when `signal` aborts first; never throws. */
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, {signal}).catch(() => {})
 
 async function getFreePort(): Promise<number> {
   const {default: getPort} = await import('get-port')
@@ -164,8 +163,8 @@ export class ExternalProgram {
   private async explain(error: unknown, signal: AbortSignal): Promise<ServiceError> {
     if (error instanceof ServiceError) return error
     if (!signal.aborted && this.program && this.state === 'ready') await Promise.race([this.program.exited, sleep(EXIT_NOTICE_MS)])
-    if (this.failure) return this.failure
     if (signal.aborted) return new ServiceError(499, 'request_aborted', 'the request was cancelled.')
+    if (this.state !== 'ready') return this.notServing()
     const shaped = toServiceError(error)
     return shaped.status === 500 ? new ServiceError(502, 'internal_error', `model ${this.uid}'s program failed the request: ${(error as Error)?.message ?? error}`) : shaped
   }
@@ -178,10 +177,18 @@ export class ExternalProgram {
 
   private exited(exit: {exitCode: number | null; signal: string | null}) {
     const {state} = this
+    // A program asked to stop has not failed: requests still coming get "being terminated", a cancelled launch 499.
+    if (state === 'disposing') {
+      this.state = 'disposed'
+      this.gone.abort()
+      return
+    }
+
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
+
     if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${how} before it was ready${this.lastLines()}.`)
     else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines()}; terminate it and launch it again.`)
-    this.state = state === 'disposing' ? 'disposed' : 'crashed'
+    this.state = 'crashed'
     this.gone.abort(this.failure)
     if (state === 'ready') this.onCrash(this.failure)
   }
