@@ -4,30 +4,15 @@
  * completions, and the official openai client talks to the service in front of it.
  */
 import {expect} from 'chai'
-import {execa} from 'execa'
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import OpenAI from 'openai'
 
+import {alive, childPids} from '../helpers/processes.js'
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-external-echo')
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** The pids of a process's children. */
-async function childPids(pid: number): Promise<number[]> {
-  const {stdout} = await execa('pgrep', ['-P', String(pid)], {reject: false})
-  return stdout.split('\n').filter(Boolean).map(Number)
-}
 
 describe('an engine that runs its models as external programs (engine-external-echo + service-local)', function () {
   let home: string
