@@ -14,8 +14,9 @@ export interface ExternalLaunchContext {
   /** `http://127.0.0.1:<port>`. */
   baseUrl: string
   /**
-   * The environment the program will start with: the service's own, plus `CUDA_VISIBLE_DEVICES` when the load
-   * request names devices. The command's `env` is merged over it.
+   * What the program's environment gets beyond the service's own, which it inherits: the engine's
+   * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` when the load request names devices. The command's `env` is
+   * merged over it.
    */
   env: Record<string, string>
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */
