@@ -105,6 +105,15 @@ class Handler(BaseHTTPRequestHandler):
             print(f"client disconnected after {sent} of {len(emitted)} words", flush=True)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client closing its kept-alive connection is no error worth a traceback in the model's log.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def stop(signum, frame):
     print("stopping on SIGTERM", flush=True)
     sys.exit(0)
@@ -115,7 +124,6 @@ if not os.path.isfile(options.model):
     sys.exit(3)
 
 signal.signal(signal.SIGTERM, stop)
-server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
-server.daemon_threads = True
+server = Server(("127.0.0.1", options.port), Handler)
 print(f"serving {options.model} on port {options.port}", flush=True)
 server.serve_forever()
