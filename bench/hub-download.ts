@@ -13,7 +13,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
-import {WeightStore} from '../src/cluster/weights.js'
+import {WeightStore} from '../src/weights/store.js'
 import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 
 const {values} = parseArgs({options: {runs: {default: '3', type: 'string'}, size: {default: 'medium', type: 'string'}}})

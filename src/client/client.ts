@@ -15,15 +15,17 @@
  */
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
-import type {LaunchProgress} from '../protocol/launch.js'
+import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
+import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 
 import {ServiceError} from '../kernel/errors.js'
+import {VERSION_HEADER} from '../protocol/version.js'
+import {errorFromReply, sendJson} from './http.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
 
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:9997'
-const VERSION_HEADER = 'x-service-version'
 
 export interface ClientOptions {
   /** An API key, or an access token from `login`, sent as `Authorization: Bearer` (ignored when access control is off). */
@@ -68,28 +70,11 @@ export interface Completion {
   usage?: ChatCompletion['usage']
 }
 
-export interface LaunchOptions {
-  model_name: string
-  model_engine?: string
-  model_type?: string
-  model_uid?: string
-  model_format?: string
-  size_in_billions?: string | number
-  quantization?: string
-  [engineParameter: string]: unknown
-}
+/** `POST /v1/models`: the launch fields, and any engine parameter (n_ctx, n_parallel, …). */
+export type LaunchOptions = LaunchRequest
 
-export interface RunningModel {
-  id: string
-  model_type: string
-  model_name: string
-  model_engine: string
-  model_format: string
-  model_size_in_billions: string
-  quantization: string
-  status: string
-  [field: string]: unknown
-}
+/** A running model as `GET /v1/models` lists it. */
+export type RunningModel = ModelDescription
 
 /** The answer to `login`: an OAuth2 bearer token. */
 export interface AccessToken {
@@ -105,16 +90,7 @@ export type ChatOptions = Record<string, unknown> & {max_tokens?: number; temper
 export type CachedModel = CacheEntry & {worker: string}
 
 /** `POST /v1/models/memory`: bytes a launch would need. */
-export interface MemoryEstimate {
-  model_version: string
-  weights_bytes: number
-  kv_cache_bytes: number
-  overhead_bytes: number
-  total_bytes: number
-  context_length: number
-  source: string
-  [detail: string]: unknown
-}
+export type MemoryEstimate = MemoryEstimateReply
 
 export interface WaitOptions {
   /** Called with every progress answer (about twice a second). */
@@ -189,7 +165,7 @@ export class Client {
     return this.request('DELETE', `/v1/cache/models?model_version=${encodeURIComponent(version)}`)
   }
 
-  estimateMemory(options: LaunchOptions & {context_length?: number}): Promise<MemoryEstimate> {
+  estimateMemory(options: LaunchEstimateRequest): Promise<MemoryEstimate> {
     return this.request('POST', '/v1/models/memory', options)
   }
 
@@ -266,13 +242,10 @@ export class Client {
   }
 
   private async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = {accept: 'application/json'}
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    if (this.credential) headers.authorization = `Bearer ${this.credential}`
     let response: Response
     const started = performance.now()
     try {
-      response = await this.fetch(`${this.endpoint}${path}`, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal})
+      response = await sendJson(this.fetch, `${this.endpoint}${path}`, {body, credential: this.credential, method, signal})
       this.options.trace?.(`${method} ${this.endpoint}${path} → ${response.status} (${(performance.now() - started).toFixed(0)} ms)`)
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error
@@ -284,7 +257,11 @@ export class Client {
     }
 
     this.checkVersion(response.headers.get(VERSION_HEADER))
-    if (!response.ok) throw await errorFrom(response)
+    if (!response.ok) {
+      const {error, text} = await errorFromReply(response)
+      throw error ?? new ServiceError(response.status, String(response.status), `${response.status} ${response.statusText}: ${text.slice(0, 200)}`)
+    }
+
     return response
   }
 
@@ -312,17 +289,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms)
     signal?.addEventListener('abort', onAbort, {once: true})
   })
-}
-
-async function errorFrom(response: Response): Promise<ServiceError> {
-  const text = await response.text()
-  try {
-    const body = JSON.parse(text) as {error?: {message?: string; code?: string; param?: string} | string; detail?: string}
-    const error = typeof body.error === 'object' ? body.error : {message: body.error ?? body.detail}
-    return new ServiceError(response.status, error.code ?? String(response.status), error.message ?? text, error.param)
-  } catch {
-    return new ServiceError(response.status, String(response.status), `${response.status} ${response.statusText}: ${text.slice(0, 200)}`)
-  }
 }
 
 /** A running model: the calls its type supports. */

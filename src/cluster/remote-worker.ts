@@ -4,11 +4,13 @@
  * progress, engine events) arrive as server-sent events and are yielded as they come, never buffered; aborting
  * a call closes its connection, which the worker turns into an abort of the work.
  */
-import type {CachedModel} from './hub/cache.js'
-import type {InstanceLaunch, InstanceSummary, LaunchOptions, LaunchStep, WorkerApi, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from './worker.js'
+import type {CachedModel} from '../weights/cache.js'
+import type {InstanceLaunch, InstanceSummary, WorkerFrame, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
+import type {LaunchOptions, WorkerApi} from './worker.js'
 
+import {errorFromReply, sendJson} from '../client/http.js'
 import {readEventData} from '../client/server-sent-events.js'
-import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
+import {ServiceError} from '../kernel/errors.js'
 
 export interface RemoteWorkerOptions {
   /** Base URL of the worker's server, e.g. http://10.0.0.2:41000. */
@@ -21,9 +23,6 @@ export interface RemoteWorkerOptions {
   fetch?: typeof fetch
   now?: () => number
 }
-
-/** One frame of a worker's stream: an engine event, a launch step, the launch's result, or an error. */
-export type WorkerFrame = {event: unknown} | {progress: LaunchStep} | {summary: InstanceSummary} | {error: ServiceErrorShape}
 
 export class RemoteWorker implements WorkerApi {
   readonly id: string
@@ -129,13 +128,10 @@ export class RemoteWorker implements WorkerApi {
   }
 
   private async send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = {accept: 'application/json'}
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    if (this.options.clusterToken) headers.authorization = `Bearer ${this.options.clusterToken}`
     const signals = [this.alive.signal, ...(signal ? [signal] : [])]
     let response: Response
     try {
-      response = await this.fetch(`${this.options.address}${path}`, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal: AbortSignal.any(signals)})
+      response = await sendJson(this.fetch, `${this.options.address}${path}`, {body, credential: this.options.clusterToken, method, signal: AbortSignal.any(signals)})
     } catch (error) {
       if (this.alive.signal.aborted) throw this.alive.signal.reason
       if (signal?.aborted) throw error
@@ -143,14 +139,8 @@ export class RemoteWorker implements WorkerApi {
     }
 
     if (!response.ok) {
-      const text = await response.text()
-      let shaped: ServiceErrorShape | undefined
-      try {
-        const parsed = JSON.parse(text) as {error?: {message?: string; code?: string; param?: string}}
-        if (parsed.error?.message) shaped = {code: parsed.error.code ?? 'internal_error', message: parsed.error.message, param: parsed.error.param, status: response.status}
-      } catch {}
-
-      throw shaped ? new ServiceError(shaped.status, shaped.code, shaped.message, shaped.param) : new ServiceError(502, 'internal_error', `worker ${this.id} answered ${response.status}: ${text.slice(0, 200)}`)
+      const {error, text} = await errorFromReply(response)
+      throw error ?? new ServiceError(502, 'internal_error', `worker ${this.id} answered ${response.status}: ${text.slice(0, 200)}`)
     }
 
     return response

@@ -7,8 +7,8 @@
 import type {Logger} from '../kernel/contracts.js'
 import type {WorkerApi} from './worker.js'
 
-import {VERSION_HEADER} from '../server/app.js'
 import {ServiceError} from '../kernel/errors.js'
+import {VERSION_HEADER} from '../protocol/version.js'
 
 export interface SupervisorLinkOptions {
   /** The supervisor's endpoint, e.g. http://10.0.0.1:9997. */

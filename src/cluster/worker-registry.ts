@@ -5,9 +5,10 @@
  * again with the models still running on it.
  */
 import type {Logger} from '../kernel/contracts.js'
-import type {ClusterTiming, Registration} from './cluster-protocol.js'
+import type {ClusterTiming, Registration} from '../protocol/membership.js'
+import type {WorkerAdmission} from '../protocol/services.js'
 import type {Supervisor} from './supervisor.js'
-import type {InstanceSummary, WorkerResources} from './worker.js'
+import type {InstanceSummary, WorkerResources} from '../protocol/worker.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {RemoteWorker} from './remote-worker.js'
@@ -27,7 +28,7 @@ export interface WorkerRegistryOptions {
 /** How long the supervisor waits for a joining worker to answer its reachability check. */
 const REACH_TIMEOUT_MS = 5000
 
-export class WorkerRegistry {
+export class WorkerRegistry implements WorkerAdmission {
   private readonly remotes = new Map<string, RemoteWorker>()
   private timer?: unknown
 

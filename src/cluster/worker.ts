@@ -6,65 +6,22 @@
 import {availableParallelism, freemem, totalmem} from 'node:os'
 import {join} from 'node:path'
 
-import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
+import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
-import type {CachedModel} from './hub/cache.js'
+import type {CachedModel} from '../weights/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {ExternalProgram} from '../model-process/external-program.js'
-import {InstanceProcess, instanceSpawner, type InstanceState, type SpawnInstance} from './instance-process.js'
-import {runIsolated} from './isolated.js'
-import {cacheEntryName, type DownloadProgress, type WeightStore, type WeightsLocation} from './weights.js'
-
-export interface InstanceLaunch {
-  engine: string
-  load: Omit<LoadRequest, 'modelPath'>
-  /** Set when the instance is one replica of a model launched with `replica > 1`; its own uid is `load.modelUid`. */
-  replicaOf?: {modelUid: string; replica: number}
-}
-
-export interface InstanceSummary {
-  uid: string
-  state: InstanceState
-  pid?: number
-  info: LoadedModelInfo
-  error?: string
-  /**
-   * How the instance was launched. A worker keeps it for as long as the instance runs, so a supervisor that
-   * restarts (or forgot the worker) can rebuild its table from what the worker reports.
-   */
-  launch?: InstanceLaunch
-}
-
-/** What a worker has to offer, as it reports in registrations and heartbeats. */
-export interface WorkerResources {
-  cpu_count: number
-  memory_total_bytes: number
-  memory_free_bytes: number
-  gpus: Array<{name: string; memory_total_bytes: number; memory_free_bytes: number}>
-}
-
-/** A worker as the supervisor sees it: where it is, what it has, and whether it still answers. */
-export interface WorkerStatus {
-  id: string
-  address: string | null
-  version: string
-  state: 'ready' | 'lost'
-  resources: WorkerResources
-  /** Milliseconds since the epoch of the last sign of life (a heartbeat or a registration). */
-  last_seen: number
-}
-
-/** How far a launch on a worker has got: fetching (or making) the weights, then loading them. */
-export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'generating'} | {stage: 'loading'; fraction: number}
+import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
+import {runIsolated} from '../model-process/isolated.js'
+import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
 
 export interface LaunchOptions {
   /** Aborting it cancels the launch; the worker leaves nothing behind (no process, no partial download). */
   signal?: AbortSignal
   onProgress?(step: LaunchStep): void
 }
-
-export type WorkerMemoryEstimate = MemoryEstimate & {source: WeightsLocation['source']}
 
 export interface WorkerApi {
   readonly id: string

@@ -2,8 +2,8 @@ import {Flags} from '@oclif/core'
 
 import type {CachedModel} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {formatBytes} from '../lib/format.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {formatBytes} from '../util/format.js'
 
 export default class Cached extends ClientCommand<typeof Cached> {
   static description = `List the model versions in the weights cache, with their size on disk, source and folder.

@@ -2,9 +2,9 @@ import {Flags} from '@oclif/core'
 
 import type {MemoryEstimate} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {splitEngineOptions} from '../lib/extra-options.js'
-import {formatBytes} from '../lib/format.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {splitEngineOptions} from '../cli/extra-options.js'
+import {formatBytes} from '../util/format.js'
 
 export default class CalModelMem extends ClientCommand<typeof CalModelMem> {
   static description = `Estimate the memory a model needs: its weights, the KV cache at a context length, and compute buffers.

@@ -2,9 +2,9 @@ import {Flags} from '@oclif/core'
 
 import type {ChatMessage} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {numberFlag} from '../lib/flags.js'
-import {runRepl} from '../lib/repl.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {numberFlag} from '../cli/flags.js'
+import {runRepl} from '../cli/repl.js'
 
 export default class Chat extends ClientCommand<typeof Chat> {
   static description = `Chat with a running model, one line per turn; an empty line ends the chat. Lines may be piped in.

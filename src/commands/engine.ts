@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {normalizeSize} from '../kernel/catalogue.js'
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 interface EngineRow {
   name: string

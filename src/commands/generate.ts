@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {numberFlag} from '../lib/flags.js'
-import {runRepl} from '../lib/repl.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {numberFlag} from '../cli/flags.js'
+import {runRepl} from '../cli/repl.js'
 
 export default class Generate extends ClientCommand<typeof Generate> {
   static description = `Complete text with a running model, one prompt per line; an empty line ends it. Lines may be piped in.

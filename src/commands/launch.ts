@@ -2,11 +2,12 @@ import {Flags} from '@oclif/core'
 
 import type {LaunchOptions} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {splitEngineOptions} from '../lib/extra-options.js'
-import {gpuCountFlag} from '../lib/flags.js'
-import {createProgressView} from '../lib/progress.js'
-import {confirm} from '../lib/prompt.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {splitEngineOptions} from '../cli/extra-options.js'
+import {gpuCountFlag} from '../cli/flags.js'
+import {launchFieldsFromFlags} from '../cli/launch-flags.js'
+import {createProgressView} from '../cli/progress.js'
+import {confirm} from '../cli/prompt.js'
 
 /** Exit code of a launch cancelled with Ctrl-C, as for any command interrupted by SIGINT. */
 const INTERRUPTED = 130
@@ -19,7 +20,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
     '<%= config.bin %> launch -n qwen2.5-instruct --model-engine llama.cpp -f ggufv2 -s 0_5 -q q4_0',
     '<%= config.bin %> launch -n my-model --model-engine llama.cpp --n_ctx 2048 --n_parallel 8',
   ]
-  static flags = {
+  static launchFlags = {
     'download-hub': Flags.option({description: 'Hub to download weights from.', options: ['huggingface', 'modelscope'] as const})(),
     'model-engine': Flags.string({description: 'Engine (also -en): llama.cpp, vllm, sglang, transformers, MLX; required for LLM.'}),
     'model-format': Flags.string({char: 'f', description: 'Model format, e.g. ggufv2.'}),
@@ -31,6 +32,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
     replica: Flags.integer({char: 'r', description: 'Number of instances.', min: 1}),
     'size-in-billions': Flags.string({char: 's', description: 'Size in billions, e.g. 7 or 0_5.'}),
   }
+  static flags = Launch.launchFlags
   private engineOptions: Record<string, string> = {}
 
   /** Engine parameters are taken out of argv before oclif parses it, since oclif refuses undeclared flags. */
@@ -43,19 +45,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
 
   async run(): Promise<{model_uid: string}> {
     const {flags} = this
-    const options: LaunchOptions = {
-      ...this.engineOptions,
-      download_hub: flags['download-hub'],
-      model_engine: flags['model-engine'],
-      model_format: flags['model-format'],
-      model_name: flags['model-name'],
-      model_type: flags['model-type'],
-      model_uid: flags['model-uid'],
-      n_gpu: flags['n-gpu'],
-      quantization: flags.quantization,
-      replica: flags.replica,
-      size_in_billions: flags['size-in-billions'],
-    }
+    const options: LaunchOptions = {...this.engineOptions, ...launchFieldsFromFlags(Launch.launchFlags, flags)}
     const client = this.client()
     const uid = await client.launch(options, {waitReady: false})
     const view = createProgressView({columns: process.stderr.columns, tty: Boolean(process.stderr.isTTY), write: (text) => this.jsonEnabled() || process.stderr.write(text)})

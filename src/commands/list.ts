@@ -1,6 +1,6 @@
 import type {RunningModel} from '../client/client.js'
 
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 /** Columns per model type, as Xinference prints them; other types fall back to the common ones. */
 const COLUMNS: Record<string, Array<[string, keyof RunningModel | string]>> = {

@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
-import {startLocalService} from '../cluster/local.js'
+import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
-import {ServiceProcessCommand} from '../lib/service-command.js'
+import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Local extends ServiceProcessCommand {
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'

@@ -2,9 +2,9 @@ import {Flags} from '@oclif/core'
 
 import {isServiceErrorShape, ServiceError} from '../kernel/errors.js'
 import {serviceHome} from '../kernel/settings.js'
-import {ClientCommand} from '../lib/base-command.js'
-import {saveLogin} from '../lib/credentials.js'
-import {promptSecret, readFirstLine} from '../lib/repl.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {saveLogin} from '../cli/credentials.js'
+import {promptSecret, readFirstLine} from '../cli/repl.js'
 
 export default class Login extends ClientCommand<typeof Login> {
   static description =

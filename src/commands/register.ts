@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
 import {parseFamily} from '../kernel/catalogue.js'
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 export default class Register extends ClientCommand<typeof Register> {
   static description = 'Register a custom model from a JSON file (Xinference family format; model_uri may be file:///path/to/model.gguf).'

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 const COLUMNS: Record<string, Array<[string, string]>> = {
   LLM: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'model_lang'], ['Ability', 'model_ability'], ['Context', 'context_length'], ['Is-built-in', 'is_builtin']],

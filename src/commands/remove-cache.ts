@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {ClientCommand} from '../lib/base-command.js'
-import {confirm} from '../lib/prompt.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {confirm} from '../cli/prompt.js'
 
 export default class RemoveCache extends ClientCommand<typeof RemoveCache> {
   static description = `Delete a model version from the weights cache, after listing its files and asking for confirmation.

@@ -1,7 +1,7 @@
 import {Args, Command, Flags} from '@oclif/core'
 
-import {shellQuote} from '../lib/format.js'
-import {isEngineKind, PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../lib/scaffold.js'
+import {isEngineKind, PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../cli/scaffold.js'
+import {shellQuote} from '../util/format.js'
 
 export default class Scaffold extends Command {
   static args = {

@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 
 import {ServiceError} from '../kernel/errors.js'
-import {ClientCommand} from '../lib/base-command.js'
-import {confirm} from '../lib/prompt.js'
+import {ClientCommand} from '../cli/base-command.js'
+import {confirm} from '../cli/prompt.js'
 
 export default class StopCluster extends ClientCommand<typeof StopCluster> {
   static description = `Stop a cluster: every worker ends its models and exits, then the supervisor exits.

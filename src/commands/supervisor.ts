@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
-import {CLUSTER_TOKEN_ENV, clusterTiming} from '../cluster/cluster-protocol.js'
-import {startLocalService} from '../cluster/local.js'
+import {CLUSTER_TOKEN_ENV, clusterTiming} from '../protocol/membership.js'
+import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
-import {ServiceProcessCommand} from '../lib/service-command.js'
+import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Supervisor extends ServiceProcessCommand {
   static description = 'The supervisor of a cluster: the HTTP API, docs and every model route; workers join it. This is what `service-supervisor` runs.'

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 export default class Terminate extends ClientCommand<typeof Terminate> {
   static description = 'Terminate a running model; its process exits and frees its memory.'

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {ClientCommand} from '../lib/base-command.js'
+import {ClientCommand} from '../cli/base-command.js'
 
 export default class Unregister extends ClientCommand<typeof Unregister> {
   static description = 'Unregister a custom model.'

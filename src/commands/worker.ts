@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core'
 
-import {CLUSTER_TOKEN_ENV} from '../cluster/cluster-protocol.js'
-import {startWorkerService} from '../cluster/worker-service.js'
+import {CLUSTER_TOKEN_ENV} from '../protocol/membership.js'
+import {startWorkerService} from '../service/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
-import {checkedEndpoint} from '../lib/endpoint.js'
-import {ServiceProcessCommand} from '../lib/service-command.js'
+import {checkedEndpoint} from '../cli/endpoint.js'
+import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Worker extends ServiceProcessCommand {
   static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'

@@ -9,7 +9,7 @@ import {setTimeout as delay} from 'node:timers/promises'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
-import type {InstanceState} from '../cluster/instance-process.js'
+import type {InstanceState} from '../protocol/worker.js'
 
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'

@@ -6,7 +6,7 @@
  */
 import type {Readable} from 'node:stream'
 
-import {openPrivateLogFile} from '../lib/logger.js'
+import {openPrivateLogFile} from '../util/logger.js'
 
 export interface ProgramSpawnOptions {
   file: string

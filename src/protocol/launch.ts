@@ -1,7 +1,60 @@
 /**
- * Launch progress as `GET /v1/models/{uid}/progress` answers it. The modules of src/protocol/ describe the HTTP
- * API for the service and the client library alike, and import nothing, so the client needs no server code.
+ * The launch request and its progress, as `POST /v1/models` and `GET /v1/models/{uid}/progress` carry them. The
+ * modules of src/protocol/ describe the HTTP API for the service, the client library, the CLI and the workers
+ * alike; they import only the kernel's schema builders (and only the service loads those: the client imports
+ * this module's types alone), so the client needs no server code.
  */
+import * as s from '../kernel/schema.js'
+
+/** A model uid: what `model_uid` may be, and what a model name must look like to serve as one. */
+export const MODEL_UID = /^[A-Za-z0-9][\w.-]{0,99}$/
+const SIZE = s.union([s.string({minLength: 1}), s.number({minimum: 0})], 'a size in billions such as "0_5" or 7')
+
+const launchFields = {
+  download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
+  model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
+  model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
+  model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
+  model_size_in_billions: s.optional(SIZE),
+  model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
+  model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: MODEL_UID})),
+  n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
+  quantization: s.optional(s.string({minLength: 1})),
+  replica: s.optional(s.integer({description: 'Number of instances, spread over the workers; requests are balanced among them (round robin).', minimum: 1})),
+  size_in_billions: s.optional(SIZE),
+  worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/workers` lists it) instead of the one with the most room.'}))),
+}
+
+export const launchSchema = s.object(launchFields, {
+  description: 'Launch fields; any other field is an engine parameter (n_ctx, n_parallel, …).',
+  title: 'LaunchRequest',
+  unknownKeys: 'keep',
+})
+
+export const memoryEstimateSchema = s.object(
+  {
+    ...launchFields,
+    context_length: s.optional(s.integer({description: "Context length per request, in tokens (the engine's n_ctx).", minimum: 16})),
+  },
+  {description: 'The model as a launch names it, and the engine parameters it would be launched with.', title: 'MemoryEstimateRequest', unknownKeys: 'keep'},
+)
+
+/** Any field of a launch that is not a launch field: an engine parameter, as JSON or (from the CLI) as a string. */
+export interface EngineParameterFields {
+  [engineParameter: string]: unknown
+}
+
+/** The launch fields by name, with their types. */
+export type LaunchFields = s.Infer<typeof launchSchema>
+
+/** A launch as the service receives it, parsed once at the edge (the route, or the client that builds it). */
+export type LaunchRequest = LaunchFields & EngineParameterFields
+
+/** `POST /v1/models/memory`: a launch's fields, and the context length to size the KV cache for. */
+export type LaunchEstimateRequest = s.Infer<typeof memoryEstimateSchema> & EngineParameterFields
+
+/** The launch fields by name, which are not engine parameters unless an engine declares one of them. */
+export const LAUNCH_FIELDS: ReadonlySet<string> = new Set(Object.keys(launchFields))
 
 /**
  * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
@@ -21,4 +74,16 @@ export interface LaunchProgress {
   repo: string | null
   /** Why the launch failed or was cancelled, or why the model's process died after it was ready. */
   error: {message: string; code: string; status: number} | null
+}
+
+/** `POST /v1/models/memory`'s answer: bytes a launch would need, and where the figures came from. */
+export interface MemoryEstimateReply {
+  model_version: string
+  weights_bytes: number
+  kv_cache_bytes: number
+  overhead_bytes: number
+  total_bytes: number
+  context_length: number
+  source: string
+  [detail: string]: unknown
 }

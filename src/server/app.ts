@@ -12,6 +12,7 @@ import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} 
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
+import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {toServerSentEvents} from './sse.js'
@@ -23,7 +24,6 @@ import {toServerSentEvents} from './sse.js'
  */
 const {Router} = createRequire(import.meta.url)('@koa/router') as typeof import('@koa/router')
 
-export const VERSION_HEADER = 'x-service-version'
 /** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
 const JSON_LIMIT = '16mb'
 
@@ -128,8 +128,12 @@ export function createApp(options: AppOptions): Koa {
     ctx.set(VERSION_HEADER, version)
     try {
       await next()
-      if (ctx.status === 404 && ctx.body === undefined)
-        throw new ServiceError(404, 'not_found', `there is no route ${ctx.method} ${ctx.path}; see /docs for the API.`)
+      if (ctx.body === undefined) {
+        if (ctx.status === 404) throw new ServiceError(404, 'not_found', `there is no route ${ctx.method} ${ctx.path}; see /docs for the API.`)
+        // The router answers these without a body, having set the Allow header that HTTP asks a 405 to carry.
+        if (ctx.status === 405) throw new ServiceError(405, 'invalid_request', `this route does not accept that HTTP method; it takes ${ctx.response.get('Allow')}. See /docs.`)
+        if (ctx.status === 501) throw new ServiceError(501, 'unsupported', 'that HTTP method is not supported.')
+      }
     } catch (error) {
       const shaped = bodyError(error) ?? toServiceError(error)
       if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
@@ -210,12 +214,6 @@ export function createApp(options: AppOptions): Koa {
   }
 
   app.use(router.routes())
-  app.use(
-    router.allowedMethods({
-      methodNotAllowed: () => new ServiceError(405, 'invalid_request', 'this route does not accept that HTTP method; see /docs.'),
-      notImplemented: () => new ServiceError(501, 'unsupported', 'that HTTP method is not supported.'),
-      throw: true,
-    }),
-  )
+  app.use(router.allowedMethods())
   return app
 }

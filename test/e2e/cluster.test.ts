@@ -38,7 +38,7 @@ describe('cluster (supervisor and two workers as real processes)', function () {
   })
 
   after(async () => {
-    for (const service of [...workers, supervisor]) if (service && service.process.exitCode === null) await service.stop()
+    for (const service of [...workers, supervisor]) if (service) await service.stop()
   })
 
   it('lists both workers with their resources', async () => {

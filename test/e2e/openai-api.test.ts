@@ -304,6 +304,8 @@ describe('OpenAI API (service-local, openai client)', function () {
       const wrongMethod = await api(service, 'PUT', '/v1/chat/completions', {})
       expect(wrongMethod.status).to.equal(405)
       expect(wrongMethod.body.error.message).to.contain('HTTP method')
+      expect(wrongMethod.body.error.message).to.contain('it takes POST')
+      expect((await fetch(`${service.url}/v1/chat/completions`, {method: 'PUT'})).headers.get('allow')).to.equal('POST')
     })
   })
 

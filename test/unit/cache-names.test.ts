@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {cacheEntryName, ModelCache} from '../../src/cluster/hub/cache.js'
+import {cacheEntryName, ModelCache} from '../../src/weights/cache.js'
 import {NO_SIZE} from '../../src/kernel/catalogue.js'
 import {temporaryDirectory} from '../helpers/service.js'
 

@@ -2,10 +2,10 @@ import {expect} from 'chai'
 import {chmod, mkdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import type {ProgramRun, ProgramRunner} from '../../src/cluster/engine-build.js'
+import type {ProgramRun, ProgramRunner} from '../../src/cli/engine-build.js'
 import type {EngineBuild} from '../../src/kernel/contracts.js'
 
-import {findOnPath, missingRequirementsError, planEngineBuild, runEngineBuild} from '../../src/cluster/engine-build.js'
+import {findOnPath, missingRequirementsError, planEngineBuild, runEngineBuild} from '../../src/cli/engine-build.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {temporaryDirectory} from '../helpers/service.js'
 

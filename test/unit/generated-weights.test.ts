@@ -9,7 +9,7 @@ import {join} from 'node:path'
 
 import type {WeightsGenerator} from '../../src/kernel/contracts.js'
 
-import {WeightStore} from '../../src/cluster/weights.js'
+import {WeightStore} from '../../src/weights/store.js'
 import {flattenFamily, type ResolvedSpec} from '../../src/kernel/catalogue.js'
 import {generateRecipe, RECIPE_NAMES} from '../../plugins/engine-llama-cpp/src/gguf/recipes.js'
 import {temporaryDirectory} from '../helpers/service.js'

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import {moveLeadingGlobalFlags} from '../../src/lib/global-flags.js'
+import {moveLeadingGlobalFlags} from '../../src/cli/global-flags.js'
 
 describe('global options before the subcommand', () => {
   it('moves them, with their values, after the subcommand and its arguments', () => {

@@ -6,7 +6,7 @@ import {expect} from 'chai'
 import {rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {lockHome} from '../../src/lib/home-lock.js'
+import {lockHome} from '../../src/util/home-lock.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 describe('home lock', () => {

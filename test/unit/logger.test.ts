@@ -5,7 +5,7 @@ import {expect} from 'chai'
 import {chmod, mkdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {createLogger, escapeControlCharacters} from '../../src/lib/logger.js'
+import {createLogger, escapeControlCharacters} from '../../src/util/logger.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 describe('logger', () => {

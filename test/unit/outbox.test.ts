@@ -1,8 +1,8 @@
 import {expect} from 'chai'
 
-import type {RequestMessage} from '../../src/cluster/protocol.js'
+import type {RequestMessage} from '../../src/model-process/messages.js'
 
-import {Outbox, type OutboxTimers} from '../../src/cluster/outbox.js'
+import {Outbox, type OutboxTimers} from '../../src/model-process/outbox.js'
 import {joinGenerationEvents} from '../../src/kernel/generation.js'
 
 /** Timers the test runs by hand: `turn()` runs what waits for the next turn, `advance(ms)` moves the clock. */

@@ -2,7 +2,7 @@ import {expect} from 'chai'
 
 import type {LaunchProgress} from '../../src/protocol/launch.js'
 
-import {createProgressView} from '../../src/lib/progress.js'
+import {createProgressView} from '../../src/cli/progress.js'
 
 const MB = 1_000_000
 const step = (stage: LaunchProgress['stage'], downloaded: number, progress: number): LaunchProgress => ({

@@ -3,7 +3,8 @@ import {mkdtemp} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import type {InstanceLaunch, InstanceSummary, LaunchOptions, LaunchStep, WorkerApi, WorkerStatus} from '../../src/cluster/worker.js'
+import type {LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerStatus} from '../../src/protocol/worker.js'
 
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'

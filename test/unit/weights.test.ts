@@ -9,7 +9,7 @@ import {join} from 'node:path'
 
 import type {ResolvedSpec} from '../../src/kernel/catalogue.js'
 
-import {WeightStore} from '../../src/cluster/weights.js'
+import {WeightStore} from '../../src/weights/store.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'

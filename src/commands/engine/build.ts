@@ -10,10 +10,10 @@ import {
   type ProgramRunner,
   runEngineBuild,
   runProgram,
-} from '../../cluster/engine-build.js'
+} from '../../cli/engine-build.js'
 import {isServiceErrorShape} from '../../kernel/errors.js'
 import {loadKernel} from '../../kernel/hooks.js'
-import {shellQuote} from '../../lib/format.js'
+import {shellQuote} from '../../util/format.js'
 
 interface BuildOutput {
   engine: string

@@ -3,21 +3,20 @@
  * control is on), admins see the workers and stop the whole cluster. In local mode the one in-process worker
  * is listed the same way, and there is nothing to join.
  */
-import type {Supervisor} from '../../cluster/supervisor.js'
-import type {InstanceSummary, WorkerResources} from '../../cluster/worker.js'
-import type {WorkerRegistry} from '../../cluster/worker-registry.js'
+import type {InstanceSummary, WorkerResources} from '../../protocol/worker.js'
 import type {RouteDefinition} from '../../kernel/contracts.js'
+import type {ModelService, WorkerAdmission} from '../../protocol/services.js'
 
-import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../cluster/cluster-protocol.js'
+import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../protocol/membership.js'
 import {CLUSTER} from '../../kernel/permissions.js'
 
 const json = (body: unknown) => ({body, kind: 'json' as const})
 
 export interface ClusterRouteDependencies {
-  supervisor: Supervisor
+  supervisor: ModelService
   version: string
   /** Present in cluster mode. */
-  cluster?: {registry: WorkerRegistry; timing: ClusterTiming; stop(): void}
+  cluster?: {registry: WorkerAdmission; timing: ClusterTiming; stop(): void}
 }
 
 export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDependencies): RouteDefinition[] {

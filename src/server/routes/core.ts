@@ -3,22 +3,22 @@
  * same RouteDefinition contract as plugin routes, so validation and the /docs document work the same way.
  */
 import type {AccessControl} from '../../auth/access-control.js'
-import type {Supervisor} from '../../cluster/supervisor.js'
 import type {ModelFamily} from '../../kernel/catalogue.js'
 import type {RouteDefinition} from '../../kernel/contracts.js'
 import type {Kernel} from '../../kernel/kernel.js'
 import type {ModelRegistry} from '../../kernel/registry.js'
+import type {ModelService} from '../../protocol/services.js'
 
-import {launchSchema, memoryEstimateSchema} from '../../cluster/supervisor.js'
 import {parseFamily} from '../../kernel/catalogue.js'
 import {badRequest, notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
+import {launchSchema, memoryEstimateSchema} from '../../protocol/launch.js'
 
 export interface CoreRouteDependencies {
   kernel: Kernel
   registry: ModelRegistry
-  supervisor: Supervisor
+  supervisor: ModelService
   version: string
   /** Present when access control is on. */
   access?: AccessControl

@@ -11,11 +11,11 @@ import {dirname} from 'node:path'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, WeightsGenerator} from '../kernel/contracts.js'
-import type {CacheManifest, ModelCache} from './hub/cache.js'
+import type {CacheManifest, ModelCache} from './cache.js'
 
 import {GENERATED_HUB} from '../kernel/catalogue.js'
 import {ServiceError} from '../kernel/errors.js'
-import {formatBytes} from '../lib/format.js'
+import {formatBytes} from '../util/format.js'
 
 export interface GenerationJob {
   cache: ModelCache

@@ -6,11 +6,11 @@
 import {pathToFileURL} from 'node:url'
 
 import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
-import type {FromInstance, ToInstance} from './protocol.js'
+import type {FromInstance, ToInstance} from './messages.js'
 
 import {toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {escapeControlCharacters} from '../lib/logger.js'
+import {escapeControlCharacters} from '../util/logger.js'
 import {Outbox} from './outbox.js'
 
 const send = (message: FromInstance) =>

@@ -6,7 +6,7 @@
  */
 import type {LaunchProgress} from '../protocol/launch.js'
 
-import {formatBytes, formatDuration} from './format.js'
+import {formatBytes, formatDuration} from '../util/format.js'
 
 export interface ProgressView {
   update(progress: LaunchProgress): void

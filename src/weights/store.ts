@@ -17,25 +17,18 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js'
+import type {DownloadProgress, WeightsSource} from '../protocol/worker.js'
 
 import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {checkModelUri} from '../kernel/model-files.js'
-import {formatBytes} from '../lib/format.js'
+import {formatBytes} from '../util/format.js'
 import {generateIntoCache} from './generated-weights.js'
-import {cacheEntryName, type CacheManifest, ModelCache} from './hub/cache.js'
-import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hub/hubs.js'
-import {downloadFile, partPath} from './hub/transfer.js'
+import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
+import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
+import {downloadFile, partPath} from './transfer.js'
 
-export {cacheEntryName} from './hub/cache.js'
-
-export interface DownloadProgress {
-  hub: string
-  repo: string
-  downloadedBytes: number
-  totalBytes: number
-  files: Array<{name: string; downloadedBytes: number; totalBytes: number}>
-}
+export {cacheEntryName} from './cache.js'
 
 export interface ResolveOptions {
   signal?: AbortSignal
@@ -46,7 +39,7 @@ export interface ResolveOptions {
 
 /** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
 export interface WeightsLocation {
-  source: 'local' | 'cache' | 'generated' | 'huggingface' | 'modelscope'
+  source: WeightsSource
   files: string[]
   headers: Record<string, string>
 }

@@ -1,6 +1,6 @@
 import {Command} from '@oclif/core'
 
-import type {RunningService} from '../cluster/local.js'
+import type {RunningService} from '../service/local.js'
 
 import {isServiceErrorShape} from '../kernel/errors.js'
 

@@ -5,25 +5,16 @@
  * that closes the connection aborts the work (the launch, or the model's generation).
  */
 import type {RouteDefinition} from '../kernel/contracts.js'
-import type {WorkerFrame} from './remote-worker.js'
-import type {InstanceLaunch, LaunchStep, LocalWorker} from './worker.js'
+import type {LocalWorker} from '../cluster/worker.js'
+import type {InstanceLaunch, LaunchStep, WorkerFrame} from '../protocol/worker.js'
 
 import {badRequest} from '../kernel/errors.js'
 import {CLUSTER} from '../kernel/permissions.js'
-import * as s from '../kernel/schema.js'
+import {instanceInvokeSchema, instanceLaunchSchema} from '../protocol/worker.js'
 
 const json = (body: unknown) => ({body, kind: 'json' as const})
 const frames = (events: AsyncIterable<WorkerFrame>) => ({errorEvent: (error: {toJSON(): unknown}) => ({error: error.toJSON()}), events, kind: 'sse' as const})
 
-const launchSchema = s.object(
-  {
-    engine: s.string({minLength: 1}),
-    load: s.record(s.unknown(), {description: 'The LoadRequest, without modelPath: the worker finds the weights itself.'}),
-    replicaOf: s.optional(s.object({modelUid: s.string({minLength: 1}), replica: s.integer({minimum: 1})})),
-  },
-  {title: 'InstanceLaunch'},
-)
-const invokeSchema = s.object({operation: s.string({minLength: 1}), payload: s.unknown()}, {title: 'InstanceInvoke'})
 
 /** A launch as a stream: each step as it happens, then the instance's summary. */
 async function* launchFrames(worker: LocalWorker, launch: InstanceLaunch, signal: AbortSignal): AsyncGenerator<WorkerFrame> {
@@ -61,7 +52,7 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
       tag: 'worker',
     },
     {
-      body: launchSchema,
+      body: instanceLaunchSchema,
       async handler({body, signal}) {
         return frames(launchFrames(worker(), body as InstanceLaunch, signal))
       },
@@ -93,7 +84,7 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
       tag: 'worker',
     },
     {
-      body: invokeSchema,
+      body: instanceInvokeSchema,
       async handler({body, params, signal}) {
         const events = worker().invoke(params.uid, body.operation, body.payload, signal)
         return frames(
@@ -131,7 +122,7 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
       tag: 'worker',
     },
     {
-      body: launchSchema,
+      body: instanceLaunchSchema,
       async handler({body, signal}) {
         return json(await worker().estimateMemory(body as InstanceLaunch, signal))
       },

@@ -1,4 +1,4 @@
-import type {RequestMessage} from './protocol.js'
+import type {RequestMessage} from './messages.js'
 
 export interface OutboxTimers {
   now(): number

@@ -10,11 +10,11 @@ import {existsSync} from 'node:fs'
 import {readdir, readFile, rename, rm, rmdir, stat, writeFile} from 'node:fs/promises'
 import {dirname, join, relative, resolve, sep} from 'node:path'
 
-import type {ResolvedSpec} from '../../kernel/catalogue.js'
-import type {CachedModel} from '../../protocol/cache.js'
+import type {ResolvedSpec} from '../kernel/catalogue.js'
+import type {CachedModel} from '../protocol/cache.js'
 
-import {NO_SIZE} from '../../kernel/catalogue.js'
-import {badRequest, notFound} from '../../kernel/errors.js'
+import {NO_SIZE} from '../kernel/catalogue.js'
+import {badRequest, notFound} from '../kernel/errors.js'
 
 export const MANIFEST = 'manifest.json'
 const PART = '.part'
@@ -40,7 +40,7 @@ export interface CacheManifest {
   downloaded_at: string
 }
 
-export type {CachedModel} from '../../protocol/cache.js'
+export type {CachedModel} from '../protocol/cache.js'
 
 /**
  * `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses; models without a size

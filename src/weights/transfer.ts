@@ -10,11 +10,11 @@ import {mkdir, open, rename, rm, stat, truncate} from 'node:fs/promises'
 import {basename, dirname} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import type {Logger} from '../../kernel/contracts.js'
+import type {Logger} from '../kernel/contracts.js'
 import type {Hub} from './hubs.js'
 
-import {ServiceError} from '../../kernel/errors.js'
-import {formatBytes} from '../../lib/format.js'
+import {ServiceError} from '../kernel/errors.js'
+import {formatBytes} from '../util/format.js'
 import {isTransient, networkReason, unreachable} from './hubs.js'
 
 export interface TransferOptions {

@@ -11,7 +11,7 @@
  *   `MODELSCOPE_ENDPOINT` (a full URL) or `MODELSCOPE_DOMAIN` (a host name, as the modelscope SDK reads it)
  *   point elsewhere, `MODELSCOPE_API_TOKEN` opens private repos.
  */
-import {ServiceError} from '../../kernel/errors.js'
+import {ServiceError} from '../kernel/errors.js'
 
 export const HUB_NAMES = ['huggingface', 'modelscope'] as const
 export type HubName = (typeof HUB_NAMES)[number]

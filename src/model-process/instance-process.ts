@@ -4,15 +4,16 @@
  * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
  * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
  */
+import type {InstanceState} from '../protocol/worker.js'
 import type {WriteStream} from 'node:fs'
 
 import {fileURLToPath} from 'node:url'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
-import type {FromInstance, ToInstance} from './protocol.js'
+import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
-import {openPrivateLogFile} from '../lib/logger.js'
+import {openPrivateLogFile} from '../util/logger.js'
 
 export interface SpawnedProcess {
   pid?: number
@@ -96,8 +97,6 @@ interface Pending {
   end(): void
   fail(error: ServiceErrorShape): void
 }
-
-export type InstanceState = 'loading' | 'ready' | 'crashed' | 'disposing' | 'disposed'
 
 export class InstanceProcess {
   state: InstanceState = 'loading'

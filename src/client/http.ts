@@ -1,0 +1,38 @@
+/**
+ * The one HTTP caller of the service's JSON API, shared by the client library and the supervisor's remote
+ * workers: a JSON request with a bearer credential, and an error reply read back into the ServiceError the
+ * server sent. It uses only `fetch`, so the client stays browser-safe.
+ */
+import {ServiceError} from '../kernel/errors.js'
+
+export interface JsonCall {
+  method: string
+  body?: unknown
+  /** Sent as `Authorization: Bearer`. */
+  credential?: string
+  signal?: AbortSignal
+}
+
+/** Sends a JSON call; a network failure rejects as `fetch` rejects (the caller says what could not be reached). */
+export function sendJson(fetcher: typeof fetch, url: string, {body, credential, method, signal}: JsonCall): Promise<Response> {
+  const headers: Record<string, string> = {accept: 'application/json'}
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  if (credential) headers.authorization = `Bearer ${credential}`
+  return fetcher(url, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal})
+}
+
+/**
+ * The error a failed reply carries: the service's `{error: {message, code, param}}` (OpenAI's shape), an
+ * `{error: "…"}` or `{detail: "…"}` (Xinference's); undefined for a reply that names none (a proxy's HTML page).
+ */
+export async function errorFromReply(response: Response): Promise<{error?: ServiceError; text: string}> {
+  const text = await response.text()
+  try {
+    const body = JSON.parse(text) as {error?: {message?: string; code?: string; param?: string} | string; detail?: string}
+    const error = typeof body.error === 'object' && body.error !== null ? body.error : {message: body.error ?? body.detail}
+    if (typeof error.message !== 'string') return {text}
+    return {error: new ServiceError(response.status, error.code ?? String(response.status), error.message, error.param), text}
+  } catch {
+    return {text}
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Models and engines described in Xinference's shapes: a running model as `GET /v1/models` lists it, and which
+ * engine runs which format, size and quantization of a model (`GET /v1/engines/{model_name}`).
+ */
+import type {Kernel} from '../kernel/kernel.js'
+import type {ModelRegistry} from '../kernel/registry.js'
+import type {ModelDescription} from '../protocol/models.js'
+import type {InstanceRecord} from './model-table.js'
+
+import {flattenFamily} from '../kernel/catalogue.js'
+
+export function describeRecord(record: InstanceRecord): ModelDescription {
+  const family = record.family as {model_lang?: unknown; language?: unknown; model_description?: unknown; context_length?: unknown; dimensions?: unknown; max_tokens?: unknown}
+  // Embedding and rerank families say `language`, `dimensions` and `max_tokens` (Xinference's names); the engine's
+  // own figures win, because they describe the file actually loaded.
+  const dimensions = record.info.dimensions ?? family.dimensions
+  const maxTokens = record.info.maxTokens ?? family.max_tokens
+  return {
+    id: record.uid,
+    object: 'model',
+    created: record.created,
+    owned_by: 'service-toolkit',
+    model_type: record.modelType,
+    model_name: record.modelName,
+    model_engine: record.engine,
+    model_format: record.spec.model_format,
+    model_size_in_billions: record.spec.model_size_in_billions,
+    quantization: record.spec.quantization,
+    model_hub: record.spec.model_hub,
+    model_ability: record.abilities,
+    model_lang: family.model_lang ?? family.language ?? [],
+    model_description: family.model_description ?? '',
+    context_length: record.contextLength ?? family.context_length ?? null,
+    ...(dimensions === undefined ? {} : {dimensions}),
+    ...(maxTokens === undefined ? {} : {max_tokens: maxTokens}),
+    engine_parameters: record.parameters,
+    replica: record.replica,
+    status: record.status,
+    worker: record.replicas.map((replica) => replica.worker.id).join(', '),
+    replicas: record.replicas.map((replica) => ({model_uid: replica.uid, pid: replica.pid ?? null, worker: replica.worker.id})),
+    pid: record.replicas[0]?.pid ?? null,
+    ...(record.status === 'launching' ? {stage: record.progress.stage, progress: record.progress.progress} : {}),
+    ...(record.error ? {error: record.error.message} : {}),
+  }
+}
+
+/**
+ * Which engine can run which format, size and quantization of a model, in Xinference's
+ * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead.
+ */
+export async function describeEngines(kernel: Kernel, registry: ModelRegistry, modelName: string, modelType?: string): Promise<Record<string, unknown>> {
+  const entry = registry.find(modelName, modelType)
+  const out: Record<string, unknown> = {}
+  for (const engine of kernel.enginesFor(entry.modelType)) {
+    const availability = (await engine.availability?.()) ?? true
+    if (availability !== true) {
+      out[engine.name] = availability
+      continue
+    }
+
+    const groups = new Map<string, {model_name: string; model_format: string; model_size_in_billions: string; quantizations: string[]; model_hubs: string[]}>()
+    for (const spec of flattenFamily(entry.family).filter((s) => engine.formats.includes(s.model_format))) {
+      const key = `${spec.model_format}/${spec.model_size_in_billions}`
+      const group = groups.get(key) ?? {model_format: spec.model_format, model_hubs: [], model_name: modelName, model_size_in_billions: spec.model_size_in_billions, quantizations: []}
+      if (!group.quantizations.includes(spec.quantization)) group.quantizations.push(spec.quantization)
+      if (!group.model_hubs.includes(spec.model_hub)) group.model_hubs.push(spec.model_hub)
+      groups.set(key, group)
+    }
+
+    if (groups.size > 0) out[engine.name] = [...groups.values()]
+  }
+
+  return out
+}

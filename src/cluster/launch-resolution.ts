@@ -1,0 +1,60 @@
+/**
+ * What a launch runs: the catalogue entry its model name (and type) finds, the engine that runs it, the spec that
+ * engine can load for the requested format, size, quantization and hub, and the engine parameters converted to
+ * the types the engine declares.
+ */
+import type {EngineDefinition} from '../kernel/contracts.js'
+import type {Kernel} from '../kernel/kernel.js'
+import type {CatalogueEntry, ModelRegistry} from '../kernel/registry.js'
+import type {LaunchRequest} from '../protocol/launch.js'
+
+import {matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
+import {badRequest} from '../kernel/errors.js'
+import {engineParameters} from '../protocol/engine-parameters.js'
+
+export interface ResolvedLaunch {
+  engine: EngineDefinition
+  entry: CatalogueEntry
+  parameters: Record<string, unknown>
+  spec: ResolvedSpec
+}
+
+export interface LaunchCatalogue {
+  kernel: Kernel
+  registry: ModelRegistry
+  /** Hub used when a launch names none (SERVICE_MODEL_SRC). */
+  defaultHub?: string
+}
+
+/** Resolves a launch; `needsEstimator` keeps to the engines that can estimate memory (for `POST /v1/models/memory`). */
+export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, request: LaunchRequest, {needsEstimator = false} = {}): ResolvedLaunch {
+  const entry = registry.find(request.model_name, request.model_type)
+  const engine = chooseEngine(kernel, entry.modelType, request.model_engine, needsEstimator)
+  const size = request.size_in_billions ?? request.model_size_in_billions
+  const spec = matchSpec(entry.family, engine, {
+    hub: request.download_hub ?? defaultHub,
+    model_format: request.model_format,
+    quantization: request.quantization,
+    size_in_billions: size === undefined ? undefined : String(size),
+  })
+  return {engine, entry, parameters: engineParameters(engine, request), spec}
+}
+
+function chooseEngine(kernel: Kernel, modelType: string, requested: string | undefined, needsEstimator: boolean): EngineDefinition {
+  const candidates = kernel.enginesFor(modelType).filter((engine) => !needsEstimator || engine.estimatorModule)
+  const names = candidates.map((engine) => engine.name).join(', ') || '(none installed)'
+  if (!requested) {
+    if (modelType === 'LLM' && !needsEstimator) throw badRequest(`model_engine is required for LLM models; choose one of: ${names}.`, 'model_engine')
+    if (candidates.length === 0) throw badRequest(`no engine for ${modelType} models is installed.`, 'model_engine')
+    return candidates[0]
+  }
+
+  const engine = kernel.engine(requested)?.definition
+  if (!engine || !engine.modelTypes.includes(modelType))
+    throw badRequest(
+      `model_engine "${requested}" ${engine ? `does not run ${modelType} models` : 'is not installed'}; choose one of: ${names}` +
+        (engine ? '.' : ', or install its plugin with `servicectl plugins install`.'),
+      'model_engine',
+    )
+  return engine
+}

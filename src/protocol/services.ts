@@ -1,0 +1,39 @@
+/**
+ * What the HTTP routes need of the service behind them, by what they do rather than by which class does it:
+ * the server's routes are written against these, and src/service/ hands them the supervisor and the worker
+ * registry, so the server never imports the cluster.
+ */
+import type {CachedModel} from './cache.js'
+import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
+import type {Registration} from './membership.js'
+import type {ModelDescription} from './models.js'
+import type {InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
+
+/** A worker as `GET /v1/workers` lists it, with the uids of the models it runs. */
+export type WorkerDescription = WorkerStatus & {models: string[]}
+
+/** The models of the service: launched, followed, described, cached and stopped. */
+export interface ModelService {
+  /** Runs a launch parsed at the edge; with `waitReady`, answers once the model is ready. */
+  launch(request: LaunchRequest, options?: {signal?: AbortSignal; waitReady?: boolean}): Promise<{model_uid: string}>
+  /** Says a launch request has arrived whose uid is not known yet; the function answered says it is. */
+  launchArriving(): () => void
+  estimateMemory(request: LaunchEstimateRequest, signal?: AbortSignal): Promise<MemoryEstimateReply>
+  progress(uid: string): LaunchProgress
+  cancel(uid: string): Promise<void>
+  terminate(uid: string): Promise<void>
+  cachedModels(modelName?: string): Promise<Array<CachedModel & {worker: string}>>
+  removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}>
+  describeAll(): ModelDescription[]
+  describeModel(uid: string): ModelDescription
+  engines(modelName: string, modelType?: string): Promise<Record<string, unknown>>
+  describeWorkers(): WorkerDescription[]
+}
+
+/** How workers join a supervisor and stay in it, and how the cluster is stopped. */
+export interface WorkerAdmission {
+  register(registration: Registration): Promise<{worker_id: string; heartbeat_interval_ms: number; lost_timeout_ms: number}>
+  heartbeat(address: string, resources: WorkerResources, instances: InstanceSummary[]): void
+  /** Stops every worker; answers the ids of those that could not be told. */
+  shutdownWorkers(): Promise<string[]>
+}

@@ -1,0 +1,82 @@
+/**
+ * What the supervisor and a worker's server say to each other (`WorkerApi` on the network): the launch of an
+ * instance, its summary, a worker's resources and status, and the frames of a worker's streams. The local worker
+ * speaks the same types in process.
+ */
+import type {LoadedModelInfo, LoadRequest, MemoryEstimate} from '../kernel/contracts.js'
+import type {ServiceErrorShape} from '../kernel/errors.js'
+
+import * as s from '../kernel/schema.js'
+
+export interface InstanceLaunch {
+  engine: string
+  load: Omit<LoadRequest, 'modelPath'>
+  /** Set when the instance is one replica of a model launched with `replica > 1`; its own uid is `load.modelUid`. */
+  replicaOf?: {modelUid: string; replica: number}
+}
+
+export const instanceLaunchSchema = s.object(
+  {
+    engine: s.string({minLength: 1}),
+    load: s.record(s.unknown(), {description: 'The LoadRequest, without modelPath: the worker finds the weights itself.'}),
+    replicaOf: s.optional(s.object({modelUid: s.string({minLength: 1}), replica: s.integer({minimum: 1})})),
+  },
+  {title: 'InstanceLaunch'},
+)
+
+export const instanceInvokeSchema = s.object({operation: s.string({minLength: 1}), payload: s.unknown()}, {title: 'InstanceInvoke'})
+
+/** A model process's life: loading → ready, or crashed; disposing → disposed once asked to end. */
+export type InstanceState = 'loading' | 'ready' | 'crashed' | 'disposing' | 'disposed'
+
+export interface InstanceSummary {
+  uid: string
+  state: InstanceState
+  pid?: number
+  info: LoadedModelInfo
+  error?: string
+  /**
+   * How the instance was launched. A worker keeps it for as long as the instance runs, so a supervisor that
+   * restarts (or forgot the worker) can rebuild its table from what the worker reports.
+   */
+  launch?: InstanceLaunch
+}
+
+/** What a worker has to offer, as it reports in registrations and heartbeats. */
+export interface WorkerResources {
+  cpu_count: number
+  memory_total_bytes: number
+  memory_free_bytes: number
+  gpus: Array<{name: string; memory_total_bytes: number; memory_free_bytes: number}>
+}
+
+/** A worker as the supervisor sees it: where it is, what it has, and whether it still answers. */
+export interface WorkerStatus {
+  id: string
+  address: string | null
+  version: string
+  state: 'ready' | 'lost'
+  resources: WorkerResources
+  /** Milliseconds since the epoch of the last sign of life (a heartbeat or a registration). */
+  last_seen: number
+}
+
+/** A download's progress, over all of its files. */
+export interface DownloadProgress {
+  hub: string
+  repo: string
+  downloadedBytes: number
+  totalBytes: number
+  files: Array<{name: string; downloadedBytes: number; totalBytes: number}>
+}
+
+/** How far a launch on a worker has got: fetching (or making) the weights, then loading them. */
+export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'generating'} | {stage: 'loading'; fraction: number}
+
+/** Where the weights of a spec can be read from. */
+export type WeightsSource = 'local' | 'cache' | 'generated' | 'huggingface' | 'modelscope'
+
+export type WorkerMemoryEstimate = MemoryEstimate & {source: WeightsSource}
+
+/** One frame of a worker's stream: an engine event, a launch step, the launch's result, or an error. */
+export type WorkerFrame = {event: unknown} | {progress: LaunchStep} | {summary: InstanceSummary} | {error: ServiceErrorShape}
