@@ -8,16 +8,19 @@ import {mkdir, readdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join, relative, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-export const PLUGIN_KINDS = ['engine', 'model-type'] as const
+export const PLUGIN_KINDS = ['engine', 'external-engine', 'model-type'] as const
 export type PluginKind = (typeof PLUGIN_KINDS)[number]
 
 /** The kernel's rule for engine and model type names (see kernel.ts), with a length a person can type. */
 const NAME = /^[A-Za-z0-9][\w.-]*$/
 const MAX_NAME_LENGTH = 50
 
-const TEMPLATE_OF: Record<PluginKind, string> = {engine: 'engine-plugin', 'model-type': 'model-type-plugin'}
-const PACKAGE_PREFIX: Record<PluginKind, string> = {engine: 'service-toolkit-plugin-engine-', 'model-type': 'service-toolkit-plugin-model-'}
-const NAME_PLACEHOLDER: Record<PluginKind, string> = {engine: '__ENGINE_NAME__', 'model-type': '__MODEL_TYPE__'}
+/** `external-engine`: an engine whose models run as a program of their own (a Python server) instead of a Node module. */
+const TEMPLATE_OF: Record<PluginKind, string> = {engine: 'engine-plugin', 'external-engine': 'engine-external-plugin', 'model-type': 'model-type-plugin'}
+const PACKAGE_PREFIX: Record<PluginKind, string> = {engine: 'service-toolkit-plugin-engine-', 'external-engine': 'service-toolkit-plugin-engine-', 'model-type': 'service-toolkit-plugin-model-'}
+const NAME_PLACEHOLDER: Record<PluginKind, string> = {engine: '__ENGINE_NAME__', 'external-engine': '__ENGINE_NAME__', 'model-type': '__MODEL_TYPE__'}
+
+export const isEngineKind = (kind: PluginKind) => kind !== 'model-type'
 
 const TOOLKIT_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -63,10 +66,10 @@ export function slugOf(name: string): string {
 
 /** Throws a ScaffoldError saying what is wrong with `name`, or returns its slug. */
 export function validateName(kind: PluginKind, name: string): string {
-  const what = kind === 'engine' ? 'engine name' : 'model type name'
+  const what = isEngineKind(kind) ? 'engine name' : 'model type name'
   if (!NAME.test(name) || name.length > MAX_NAME_LENGTH)
     throw new ScaffoldError(
-      `"${name}" is not a valid ${what}: use up to ${MAX_NAME_LENGTH} letters, digits, ".", "_" or "-", starting with a letter or digit (for example ${kind === 'engine' ? 'my-engine' : 'classifier'}).`,
+      `"${name}" is not a valid ${what}: use up to ${MAX_NAME_LENGTH} letters, digits, ".", "_" or "-", starting with a letter or digit (for example ${isEngineKind(kind) ? 'my-engine' : 'classifier'}).`,
     )
   const slug = slugOf(name)
   if (!slug) throw new ScaffoldError(`"${name}" is not a valid ${what}: it needs at least one letter or digit.`)

@@ -138,7 +138,7 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.changed(record, 'launching')
     record.done = this.run(record, (replica) => ({
       engine: engine.name,
-      load: {...load, modelUid: replica.uid, ...(replica.gpus ? {gpus: replica.gpus} : {})},
+      load: {...load, modelUid: replica.uid, ...(replica.gpus ? {devices: replica.gpus} : {})},
       ...(replicas === 1 ? {} : {replicaOf: {modelUid: uid, replica: replicas}}),
     }))
     if (!waitReady) {

@@ -85,7 +85,7 @@ export class WorkerMembership {
     const {launch} = summary
     if (!launch || (summary.state !== 'ready' && summary.state !== 'crashed')) return
     const uid = launch.replicaOf?.modelUid ?? launch.load.modelUid
-    const replica = {gpus: launch.load.gpus, pid: summary.pid, uid: summary.uid, worker}
+    const replica = {gpus: launch.load.devices, pid: summary.pid, uid: summary.uid, worker}
     const existing = this.table.get(uid)
     if (existing) {
       if (existing.status !== 'launching' && !existing.replicas.some((r) => r.uid === summary.uid)) existing.replicas.push(replica)

@@ -13,6 +13,7 @@ import type {CachedModel} from '../weights/cache.js'
 
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {gpuEnvironment} from './devices.js'
+import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
@@ -63,7 +64,7 @@ export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
 
 export class LocalWorker implements WorkerApi {
   readonly id: string
-  private readonly running = new Map<string, InstanceProcess>()
+  private readonly running = new Map<string, ExternalProgram | InstanceProcess>()
   /** The cache entry each model launching or running here uses, by uid. */
   private readonly versions = new Map<string, string>()
   private readonly launches = new Map<string, InstanceLaunch>()
@@ -115,19 +116,21 @@ export class LocalWorker implements WorkerApi {
     }
 
     onProgress?.({fraction: 0, stage: 'loading'})
-    const instance = new InstanceProcess(
-      load.modelUid,
-      spawn,
-      {env: {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.gpus)}, logFile: join(this.options.logDir, 'models', `${load.modelUid}.log`)},
-      (error) => {
-        log.error(`model ${load.modelUid}: ${error.message}`)
-        this.options.onCrash?.(load.modelUid, error)
-      },
-    )
+    // The GPUs given to this model alone, for a Node host and an external program alike.
+    const env = {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.devices)}
+    const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
+    const onCrash = (error: ServiceError) => {
+      log.error(`model ${load.modelUid}: ${error.message}`)
+      this.options.onCrash?.(load.modelUid, error)
+    }
+
+    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {
-      await instance.load(engine.hostModule, {...load, modelPath}, signal, (fraction) => onProgress?.({fraction, stage: 'loading'}))
+      const loading = (fraction: number) => onProgress?.({fraction, stage: 'loading'})
+      const request = {...load, modelPath}
+      await (instance instanceof ExternalProgram ? instance.load(request, signal, loading) : instance.load(engine.hostModule!, request, signal, loading))
     } catch (error) {
       this.running.delete(load.modelUid)
       this.versions.delete(load.modelUid)
@@ -196,7 +199,7 @@ export class LocalWorker implements WorkerApi {
     await Promise.all([...[...this.starting].map((launch) => launch.catch(() => {})), ...all.map((instance) => instance.dispose())])
   }
 
-  private summary(instance: InstanceProcess): InstanceSummary {
+  private summary(instance: ExternalProgram | InstanceProcess): InstanceSummary {
     return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
   }
 

@@ -1,11 +1,11 @@
 import {Args, Command, Flags} from '@oclif/core'
 
+import {isEngineKind, PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../cli/scaffold.js'
 import {shellQuote} from '../util/format.js'
-import {PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../cli/scaffold.js'
 
 export default class Scaffold extends Command {
   static args = {
-    kind: Args.string({description: 'What the plugin adds.', options: [...PLUGIN_KINDS], required: true}),
+    kind: Args.string({description: 'What the plugin adds; an external-engine runs each model as a program of its own (a Python server).', options: [...PLUGIN_KINDS], required: true}),
     name: Args.string({description: 'Name of the engine or model type, as users will type it (e.g. my-engine, classifier).', required: true}),
   }
   static description =
@@ -13,6 +13,7 @@ export default class Scaffold extends Command {
   static enableJsonFlag = true
   static examples = [
     '<%= config.bin %> scaffold engine my-engine',
+    '<%= config.bin %> scaffold external-engine my-server',
     '<%= config.bin %> scaffold model-type classifier --dir ./classifier-plugin',
   ]
   static flags = {
@@ -33,11 +34,11 @@ export default class Scaffold extends Command {
     const {bin} = this.config
     const next = [
       `${bin} plugins link ${shellQuote(result.directory)}`,
-      kind === 'engine'
+      isEngineKind(kind)
         ? `${bin} launch --model-name ${result.slug}-demo --model-engine ${result.name}`
         : `${bin} launch --model-name ${result.slug}-demo`,
     ]
-    this.log(`Created ${kind === 'engine' ? 'engine' : 'model type'} plugin ${result.packageName} in ${result.directory}:`)
+    this.log(`Created ${isEngineKind(kind) ? 'engine' : 'model type'} plugin ${result.packageName} in ${result.directory}:`)
     for (const file of result.files) this.log(`  ${file}`)
     this.log('')
     this.log(`Next: ${next[0]}`)

@@ -6,7 +6,10 @@
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {ErrorCode, ServiceError} from './errors.js'
+import type {ExternalEngine, ExternalOperation} from './external-engine.js'
+import type {OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
+import type {MultipartOptions, UploadedFiles} from './uploads.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -32,6 +35,11 @@ export interface KernelApi {
    */
   requireAbility(model: Omit<ModelHandle, 'invoke'>, ability: string, what: string): void
   log: Logger
+  /** Helpers for engines that run a program of their own (`EngineDefinition.external`). */
+  external: {
+    /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
+    openAICompatible(options?: OpenAICompatibleOptions): Record<string, ExternalOperation>
+  }
 }
 
 /**
@@ -87,8 +95,14 @@ export interface EngineDefinition {
   /**
    * Absolute path or file URL of the module that runs inside each model instance's own child process. Its
    * default export is an `EngineHost` (see below). The kernel spawns the process; the engine only serves it.
+   * An engine gives either this or `external`.
    */
-  hostModule: string
+  hostModule?: string
+  /**
+   * Runs each model as a program of its own (a Python server, a native binary) instead of `hostModule`: the kernel
+   * gives it a port, environment and log file, waits for its health check and routes operations to it.
+   */
+  external?: ExternalEngine
   /**
    * Environment variables each model instance's process starts with, for settings a runtime reads only at
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.
@@ -176,7 +190,7 @@ export interface LoadRequest {
    * The GPUs (nvidia-smi indices) given to this model alone, when its launch asked for some (`n_gpu`, `gpu_idx`);
    * its process also has them as CUDA_VISIBLE_DEVICES. Absent: the process sees every GPU of the machine.
    */
-  gpus?: number[]
+  devices?: number[]
 }
 
 export interface LoadedModelInfo {
@@ -276,6 +290,8 @@ export interface RouteRequest<Body = unknown> {
   headers: Record<string, string | string[] | undefined>
   /** Aborted when the client goes away. */
   signal: AbortSignal
+  /** The uploaded files of a route that declares `multipart`, by field; empty for any other. */
+  files: UploadedFiles
   models: ModelDirectory
   log: Logger
 }
@@ -307,6 +323,11 @@ export interface RouteDefinition<Body = unknown> {
   permission?: string
   /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
   acceptsForm?: boolean
+  /**
+   * Take the body as `multipart/form-data` instead of JSON, for uploads: its text fields go through `body`, its
+   * files arrive in `request.files`, and are removed once the response is over.
+   */
+  multipart?: MultipartOptions
   errorStyle?: ErrorStyle
   /**
    * Told as a request arrives, before its body is read; the function it answers is called once the handler

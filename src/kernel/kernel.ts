@@ -17,6 +17,7 @@ import type {
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
 import {flattenFamily} from './catalogue.js'
+import {openAICompatibleOperations} from './openai-upstream.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
@@ -40,6 +41,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
+    external: {openAICompatible: openAICompatibleOperations},
     log,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
@@ -135,6 +137,8 @@ export class Kernel {
       const key = `${route?.method} ${route?.path}`
       if (!route || !METHODS.has(route.method) || typeof route.path !== 'string' || !route.path.startsWith('/') || typeof route.handler !== 'function') {
         this.report(plugin, `route ${key} needs a method (${[...METHODS].join(', ')}), a path starting with / and a handler`)
+      } else if (route.multipart !== undefined && !isMultipart(route.multipart)) {
+        this.report(plugin, `route ${key}: multipart needs maxFileBytes (a number of bytes above 0) and at least one field in files`)
       } else if (this.routes.some((r) => `${r.definition.method} ${r.definition.path}` === key)) {
         this.report(plugin, `route ${key} is already provided by ${this.routes.find((r) => `${r.definition.method} ${r.definition.path}` === key)!.plugin}`)
       } else {
@@ -180,8 +184,8 @@ export class Kernel {
     if (unknownTypes.length > 0)
       this.report(plugin, `engine ${engine.name} serves unknown model types: ${unknownTypes.join(', ')}; it runs only ${types.filter((t) => this.modelType(t)).join(', ')}`)
 
-    if (typeof engine.hostModule !== 'string' || !Array.isArray(engine.formats)) {
-      this.report(plugin, `engine ${engine.name} needs a hostModule path and a list of formats`)
+    if (!(typeof engine.hostModule === 'string' || isExternalEngine(engine.external)) || !Array.isArray(engine.formats)) {
+      this.report(plugin, `engine ${engine.name} needs a hostModule path (or an external program) and a list of formats`)
       return
     }
 
@@ -206,6 +210,12 @@ export class Kernel {
     this.engines.set(engine.name.toLowerCase(), {definition, plugin})
   }
 }
+
+const isExternalEngine = (value: EngineDefinition['external']) =>
+  typeof value?.command === 'function' && typeof value.health?.path === 'string' && typeof value.operations === 'object'
+
+const isMultipart = (value: RouteDefinition['multipart']) =>
+  typeof value?.maxFileBytes === 'number' && value.maxFileBytes > 0 && typeof value.files === 'object' && Object.keys(value.files ?? {}).length > 0
 
 const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0
 const isCommand = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(isNonEmptyString)

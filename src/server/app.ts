@@ -15,6 +15,7 @@ import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
+import {filesOf, parseMultipart} from './multipart.js'
 import {observedModels, reportRequests} from './request-events.js'
 import {toServerSentEvents} from './sse.js'
 
@@ -47,6 +48,8 @@ export interface AppOptions {
   shutdown?: AbortSignal
   /** Where every finished request is reported; without it the app makes its own, which logs an access line. */
   events?: ServiceEvents
+  /** Where uploads to multipart routes are written while their request lasts; the system's temporary folder unless given. */
+  uploadDir?: string
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -119,7 +122,7 @@ const announceArrival =
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
 export function createApp(options: AppOptions): Koa {
-  const {access, clusterToken, log, models, routes, shutdown, version} = options
+  const {access, clusterToken, log, models, routes, shutdown, uploadDir, version} = options
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
   const guards = access ? accessGuards(access) : undefined
@@ -167,6 +170,7 @@ export function createApp(options: AppOptions): Koa {
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
       const request: RouteRequest = {
         body,
+        files: filesOf(ctx),
         headers: ctx.headers,
         log,
         models: observedModels(ctx, models),
@@ -207,7 +211,7 @@ export function createApp(options: AppOptions): Koa {
     const chain: Koa.Middleware[] = [
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

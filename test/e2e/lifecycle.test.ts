@@ -6,7 +6,6 @@
  */
 import Anthropic from '@anthropic-ai/sdk'
 import {expect} from 'chai'
-import {execa} from 'execa'
 import {existsSync} from 'node:fs'
 import {request as httpRequest} from 'node:http'
 import {join} from 'node:path'
@@ -14,26 +13,12 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import OpenAI from 'openai'
 
 import {FakeHub} from '../helpers/fake-hub.js'
+import {alive, childPids} from '../helpers/processes.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, type RunningService, startProgram, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const LAUNCH = {model_engine: 'llama.cpp', model_name: 'tiny-chat', n_ctx: 512, n_parallel: 2, n_threads: 1}
-
-/** The pids of a process's children (its model processes, for a service). */
-async function childPids(pid: number): Promise<number[]> {
-  const {stdout} = await execa('pgrep', ['-P', String(pid)], {reject: false})
-  return stdout.split('\n').filter(Boolean).map(Number)
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * A launch whose request the service has received (it answered `100 Continue`) but whose body is held until

@@ -155,4 +155,48 @@ describe('servicectl scaffold', function () {
       expect(unknown.status).to.equal(404)
     })
   })
+  describe('an external-engine plugin, whose models run as a program of their own', () => {
+    const SERVER_ENGINE = 'Mock.Server'
+    const SERVER_SLUG = 'mock-server'
+    let serverDir: string
+    let home: string
+    let service: RunningService
+
+    before(async () => {
+      serverDir = join(work, 'external engine')
+      const run = await servicectl(['scaffold', 'external-engine', SERVER_ENGINE, '--dir', serverDir])
+      expect(run.exitCode, run.stderr).to.equal(0)
+      expect(run.stdout).to.include(`Created engine plugin service-toolkit-plugin-engine-${SERVER_SLUG} in ${serverDir}`)
+      home = await temporaryDirectory('service-scaffold-external-')
+      const linked = await servicectl(['plugins', 'link', serverDir, '--no-install'], {env: {SERVICE_HOME: home}})
+      expect(linked.exitCode, linked.stderr).to.equal(0)
+      service = await startService({home})
+    })
+
+    after(async () => {
+      await service?.stop()
+      await rm(home, {force: true, recursive: true})
+    })
+
+    it('writes register.js and the program it runs, every placeholder filled, type-checking against the contract', async function () {
+      this.timeout(30_000)
+      expect(await readdir(serverDir)).to.have.members(['README.md', 'demo-model.txt', 'jsconfig.json', 'package.json', 'register.js', 'server.py'])
+      for (const file of await readdir(serverDir)) expect(await readFile(join(serverDir, file), 'utf8'), file).to.not.match(/__[A-Z][A-Z_]*__/)
+      const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
+      const check = await execa('node', [tsc, '-p', join(serverDir, 'jsconfig.json'), '--typeRoots', join(ROOT, 'node_modules/@types')], {all: true, reject: false})
+      expect(check.exitCode, check.all).to.equal(0)
+    })
+
+    it("runs the demo model's program and serves chat and completions through it", async () => {
+      const launched = await api(service, 'POST', '/v1/models', {model_engine: SERVER_ENGINE, model_name: `${SERVER_SLUG}-demo`})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+      const messages = [{content: 'scaffolded as a program', role: 'user'}]
+      const chat = await api(service, 'POST', '/v1/chat/completions', {messages, model: `${SERVER_SLUG}-demo`})
+      expect(chat.status, JSON.stringify(chat.body)).to.equal(200)
+      expect(chat.body.choices[0].message.content).to.equal('scaffolded as a program')
+      const completion = await api(service, 'POST', '/v1/completions', {max_tokens: 2, model: `${SERVER_SLUG}-demo`, prompt: 'one two three'})
+      expect(completion.status, JSON.stringify(completion.body)).to.equal(200)
+      expect(completion.body.choices[0]).to.deep.include({finish_reason: 'length', text: 'one two'})
+    })
+  })
 })

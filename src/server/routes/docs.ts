@@ -6,6 +6,7 @@
 import type {RouteDefinition} from '../../kernel/contracts.js'
 
 import {PUBLIC, requiredPermission} from '../../kernel/permissions.js'
+import {multipartSchema} from '../multipart.js'
 
 const openApiPath = (path: string) => path.replaceAll(/:(\w+)/g, '{$1}')
 const bodyTypes = (definition: RouteDefinition) => (definition.acceptsForm ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'])
@@ -18,9 +19,11 @@ export function openApiDocument(routes: Array<{definition: RouteDefinition; plug
     paths[path] ??= {}
     paths[path][definition.method.toLowerCase()] = {
       parameters: parameters.length > 0 ? parameters : undefined,
-      requestBody: definition.body
-        ? {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {schema: definition.body!.json}])), required: true}
-        : undefined,
+      requestBody: definition.multipart
+        ? {content: {'multipart/form-data': {schema: multipartSchema(definition)}}, required: true}
+        : definition.body
+          ? {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {schema: definition.body!.json}])), required: true}
+          : undefined,
       responses: {
         200: {content: {'application/json': {schema: definition.response ?? {}}}, description: 'Success'},
         default: {description: 'An error in the OpenAI envelope {error: {message, type, param, code}} (Anthropic shape under /anthropic)'},
@@ -41,8 +44,9 @@ export function docsPage(document: ReturnType<typeof openApiDocument>): string {
   const rows = Object.entries(document.paths)
     .flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, operation]) => {
-        const op = operation as {summary: string; requestBody?: {content: {'application/json': {schema: unknown}}}; 'x-permission': string}
-        const schema = op.requestBody ? `<details><summary>request body</summary><pre>${escape(JSON.stringify(op.requestBody.content['application/json'].schema, null, 2))}</pre></details>` : ''
+        const op = operation as {summary: string; requestBody?: {content: Record<string, {schema: unknown}>}; 'x-permission': string}
+        const [type, body] = Object.entries(op.requestBody?.content ?? {})[0] ?? []
+        const schema = body ? `<details><summary>request body${type === 'application/json' ? '' : ` (${escape(type)})`}</summary><pre>${escape(JSON.stringify(body.schema, null, 2))}</pre></details>` : ''
         return `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3><p>${escape(op.summary)} <small>permission: ${escape(op['x-permission'])}</small></p>${schema}</section>`
       }),
     )

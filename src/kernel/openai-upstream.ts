@@ -1,0 +1,150 @@
+/**
+ * Operations for an external engine whose program speaks the OpenAI API (vLLM's and SGLang's servers, llama.cpp's
+ * llama-server, a transformers host written to it): `chat` and `complete` turn the model type's payload into an
+ * OpenAI request, always stream it, and turn each chunk back into generation events as it arrives. Aborting the
+ * endpoint's signal (a client that went away) closes the upstream connection, which such servers take as a cancel.
+ */
+import {EventSourceParserStream} from 'eventsource-parser/stream'
+
+import type {ExternalEndpoint, ExternalOperation} from './external-engine.js'
+import type {ChatPayload, ChatTurn, CompletionPayload, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
+
+import {ServiceError} from './errors.js'
+
+export interface OpenAICompatibleOptions {
+  /** The `model` field of upstream requests; the served model's uid unless given (start the server with that name). */
+  model?: string
+}
+
+interface StreamChoice {
+  delta?: {content?: string | null; tool_calls?: Array<{index: number; function?: {name?: string; arguments?: string}}>}
+  text?: string
+  finish_reason?: string | null
+}
+
+interface StreamChunk {
+  choices?: StreamChoice[]
+  usage?: {prompt_tokens?: number; completion_tokens?: number} | null
+}
+
+const FINISH_REASONS = new Set<FinishReason>(['length', 'stop', 'tool_calls'])
+
+const sampling = (options: SamplingOptions) => ({
+  frequency_penalty: options.frequencyPenalty,
+  ignore_eos: options.ignoreEos,
+  logit_bias: options.logitBias,
+  max_tokens: options.maxTokens,
+  min_p: options.minP,
+  presence_penalty: options.presencePenalty,
+  seed: options.seed,
+  stop: options.stop,
+  temperature: options.temperature,
+  top_k: options.topK,
+  top_p: options.topP,
+})
+
+const message = (turn: ChatTurn) => ({
+  content: turn.content,
+  role: turn.role,
+  tool_call_id: turn.toolCallId,
+  tool_calls: turn.toolCalls?.map((call) => ({function: {arguments: call.arguments, name: call.name}, id: call.id, type: 'function'})),
+})
+
+const toolChoice = (choice: ToolChoice | undefined) => (typeof choice === 'object' ? {function: {name: choice.name}, type: 'function'} : choice)
+
+const responseFormat = (format: ResponseFormat | undefined) =>
+  format?.type === 'json_schema' ? {json_schema: {name: 'response', schema: format.schema}, type: 'json_schema'} : format
+
+/** The upstream server's refusal, in the service's vocabulary: its 4xx stay the client's fault, anything else is a 502. */
+async function upstreamError(response: Response): Promise<ServiceError> {
+  const text = await response.text().catch(() => '')
+  let reason = text.trim().slice(0, 500)
+  try {
+    const body = JSON.parse(text) as {error?: {message?: string} | string; message?: string; detail?: string}
+    reason = (typeof body.error === 'string' ? body.error : body.error?.message) ?? body.message ?? body.detail ?? reason
+  } catch {
+    // Not JSON: the text itself is the reason.
+  }
+
+  const clientFault = response.status >= 400 && response.status < 500
+  return new ServiceError(clientFault ? response.status : 502, clientFault ? 'invalid_request' : 'internal_error', `the model's server answered ${response.status}: ${reason || response.statusText}`)
+}
+
+/** Posts `body` with `stream: true` and yields each chunk's JSON as it arrives, until `[DONE]`. */
+async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Record<string, unknown>): AsyncGenerator<StreamChunk> {
+  const response = await fetch(`${endpoint.baseUrl}${path}`, {
+    body: JSON.stringify({...body, stream: true, stream_options: {include_usage: true}}),
+    headers: {'content-type': 'application/json'},
+    method: 'POST',
+    signal: endpoint.signal,
+  })
+  if (!response.ok || !response.body) throw await upstreamError(response)
+  const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  try {
+    while (true) {
+      const {done, value} = await reader.read()
+      // A server that dies mid-reply may still end its response cleanly; only `[DONE]` says the reply is whole.
+      if (done) throw new Error(`the model's server ended its reply to ${path} before [DONE]`)
+      if (value.data === '[DONE]') return
+      if (value.data) yield JSON.parse(value.data) as StreamChunk
+    }
+  } finally {
+    // A consumer that stops early closes the connection, so the server stops generating.
+    await reader.cancel().catch(() => undefined)
+  }
+}
+
+/** Generation events of one streamed choice, ending with `done` once the server has said why it stopped. */
+async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGenerator<GenerationEvent> {
+  let finishReason: FinishReason = 'stop'
+  let promptTokens = 0
+  let completionTokens = 0
+  const announced = new Set<number>()
+  for await (const chunk of chunks) {
+    if (chunk.usage) {
+      promptTokens = chunk.usage.prompt_tokens ?? promptTokens
+      completionTokens = chunk.usage.completion_tokens ?? completionTokens
+    }
+
+    const choice = chunk.choices?.[0]
+    if (!choice) continue
+    const text = choice.delta?.content ?? choice.text
+    if (text) yield {text, type: 'text'}
+    for (const call of choice.delta?.tool_calls ?? []) {
+      if (call.function?.name && !announced.has(call.index)) {
+        announced.add(call.index)
+        yield {index: call.index, name: call.function.name, type: 'tool_call'}
+      }
+
+      if (call.function?.arguments) yield {index: call.index, text: call.function.arguments, type: 'tool_arguments'}
+    }
+
+    if (choice.finish_reason) finishReason = FINISH_REASONS.has(choice.finish_reason as FinishReason) ? (choice.finish_reason as FinishReason) : 'stop'
+  }
+
+  yield {completionTokens, finishReason, promptTokens, type: 'done'}
+}
+
+/** `chat` and `complete` for a program that serves `/v1/chat/completions` and `/v1/completions`. */
+export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}): Record<string, ExternalOperation> {
+  const model = (endpoint: ExternalEndpoint) => options.model ?? endpoint.modelUid
+  return {
+    chat(payload, endpoint) {
+      const chat = payload as ChatPayload
+      return generationEvents(
+        streamChunks(endpoint, '/v1/chat/completions', {
+          ...sampling(chat),
+          messages: chat.messages.map((turn) => message(turn)),
+          model: model(endpoint),
+          response_format: responseFormat(chat.responseFormat),
+          tool_choice: toolChoice(chat.toolChoice),
+          tools: chat.tools?.map((tool) => ({function: {description: tool.description, name: tool.name, parameters: tool.parameters}, type: 'function'})),
+        }),
+      )
+    },
+    complete(payload, endpoint) {
+      const completion = payload as CompletionPayload
+      return generationEvents(streamChunks(endpoint, '/v1/completions', {...sampling(completion), model: model(endpoint), prompt: completion.prompt}))
+    },
+  }
+}

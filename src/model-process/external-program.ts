@@ -1,0 +1,195 @@
+/**
+ * The worker's side of a model instance served by an external engine's program (see kernel/external-engine.ts), the
+ * counterpart of InstanceProcess for Node engines, with the same states and the same answers: the launch waits for
+ * the program's health check and fails with its last lines of output if it exits or never becomes healthy first; a
+ * program that dies after it was ready fails every request in flight and later ones with a 503 saying why; a stop
+ * is SIGTERM, a grace period, then SIGKILL.
+ */
+import {setTimeout as delay} from 'node:timers/promises'
+
+import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
+import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
+import type {InstanceState} from '../protocol/worker.js'
+
+import {ServiceError, toServiceError} from '../kernel/errors.js'
+import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
+
+export interface ExternalProgramOptions {
+  logFile: string
+  /** Environment the program starts with, beyond the service's own (the engine's command may add more). */
+  env?: Record<string, string>
+  spawn?: SpawnProgram
+  /** Finds a free port; get-port's unless given. */
+  freePort?: () => Promise<number>
+}
+
+const HOST = '127.0.0.1'
+const DEFAULT_INTERVAL_MS = 250
+const DEFAULT_STOP_GRACE_MS = 10_000
+/** How long a request whose connection broke waits to learn whether the program died, to answer with why. */
+const EXIT_NOTICE_MS = 2000
+const REPORTED_LINES = 5
+
+/** Waits `ms`, or less when `signal` aborts first; never throws. */
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, {signal}).catch(() => {})
+
+async function getFreePort(): Promise<number> {
+  const {default: getPort} = await import('get-port')
+  return getPort({host: HOST})
+}
+
+/** `CUDA_VISIBLE_DEVICES` from the devices a load request names; none named leaves the variable as the service has it. */
+function deviceEnvironment(request: LoadRequest): {devices: number[]; env: Record<string, string>} {
+  const {devices} = request
+  if (!Array.isArray(devices)) return {devices: [], env: {}}
+  return {devices, env: {CUDA_VISIBLE_DEVICES: devices.join(',')}}
+}
+
+export class ExternalProgram {
+  state: InstanceState = 'loading'
+  info: LoadedModelInfo = {}
+  readonly operations: string[]
+  /** Why the program is gone, once it is. */
+  failure?: ServiceError
+  private program?: RunningProgram
+  private port = 0
+  /** Aborted when the program dies, ending the requests in flight. */
+  private readonly gone = new AbortController()
+
+  constructor(
+    readonly uid: string,
+    private readonly engine: ExternalEngine,
+    private readonly options: ExternalProgramOptions,
+    private readonly onCrash: (error: ServiceError) => void = () => {},
+  ) {
+    this.operations = Object.keys(engine.operations)
+  }
+
+  get pid(): number | undefined {
+    return this.program?.pid
+  }
+
+  private get baseUrl(): string {
+    return `http://${HOST}:${this.port}`
+  }
+
+  /** Starts the program and resolves once it answers its health check. */
+  async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
+    this.port = await (this.options.freePort ?? getFreePort)()
+    const devices = deviceEnvironment(request)
+    const env = {...this.options.env, ...devices.env}
+    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: devices.devices, env, port: this.port}
+    const command = await this.engine.command(request, context)
+    const spawn = this.options.spawn ?? (await programSpawner())
+    if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
+    this.program = spawn({args: command.args, cwd: command.cwd, env: {...env, ...command.env}, file: command.file, logFile: this.options.logFile})
+    const program = this.program
+    void program.exited.then((exit) => this.exited(exit))
+    onProgress?.(0)
+    await this.waitUntilHealthy(command.file, signal)
+    this.info = this.engine.info?.(request) ?? {}
+    this.state = 'ready'
+    onProgress?.(1)
+  }
+
+  /** One operation as a stream of events; aborting the signal (or the program dying) ends the upstream request. */
+  async *invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncGenerator<unknown> {
+    if (this.state !== 'ready') throw this.notServing()
+    const run = this.engine.operations[operation]
+    if (!run) throw new ServiceError(400, 'unsupported', `this model does not support "${operation}"`)
+    const stop = new AbortController()
+    try {
+      const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
+      yield* run(payload, endpoint)
+    } catch (error) {
+      throw await this.explain(error, signal)
+    } finally {
+      // A consumer that stops early (client disconnect) must end the upstream request too.
+      stop.abort()
+    }
+  }
+
+  /** Asks the program to exit (SIGTERM to its process group); kills it if it has not within the grace period. */
+  async dispose(graceMs = this.engine.stopGraceMs ?? DEFAULT_STOP_GRACE_MS): Promise<void> {
+    if (this.state === 'disposed') return
+    this.state = 'disposing'
+    const program = this.program
+    if (!program) {
+      this.state = 'disposed'
+      return
+    }
+
+    program.kill('SIGTERM')
+    const timer = setTimeout(() => program.kill('SIGKILL'), graceMs)
+    await program.exited
+    clearTimeout(timer)
+  }
+
+  private async waitUntilHealthy(file: string, signal?: AbortSignal): Promise<void> {
+    const {intervalMs = DEFAULT_INTERVAL_MS, path, timeoutMs} = this.engine.health
+    const deadline = AbortSignal.timeout(timeoutMs)
+    const waiting = AbortSignal.any([deadline, this.gone.signal, ...(signal ? [signal] : [])])
+    while (!waiting.aborted) {
+      try {
+        const response = await fetch(`${this.baseUrl}${path}`, {signal: AbortSignal.any([waiting, AbortSignal.timeout(Math.max(intervalMs, 1000))])})
+        await response.body?.cancel()
+        if (response.ok && this.state === 'loading') return
+      } catch {
+        // Not listening yet.
+      }
+
+      await sleep(intervalMs, waiting)
+    }
+
+    if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
+    if (this.failure) throw this.failure
+    throw new ServiceError(
+      500,
+      'launch_failed',
+      `model ${this.uid}'s program (${file}) did not answer GET ${path} with success within ${timeoutMs / 1000} s${this.lastLines()}.`,
+    )
+  }
+
+  private cancelled(): ServiceError {
+    return this.failure ?? new ServiceError(499, 'request_aborted', `the launch of ${this.uid} was cancelled while its program was starting.`)
+  }
+
+  private lastLines(): string {
+    const lines = this.program?.outputTail().slice(-REPORTED_LINES) ?? []
+    return lines.length > 0 ? `; its last output: ${lines.join(' | ')}` : '; it wrote nothing'
+  }
+
+  /** A request's failure as the client should read it: the program's crash when that is what broke it. */
+  private async explain(error: unknown, signal: AbortSignal): Promise<ServiceError> {
+    if (error instanceof ServiceError) return error
+    if (!signal.aborted && this.program && this.state === 'ready') await Promise.race([this.program.exited, sleep(EXIT_NOTICE_MS)])
+    if (signal.aborted) return new ServiceError(499, 'request_aborted', 'the request was cancelled.')
+    if (this.state !== 'ready') return this.notServing()
+    const shaped = toServiceError(error)
+    return shaped.status === 500 ? new ServiceError(502, 'internal_error', `model ${this.uid}'s program failed the request: ${(error as Error)?.message ?? error}`) : shaped
+  }
+
+  private notServing(): ServiceError {
+    if (this.failure) return this.failure
+    if (this.state === 'loading') return new ServiceError(503, 'model_not_ready', `model ${this.uid} is still loading; retry shortly.`)
+    return new ServiceError(503, 'model_not_ready', `model ${this.uid} is being terminated.`)
+  }
+
+  private exited(exit: {exitCode: number | null; signal: string | null}) {
+    const {state} = this
+    // A program asked to stop has not failed: requests still coming get "being terminated", a cancelled launch 499.
+    if (state === 'disposing') {
+      this.state = 'disposed'
+      this.gone.abort()
+      return
+    }
+
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
+
+    if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${how} before it was ready${this.lastLines()}.`)
+    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines()}; terminate it and launch it again.`)
+    this.state = 'crashed'
+    this.gone.abort(this.failure)
+    if (state === 'ready') this.onCrash(this.failure)
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The body parser of routes that declare `multipart` (kernel/uploads.ts): koa-body's multipart mode, which is
+ * formidable, enabled for those routes only. Files go to temporary paths and are removed once the response is over,
+ * whatever its outcome; formidable's refusals become the service's 400 and 413 answers.
+ */
+import type Koa from 'koa'
+
+import {unlink} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+
+import type {RouteDefinition} from '../kernel/contracts.js'
+import type {JsonSchema} from '../kernel/schema.js'
+import type {UploadedFile, UploadedFiles} from '../kernel/uploads.js'
+
+import {badRequest, ServiceError} from '../kernel/errors.js'
+
+/** formidable's error codes (formidable/src/FormidableError.js) for a body over a limit. */
+const TOO_LARGE = new Set([1006, 1007, 1009, 1015, 1016])
+
+interface FormidableFile {
+  filepath: string
+  originalFilename?: string | null
+  mimetype?: string | null
+  size: number
+}
+
+const megabytes = (bytes: number) => (bytes >= 1024 * 1024 ? `${+(bytes / 1024 / 1024).toFixed(1)} MiB` : bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`)
+
+let koaBodyModule: Promise<typeof import('koa-body')> | undefined
+
+/** Where a route's handler finds the request's files. */
+export const filesOf = (ctx: Koa.Context): UploadedFiles => (ctx.state as {files?: UploadedFiles}).files ?? {}
+
+function refusal(error: unknown, route: RouteDefinition, maxTotalBytes: number): ServiceError {
+  if (error instanceof ServiceError) return error
+  const {code, message} = error as {code?: number; message?: string}
+  const {maxFileBytes} = route.multipart!
+  if (code === 1016) return new ServiceError(413, 'invalid_request', `an uploaded file is larger than the ${megabytes(maxFileBytes)} (${maxFileBytes} bytes) limit of ${route.method} ${route.path}.`)
+  // formidable counts the total as the bytes arrive but a file's size only at its end, so either limit may be the one passed.
+  if (code === 1009)
+    return new ServiceError(413, 'invalid_request', `the uploaded files are over the limits of ${route.method} ${route.path}: ${megabytes(maxFileBytes)} (${maxFileBytes} bytes) a file, ${megabytes(maxTotalBytes)} (${maxTotalBytes} bytes) in all.`)
+  if (code !== undefined && TOO_LARGE.has(code)) return new ServiceError(413, 'invalid_request', `the request body is over a limit of ${route.method} ${route.path}: ${message}`)
+  return badRequest(`the request body is not valid multipart/form-data: ${message ?? error}`)
+}
+
+/** The OpenAPI schema of a multipart route's body: its text fields as its `body` schema has them, and its files. */
+export function multipartSchema(route: RouteDefinition): JsonSchema {
+  const fields = (route.body?.json ?? {properties: {}}) as {properties?: Record<string, unknown>; required?: string[]}
+  const files = Object.entries(route.multipart!.files)
+  return {
+    properties: {...fields.properties, ...Object.fromEntries(files.map(([name, {description}]) => [name, {description, format: 'binary', type: 'string'}]))},
+    required: [...(fields.required ?? []), ...files.filter(([, {required}]) => required).map(([name]) => name)],
+    type: 'object',
+  }
+}
+
+/** The request's files by field; a field the route does not take, or a required one missing, is a 400 naming it. */
+function checkFiles(route: RouteDefinition, files: Record<string, FormidableFile | FormidableFile[]>): UploadedFiles {
+  const declared = route.multipart!.files
+  const uploaded: UploadedFiles = {}
+  for (const [field, value] of Object.entries(files)) {
+    if (!declared[field]) throw badRequest(`\`${field}\` is not a file field of ${route.method} ${route.path}; it takes ${Object.keys(declared).join(', ')}.`, field)
+    uploaded[field] = (Array.isArray(value) ? value : [value]).map(
+      (file): UploadedFile => ({name: file.originalFilename ?? undefined, path: file.filepath, size: file.size, type: file.mimetype ?? undefined}),
+    )
+  }
+
+  for (const [field, {required}] of Object.entries(declared))
+    if (required && !uploaded[field]) throw badRequest(`\`${field}\` is required: send the file as a multipart/form-data part named ${field}.`, field)
+  return uploaded
+}
+
+/**
+ * Parses a multipart route's body into `ctx.request.body` (text fields) and the files `filesOf` gives. koa-body is
+ * loaded by the first upload, as the JSON parser is by the first JSON body.
+ */
+export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir()): Koa.Middleware {
+  const {files, maxFileBytes, maxTotalBytes = maxFileBytes * Object.keys(files).length} = route.multipart!
+  return async (ctx, next) => {
+    if (!ctx.is('multipart'))
+      throw badRequest(`${route.method} ${route.path} takes multipart/form-data (files in ${Object.keys(files).join(', ')}); this request sent ${ctx.get('content-type') || 'no Content-Type'}.`)
+    const written = new Set<string>()
+    let over = false
+    const removeAll = () => Promise.all([...written].map((path) => unlink(path).catch(() => {})))
+    // 'close' comes after the response is sent or the client went away, streamed replies included; files begun
+    // after it (a client that left mid-upload) are removed once the parser gives up.
+    ctx.res.once('close', () => {
+      over = true
+      void removeAll()
+    })
+    // Made per request, since the file list its onFileBegin fills is this request's.
+    const parse = (await (koaBodyModule ??= import('koa-body'))).koaBody({
+      formidable: {
+        maxFileSize: maxFileBytes,
+        maxTotalFileSize: maxTotalBytes,
+        onFileBegin: (_name: string, file: {filepath: string}) => written.add(file.filepath),
+        uploadDir,
+      },
+      json: false,
+      multipart: true,
+      text: false,
+      urlencoded: false,
+    })
+    try {
+      await parse(ctx, async () => {})
+    } catch (error) {
+      await removeAll()
+      throw refusal(error, route, maxTotalBytes)
+    } finally {
+      if (over) await removeAll()
+    }
+
+    try {
+      ;(ctx.state as {files?: UploadedFiles}).files = checkFiles(route, (ctx.request as {files?: Record<string, FormidableFile | FormidableFile[]>}).files ?? {})
+      await next()
+    } catch (error) {
+      await removeAll()
+      throw error
+    }
+
+    // A reply already whole no longer needs the files, so they are gone before it is sent; a streamed one may
+    // still read them, and 'close' removes them after it.
+    if (typeof (ctx.body as {pipe?: unknown} | undefined)?.pipe !== 'function') await removeAll()
+  }
+}
