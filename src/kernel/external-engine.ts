@@ -16,8 +16,8 @@ export interface ExternalLaunchContext {
   baseUrl: string
   /**
    * What the program's environment gets beyond the service's own, which it inherits: the engine's
-   * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` when the load request names devices. The command's `env` is
-   * merged over it.
+   * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` (with `CUDA_DEVICE_ORDER=PCI_BUS_ID`) when the load request
+   * names devices. The command's `env` is merged over it.
    */
   env: Record<string, string>
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */
