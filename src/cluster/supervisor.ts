@@ -103,9 +103,10 @@ export class Supervisor implements ModelDirectory, ModelService {
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.gpuHolder(worker)
     const candidates = gpuCandidates(request, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined), ({worker}) => holder(worker))
-    // With one candidate there is nothing to choose: its engine's own load error is the better answer. (No
-    // await otherwise, so the launch is in the table as soon as this call returns its promise.)
-    const need = candidates.length > 1 ? await this.memoryNeed(candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
+    // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
+    // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
+    // (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
+    const need = candidates.length > 1 || replicas > 1 ? await this.memoryNeed(candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
     if (this.closing) throw shuttingDown()
     const workers = chooseWorkers(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
