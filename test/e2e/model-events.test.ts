@@ -58,6 +58,16 @@ describe('model events and launch history (service-local, servicectl)', function
     expect((await api('GET', '/v1/models/never-launched/events')).status).to.equal(404)
   })
 
+  it('declares both routes in /openapi.json with their response schemas and the models:list permission', async () => {
+    const {paths} = (await api('GET', '/openapi.json')).body
+    const events = paths['/v1/models/{model_uid}/events'].get
+    expect(events['x-permission']).to.equal('models:list')
+    expect(events.responses[200].content['application/json'].schema.items.title).to.equal('ModelEvent')
+    const history = paths['/v1/launch_history'].get
+    expect(history['x-permission']).to.equal('models:list')
+    expect(history.responses[200].content['application/json'].schema.items.properties.outcome.enum).to.include('crashed')
+  })
+
   it('shows download milestones of a launch that downloads, each with its bytes', async () => {
     const model = {context_length: 2048, model_ability: ['chat'], model_lang: ['en'], model_name: 'events-hub', model_specs: [{model_format: 'ggufv2', model_hub: 'huggingface', model_id: REPO, model_size_in_billions: '0_5', model_file_name_template: 'tiny-{quantization}.gguf', quantizations: ['q4_0']}], version: 2}
     expect((await api('POST', '/v1/model_registrations/LLM', {model, persist: false})).status).to.equal(200)
