@@ -37,11 +37,22 @@ export interface ModelStateChanged {
   state: ModelState
   /** Why it failed or ended, for `error` and for a `terminated` that nobody asked for (a cancelled launch). */
   reason?: string
+  /** What a `launching` model is: engine, format, size, quantization, workers and parameters. */
+  details?: Record<string, unknown>
+}
+
+/** A step of a launch as its worker reports it: bytes downloaded, weights being generated, or loading. */
+export interface LaunchStepReported {
+  uid: string
+  stage: 'downloading' | 'generating' | 'loading'
+  downloadedBytes?: number
+  totalBytes?: number
 }
 
 interface ServiceEventMap {
   request: [RequestFinished]
   model: [ModelStateChanged]
+  launchStep: [LaunchStepReported]
 }
 
 export class ServiceEvents extends EventEmitter<ServiceEventMap> {
