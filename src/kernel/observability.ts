@@ -61,13 +61,16 @@ export class ServiceEvents extends EventEmitter<ServiceEventMap> {
   }
 }
 
+/** A cluster's liveness traffic, every few seconds per worker: its access lines are debug, so an idle cluster's log stays quiet. */
+const PERIODIC_ROUTES = new Set(['/v1/cluster/workers/heartbeat', '/v1/worker/health'])
+
 /**
  * One access line per request (info), with what it ran and how it went as fields; one line per model state change
  * (debug; the supervisor logs its own).
  */
 export function logServiceEvents(events: ServiceEvents, log: Logger): void {
   events.on('request', (event) =>
-    log.info(`${event.method} ${event.path}${event.completed ? '' : ' (client went away)'}`, {
+    log[PERIODIC_ROUTES.has(event.route) ? 'debug' : 'info'](`${event.method} ${event.path}${event.completed ? '' : ' (client went away)'}`, {
       status: event.status,
       duration_ms: Number(event.durationMs.toFixed(1)),
       route: event.route,
