@@ -11,6 +11,7 @@ import type {LaunchOptions, WorkerApi} from './worker.js'
 import {errorFromReply, sendJson} from '../client/http.js'
 import {readEventData} from '../client/server-sent-events.js'
 import {ServiceError} from '../kernel/errors.js'
+import {currentRequestId} from '../kernel/request-context.js'
 
 export interface RemoteWorkerOptions {
   /** Base URL of the worker's server, e.g. http://10.0.0.2:41000. */
@@ -23,6 +24,14 @@ export interface RemoteWorkerOptions {
   fetch?: typeof fetch
   now?: () => number
 }
+
+/** A call made for a request carries its id, so the worker's log lines (and its model's) about it carry it too. */
+const carryingRequestId =
+  (fetcher: typeof fetch): typeof fetch =>
+  (url, init) => {
+    const requestId = currentRequestId()
+    return fetcher(url, requestId === undefined ? init : {...init, headers: {...(init?.headers as Record<string, string>), 'x-request-id': requestId}})
+  }
 
 export class RemoteWorker implements WorkerApi {
   readonly id: string
@@ -39,7 +48,7 @@ export class RemoteWorker implements WorkerApi {
     this.id = options.address.replace(/^https?:\/\//, '')
     this.resources = options.resources
     this.running = options.instances
-    this.fetch = options.fetch ?? globalThis.fetch
+    this.fetch = carryingRequestId(options.fetch ?? globalThis.fetch)
     this.now = options.now ?? Date.now
     this.lastSeen = this.now()
   }

@@ -3,6 +3,7 @@ import {Flags} from '@oclif/core'
 import {loadAuthConfig} from '../auth/config.js'
 import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+import {logFormatFlag} from '../cli/log-format-flag.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Local extends ServiceProcessCommand {
@@ -11,12 +12,13 @@ export default class Local extends ServiceProcessCommand {
   static flags = {
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); every call then needs an API key or a login.'}),
     host: Flags.string({char: 'H', description: 'Address to listen on (0.0.0.0 for all interfaces) [default: 127.0.0.1].'}),
+    'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
   static program = 'service-local'
-  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--auth-config <file>]'
+  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Local)
@@ -25,7 +27,7 @@ export default class Local extends ServiceProcessCommand {
     const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
     const service = await startLocalService(
       this.config,
-      {...settings, host: flags.host ?? settings.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
       {auth},
     )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)

@@ -4,6 +4,7 @@ import {loadAuthConfig} from '../auth/config.js'
 import {CLUSTER_TOKEN_ENV, clusterTiming} from '../service/cluster-settings.js'
 import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+import {logFormatFlag} from '../cli/log-format-flag.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Supervisor extends ServiceProcessCommand {
@@ -13,12 +14,13 @@ export default class Supervisor extends ServiceProcessCommand {
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); workers then need --cluster-token.'}),
     'cluster-token': Flags.string({description: `Shared secret workers must present (also ${CLUSTER_TOKEN_ENV}); required with --auth-config.`, env: CLUSTER_TOKEN_ENV}),
     host: Flags.string({char: 'H', description: 'Address to listen on: this machine\'s address as clients and workers reach it [default: 127.0.0.1].'}),
+    'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
   static program = 'service-supervisor'
-  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>]'
+  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>] [--log-format text|json]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Supervisor)
@@ -28,7 +30,7 @@ export default class Supervisor extends ServiceProcessCommand {
       this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
     const service = await startLocalService(
       this.config,
-      {...settings, host: flags.host ?? settings.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
     this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)

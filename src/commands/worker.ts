@@ -4,6 +4,7 @@ import {CLUSTER_TOKEN_ENV} from '../service/cluster-settings.js'
 import {startWorkerService} from '../service/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
 import {checkedEndpoint} from '../cli/endpoint.js'
+import {logFormatFlag} from '../cli/log-format-flag.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
 
 export default class Worker extends ServiceProcessCommand {
@@ -13,12 +14,13 @@ export default class Worker extends ServiceProcessCommand {
     'cluster-token': Flags.string({description: `The cluster's shared secret (also ${CLUSTER_TOKEN_ENV}); needed when the supervisor has access control on.`, env: CLUSTER_TOKEN_ENV}),
     endpoint: Flags.string({char: 'e', description: 'The supervisor, e.g. http://10.0.0.1:9997.', required: true}),
     host: Flags.string({char: 'H', description: "This machine's address as the supervisor reaches it; the worker listens there.", required: true}),
+    'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: 'Port to listen on [default: any free port].', max: 65_535, min: 0}),
   }
   static hidden = true
   static program = 'service-worker'
-  static usage = 'service-worker -e <supervisor endpoint> -H <worker host> [--port <port>] [--cluster-token <secret>] [--log-level <level>]'
+  static usage = 'service-worker -e <supervisor endpoint> -H <worker host> [--port <port>] [--cluster-token <secret>] [--log-level <level>] [--log-format text|json]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Worker)
@@ -26,7 +28,7 @@ export default class Worker extends ServiceProcessCommand {
     const settings = await loadSettings()
     const service = await startWorkerService(
       this.config,
-      {...settings, host: flags.host, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
+      {...settings, host: flags.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
       {clusterToken: flags['cluster-token'], endpoint},
     )
     this.log(`Worker running at ${service.url}, joined the supervisor at ${endpoint}. Ctrl-C stops it and its models.`)

@@ -16,11 +16,14 @@ import type {JsonSchema, Schema} from './schema.js'
 /** Bumped when the contract changes incompatibly; a plugin may check it and refuse to register. */
 export const KERNEL_API_VERSION = 1
 
+/** Values a log line carries beside its message: `key=value` in text logs, properties in JSON logs. */
+export type LogFields = Record<string, boolean | number | string | undefined>
+
 export interface Logger {
-  debug(message: string): void
-  info(message: string): void
-  warn(message: string): void
-  error(message: string): void
+  debug(message: string, fields?: LogFields): void
+  info(message: string, fields?: LogFields): void
+  warn(message: string, fields?: LogFields): void
+  error(message: string, fields?: LogFields): void
 }
 
 /** Capabilities the kernel hands to plugins at registration time. */

@@ -18,7 +18,7 @@ export interface RequestFinished {
   completed: boolean
   streamed: boolean
   durationMs: number
-  /** The caller's `X-Request-Id`, when it sent one. */
+  /** The request's id: the caller's `X-Request-Id` when it sent an acceptable one, else one made for it. */
   requestId?: string
   /** The model the request ran on, when it ran one. */
   modelUid?: string
@@ -72,19 +72,25 @@ export class ServiceEvents extends EventEmitter<ServiceEventMap> {
   }
 }
 
-const optional = (label: string, value: number | string | undefined) => (value === undefined ? '' : ` ${label}=${value}`)
+/** A cluster's liveness traffic, every few seconds per worker: its access lines are debug, so an idle cluster's log stays quiet. */
+const PERIODIC_ROUTES = new Set(['/v1/cluster/workers/heartbeat', '/v1/worker/health'])
 
-/** One access line per request (debug) and one line per model state change (debug; the supervisor logs its own). */
+/**
+ * One access line per request (info), with what it ran and how it went as fields; one line per model state change
+ * (debug; the supervisor logs its own).
+ */
 export function logServiceEvents(events: ServiceEvents, log: Logger): void {
   events.on('request', (event) =>
-    log.debug(
-      `${event.method} ${event.path} ${event.status} ${event.durationMs.toFixed(1)}ms${event.completed ? '' : ' (client went away)'}` +
-        optional('model', event.modelUid) +
-        optional('prompt_tokens', event.promptTokens) +
-        optional('completion_tokens', event.completionTokens) +
-        optional('ttft_ms', event.ttftMs?.toFixed(1)) +
-        optional('request_id', event.requestId),
-    ),
+    log[PERIODIC_ROUTES.has(event.route) ? 'debug' : 'info'](`${event.method} ${event.path}${event.completed ? '' : ' (client went away)'}`, {
+      status: event.status,
+      duration_ms: Number(event.durationMs.toFixed(1)),
+      route: event.route,
+      model: event.modelUid,
+      prompt_tokens: event.promptTokens,
+      completion_tokens: event.completionTokens,
+      ttft_ms: event.ttftMs === undefined ? undefined : Number(event.ttftMs.toFixed(1)),
+      request_id: event.requestId,
+    }),
   )
   events.on('model', (event) => log.debug(`model ${event.uid} (${event.modelType} ${event.modelName}) is ${event.state}${event.reason ? `: ${event.reason}` : ''}`))
 }

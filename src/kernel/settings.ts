@@ -13,6 +13,8 @@ export interface ServiceSettings {
   host: string
   port: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
+  /** The service's and its model processes' log lines: `text` (default) or `json`; SERVICE_LOG_FORMAT, `log_format`. */
+  logFormat: 'text' | 'json'
   /** Hub weights come from when a launch names none: SERVICE_MODEL_SRC. */
   modelSource: string
   /** Folders `file://` model URIs must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
@@ -42,12 +44,14 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_level' | 'model_src', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
+  const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   return {
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
     home,
     host: String(file.host ?? DEFAULT_HOST),
+    logFormat: format === 'json' ? 'json' : 'text',
     logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
     modelSource: String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface'),
     port: Number(file.port ?? DEFAULT_PORT),

@@ -10,7 +10,8 @@ import type {FromInstance, ToInstance} from './messages.js'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {escapeControlCharacters} from '../util/logger.js'
+import {withRequestId} from '../kernel/request-context.js'
+import {createLogger} from '../util/logger.js'
 import {Outbox} from './outbox.js'
 
 const send = (message: FromInstance) =>
@@ -19,14 +20,13 @@ const send = (message: FromInstance) =>
     process.send!(message, undefined, undefined, () => resolve())
   })
 
-// Model processes log to stderr; the worker appends it to the model's log file.
-const write = (level: string, message: string) => process.stderr.write(`${level} ${escapeControlCharacters(message)}\n`)
-const log: Logger = {
-  debug: (m) => process.env.SERVICE_LOG_LEVEL === 'debug' && write('debug', m),
-  error: (m) => write('error', m),
-  info: (m) => write('info', m),
-  warn: (m) => write('warn', m),
-}
+// Model processes log to stderr, in the service's format; the worker appends it to the model's log file. Below
+// debug, the model's info lines are kept whatever the service's level: they are the model's whole story.
+const log: Logger = createLogger({
+  format: process.env.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text',
+  level: process.env.SERVICE_LOG_LEVEL === 'debug' ? 'debug' : 'info',
+  name: 'model',
+})
 
 let model: LoadedModel | undefined
 const running = new Map<number, AbortController>()
@@ -69,6 +69,9 @@ function streamInterval(setting = process.env.SERVICE_STREAM_INTERVAL_MS): numbe
 
 const outbox = new Outbox(send, streamInterval(), undefined, joinGenerationEvents)
 
+/** Runs an operation as part of its request, so the engine's log lines about it carry the request's id. */
+const invokeFor = (message: Extract<ToInstance, {type: 'invoke'}>) => (message.requestId === undefined ? invoke(message) : withRequestId(message.requestId, () => invoke(message)))
+
 async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   const controller = new AbortController()
   running.set(message.id, controller)
@@ -102,7 +105,7 @@ process.on('message', (message: ToInstance) => {
     }
 
     case 'invoke': {
-      void invoke(message)
+      void invokeFor(message)
       break
     }
 

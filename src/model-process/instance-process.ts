@@ -13,6 +13,7 @@ import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
+import {currentRequestId} from '../kernel/request-context.js'
 import {openPrivateLogFile} from '../util/logger.js'
 
 export interface SpawnedProcess {
@@ -189,7 +190,7 @@ export class InstanceProcess {
     const abort = () => this.process.send({id, type: 'abort'})
     signal.addEventListener('abort', abort, {once: true})
     try {
-      this.process.send({id, operation, payload, type: 'invoke'})
+      this.process.send({id, operation, payload, requestId: currentRequestId(), type: 'invoke'})
       while (true) {
         if (queue.length > 0) {
           yield queue.shift()

@@ -7,7 +7,8 @@ import type {ServiceErrorShape} from '../kernel/errors.js'
 
 export type ToInstance =
   | {type: 'load'; hostModule: string; request: LoadRequest}
-  | {type: 'invoke'; id: number; operation: string; payload: unknown}
+  /** `requestId`: the HTTP request the operation is for, which the model's log lines about it carry. */
+  | {type: 'invoke'; id: number; operation: string; payload: unknown; requestId?: string}
   | {type: 'abort'; id: number}
   | {type: 'dispose'}
 

@@ -1,6 +1,6 @@
 /**
  * `createApp` composes the Koa application from the kernel's routes (core and plugin alike); it never
- * listens. Order: error boundary → request logging and version header → access control for requests no
+ * listens. Order: request id → error boundary → request logging and version header → access control for requests no
  * route takes → routes (each guarded by its permission first) → method checks → 404.
  */
 import {createRequire} from 'node:module'
@@ -17,6 +17,7 @@ import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {observedModels, reportRequests} from './request-events.js'
+import {assignRequestIds} from './request-id.js'
 import {toServerSentEvents} from './sse.js'
 
 /**
@@ -129,6 +130,7 @@ export function createApp(options: AppOptions): Koa {
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
 
+  app.use(assignRequestIds())
   app.use(async (ctx, next) => {
     ctx.set(VERSION_HEADER, version)
     try {

@@ -10,6 +10,8 @@ import type {ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {RequestFinished, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap} from '../kernel/operations.js'
 
+import {requestIdOf} from './request-id.js'
+
 interface Observation {
   started: number
   modelUid?: string
@@ -32,7 +34,7 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
     const observation: Observation = {started: performance.now()}
     ;(ctx.state as {observation?: Observation}).observation = observation
     ctx.res.once('close', () => {
-      const requestId = ctx.get('x-request-id')
+      const requestId = requestIdOf(ctx)
       const event: RequestFinished = {
         completed: ctx.res.writableFinished,
         durationMs: performance.now() - observation.started,

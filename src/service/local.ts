@@ -57,7 +57,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const name = cluster ? 'service-supervisor' : 'service-local'
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
-  const log = createLogger({file: join(paths.logs, `${name}.log`), level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
+  const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   const version = config.version
   const kernel = await loadKernel(config, log)
   const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
@@ -75,7 +75,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ? []
     : [
         new LocalWorker({
-          env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
+          env: {...(process.env as Record<string, string>), SERVICE_LOG_FORMAT: settings.logFormat, SERVICE_LOG_LEVEL: settings.logLevel},
           id: 'local',
           kernel,
           log,

@@ -35,7 +35,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
   const homeLock = await lockHome(settings.home, ['worker'], {program: 'service-worker'})
   const paths = homePaths(settings.home)
-  const log = createLogger({file: join(paths.logs, 'service-worker.log'), level: settings.logLevel, name: 'worker'})
+  const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
   const version = config.version
   const kernel = await loadKernel(config, log)
 
@@ -64,7 +64,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
   const worker = new LocalWorker({
-    env: {...(process.env as Record<string, string>), SERVICE_LOG_LEVEL: settings.logLevel},
+    env: {...(process.env as Record<string, string>), SERVICE_LOG_FORMAT: settings.logFormat, SERVICE_LOG_LEVEL: settings.logLevel},
     id: listening.url.replace(/^https?:\/\//, ''),
     kernel,
     log,

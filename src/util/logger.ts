@@ -1,7 +1,10 @@
 import {chmodSync, createWriteStream, fchmodSync, mkdirSync, openSync, type WriteStream} from 'node:fs'
+import {createRequire} from 'node:module'
 import {dirname} from 'node:path'
 
-import type {Logger} from '../kernel/contracts.js'
+import type {LogFields, Logger} from '../kernel/contracts.js'
+
+import {currentRequestId} from '../kernel/request-context.js'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -41,23 +44,75 @@ export function openPrivateLogFile(file: string): WriteStream {
   return createWriteStream('', {fd})
 }
 
-/** Writes `time level message` lines to stderr and, when given, appends them to the process's log file. */
-export function createLogger({file, level = 'info', name}: {level?: LogLevel; file?: string; name: string}): FileLogger {
+/** Line-oriented text for people and `grep`, or one JSON object per line for log collectors. */
+export const LOG_FORMATS = ['text', 'json'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
+export interface LoggerOptions {
+  name: string
+  level?: LogLevel
+  format?: LogFormat
+  /** Where lines are appended besides stderr. */
+  file?: string
+}
+
+type LineWriter = (level: LogLevel, message: string, fields: LogFields) => string
+
+/** The fields a line carries: those given, escaped, and the id of the request it is about, if any. */
+function lineFields(fields: LogFields = {}): Record<string, boolean | number | string> {
+  const requestId = currentRequestId()
+  const all: LogFields = requestId === undefined || 'request_id' in fields ? fields : {...fields, request_id: requestId}
+  return Object.fromEntries(
+    Object.entries(all)
+      .filter((entry): entry is [string, boolean | number | string] => entry[1] !== undefined)
+      .map(([key, value]) => [key, typeof value === 'string' ? escapeControlCharacters(value) : value]),
+  )
+}
+
+/** `time level [name] message key=value…`, as the service has always written. */
+const textLine =
+  (name: string): LineWriter =>
+  (level, message, fields) =>
+    `${new Date().toISOString()} ${level.padEnd(5)} [${name}] ${escapeControlCharacters(message)}${Object.entries(fields)
+      .map(([key, value]) => ` ${key}=${value}`)
+      .join('')}\n`
+
+/**
+ * `{"level":"info","time":"…","name":"…","msg":"…",…fields}` written by pino, the structured logger most Node
+ * services use: its line format is what log collectors and `pino-pretty` already read. It is loaded only when
+ * JSON is asked for, so the default text log costs nothing more than before.
+ */
+function jsonLine(name: string, level: LogLevel): LineWriter {
+  const {pino} = createRequire(import.meta.url)('pino') as typeof import('pino')
+  let line = ''
+  const logger = pino(
+    {base: {name}, formatters: {level: (label) => ({level: label})}, level, timestamp: pino.stdTimeFunctions.isoTime},
+    {write: (written: string) => void (line = written)},
+  )
+  return (at, message, fields) => {
+    logger[at](fields, escapeControlCharacters(message))
+    return line
+  }
+}
+
+/** Writes one line per entry, as text or JSON, to stderr and, when given, appends it to the process's log file. */
+export function createLogger({file, format = 'text', level = 'info', name}: LoggerOptions): FileLogger {
   const threshold = LOG_LEVELS.indexOf(level)
   const stream = file ? openPrivateLogFile(file) : undefined
+  const line = format === 'json' ? jsonLine(name, level) : textLine(name)
 
-  const write = (at: LogLevel, message: string) => {
+  const write = (at: LogLevel, message: string, fields?: LogFields) => {
     if (LOG_LEVELS.indexOf(at) < threshold) return
-    const line = `${new Date().toISOString()} ${at.padEnd(5)} [${name}] ${escapeControlCharacters(message)}\n`
-    process.stderr.write(line)
-    stream?.write(line)
+    const written = line(at, message, lineFields(fields))
+    process.stderr.write(written)
+    stream?.write(written)
   }
 
   return {
     close: () => new Promise((resolve) => (stream ? stream.end(resolve) : resolve())),
-    debug: (m) => write('debug', m),
-    error: (m) => write('error', m),
-    info: (m) => write('info', m),
-    warn: (m) => write('warn', m),
+    debug: (m, fields) => write('debug', m, fields),
+    error: (m, fields) => write('error', m, fields),
+    info: (m, fields) => write('info', m, fields),
+    warn: (m, fields) => write('warn', m, fields),
   }
 }

@@ -23,7 +23,7 @@ describe('service events (service-local in process, openai client)', function ()
   before(async () => {
     const home = await temporaryDirectory()
     const config = await Config.load(ROOT)
-    service = await startLocalService(config, {allowedModelDirs: [], home, host: '127.0.0.1', logLevel: 'warn', modelSource: 'huggingface', port: 0})
+    service = await startLocalService(config, {allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'warn', modelSource: 'huggingface', port: 0})
     service.events!.on('request', (event) => requests.push(event))
     service.events!.on('model', (event) => models.push(event))
     client = new OpenAI({apiKey: 'not-needed', baseURL: `${service.url}/v1`, maxRetries: 0})

@@ -9,10 +9,19 @@ describe('settings', () => {
   it('reads a config file in SERVICE_HOME, lets the environment win over it, and defaults the rest', async () => {
     const home = await temporaryDirectory()
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
-    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logLevel: 'debug', modelSource: 'modelscope', port: 9998})
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'debug', modelSource: 'modelscope', port: 9998})
     const overridden = await loadSettings({SERVICE_HOME: home, SERVICE_LOG_LEVEL: 'warn', SERVICE_MODEL_SRC: 'huggingface'})
     expect(overridden).to.include({logLevel: 'warn', modelSource: 'huggingface'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory()})).to.include({logLevel: 'info', modelSource: 'huggingface', port: 9997})
+  })
+
+  it('reads the log format from the config file, the environment over it, and defaults to text', async () => {
+    const home = await temporaryDirectory()
+    expect(await loadSettings({SERVICE_HOME: home})).to.include({logFormat: 'text'})
+    await writeFile(`${home}/service.config.json`, JSON.stringify({log_format: 'json'}))
+    expect(await loadSettings({SERVICE_HOME: home})).to.include({logFormat: 'json'})
+    expect(await loadSettings({SERVICE_HOME: home, SERVICE_LOG_FORMAT: 'text'})).to.include({logFormat: 'text'})
+    expect(await loadSettings({SERVICE_HOME: await temporaryDirectory(), SERVICE_LOG_FORMAT: 'JSON'})).to.include({logFormat: 'json'})
   })
 
   it('reads the folders model files may come from: the config file relative to itself, the environment separated like PATH', async () => {
