@@ -39,9 +39,30 @@ export interface ModelStateChanged {
   reason?: string
 }
 
+/** A request has begun running on a model (its first operation there); its `request` event follows once it ends. */
+export interface RequestStarted {
+  method: string
+  route: string
+  modelUid: string
+  requestId?: string
+}
+
+/** A download of a model's weights from a hub has ended, complete or not. */
+export interface DownloadFinished {
+  hub: string
+  modelName: string
+  outcome: 'completed' | 'failed' | 'cancelled'
+  /** The bytes fetched from the hub this time (not those a resumed download already had). */
+  bytes: number
+  durationMs: number
+  reason?: string
+}
+
 interface ServiceEventMap {
   request: [RequestFinished]
+  requestStarted: [RequestStarted]
   model: [ModelStateChanged]
+  download: [DownloadFinished]
 }
 
 export class ServiceEvents extends EventEmitter<ServiceEventMap> {

@@ -26,6 +26,8 @@ import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
+import {metricsRoutes} from '../server/routes/metrics.js'
+import {ServiceMetrics} from '../server/metrics.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {stopOnce} from './stop-once.js'
@@ -65,6 +67,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   logServiceEvents(events, log)
 
   let supervisor: Supervisor | undefined
+  // In a cluster the workers' resources come from their heartbeats; their downloads stay on the workers.
+  const metrics = new ServiceMetrics({events, workers: () => supervisor?.describeWorkers() ?? []})
   const gpus = cluster ? [] : await discoverGpus(log)
   const workers = cluster
     ? []
@@ -78,7 +82,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           resources: () => machineResources(gpus),
           version,
-          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
+          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
         }),
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
@@ -96,12 +100,14 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     shutdown.abort(new ServiceError(503, 'shutting_down', `the ${cluster ? 'supervisor' : 'service'} is shutting down; this request was not completed.`))
     await supervisor.dispose()
     await listening.close()
+    metrics.dispose()
     await log.close()
   })
 
   const routes = [
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
