@@ -5,6 +5,7 @@
  * counts, the download's bytes, and this machine's memory as the worker's. Anonymous scrapes are refused.
  */
 import {expect} from 'chai'
+import {readFile} from 'node:fs/promises'
 import {availableParallelism, totalmem} from 'node:os'
 import {join} from 'node:path'
 import OpenAI from 'openai'
@@ -13,7 +14,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {FakeHub} from '../helpers/fake-hub.js'
-import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
+import {callApi, ROOT, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const REPO = 'test-org/metrics-GGUF'
 const ADMIN = apiKeyOf('root')
@@ -160,6 +161,14 @@ describe('metrics (service-local --auth-config, openai client, Prometheus text p
     expect(value(families, 'service_downloads_total', {hub: 'huggingface', outcome: 'failed'})).to.equal(1)
     expect(value(families, 'service_download_bytes_total', {hub: 'huggingface'})).to.be.at.least(downloadedBytes)
     expect(value(families, 'service_model_failures_total', {model_name: 'corrupt'})).to.equal(1)
+  })
+
+  it('serves every series the Grafana dashboard in the repository queries', async () => {
+    const dashboard = await readFile(join(ROOT, 'deploy/grafana/service-dashboard.json'), 'utf8')
+    const queried = new Set(dashboard.match(/\b(?:vllm:|service_|process_|nodejs_)[a-z0-9_:]+/g))
+    expect(queried.size).to.be.greaterThan(10)
+    const families = await scrape()
+    expect([...queried].filter((name) => !families.has(name))).to.deep.equal([])
   })
 })
 
