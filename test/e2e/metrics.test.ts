@@ -9,23 +9,16 @@ import {readFile} from 'node:fs/promises'
 import {availableParallelism, totalmem} from 'node:os'
 import {join} from 'node:path'
 import OpenAI from 'openai'
-import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {FakeHub} from '../helpers/fake-hub.js'
+import {type Families, sampleValue, scrapeMetrics} from '../helpers/prometheus.js'
 import {callApi, ROOT, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const REPO = 'test-org/metrics-GGUF'
 const ADMIN = apiKeyOf('root')
 const SCRAPER = apiKeyOf('only-metrics:read')
-
-interface Sample {
-  labels?: Record<string, string>
-  value?: string
-}
-
-type Families = Map<string, {type: string; metrics: Sample[]}>
 
 const family = {
   context_length: 2048,
@@ -44,29 +37,7 @@ describe('metrics (service-local --auth-config, openai client, Prometheus text p
   const usage = {completion: 0, prompt: 0}
   const api = (method: string, path: string, body?: unknown, key = ADMIN) => callApi(service, method, path, body, {authorization: `Bearer ${key}`})
 
-  async function scrape(key = SCRAPER): Promise<Families> {
-    const response = await fetch(`${service.url}/metrics`, {headers: {authorization: `Bearer ${key}`}})
-    expect(response.status).to.equal(200)
-    expect(response.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/)
-    const text = await response.text()
-    // The parser folds a histogram's series into one sample and keeps the labels only of histograms that have none;
-    // read again without their TYPE lines, a labelled histogram's `_bucket`, `_count` and `_sum` are series of their own.
-    const parse = (exposition: string) => parsePrometheusTextFormat(exposition) as Array<{name: string; type: string; metrics: Sample[]}>
-    const families: Families = new Map(parse(text).map(({metrics, name, type}) => [name, {metrics, type}]))
-    const typed = new Set(families.keys())
-    for (const {metrics, name} of parse(text.replaceAll(/^# TYPE \S+ histogram$/gm, '')))
-      if (!typed.has(name)) families.set(name, {metrics: [...(families.get(name)?.metrics ?? []), ...metrics], type: 'UNTYPED'})
-    return families
-  }
-
-  /** The one sample of a series whose labels include these, as a number. */
-  function value(families: Families, name: string, labels: Record<string, string> = {}): number {
-    const series = families.get(name)
-    expect(series, name).to.not.equal(undefined)
-    const matching = series!.metrics.filter((sample) => Object.entries(labels).every(([key, wanted]) => (sample.labels?.[key] ?? '') === wanted))
-    expect(matching, `${name} ${JSON.stringify(labels)}`).to.have.length(1)
-    return Number(matching[0].value)
-  }
+  const scrape = (key = SCRAPER) => scrapeMetrics(service.url, {authorization: `Bearer ${key}`})
 
   before(async () => {
     const directory = await temporaryDirectory()
@@ -124,43 +95,43 @@ describe('metrics (service-local --auth-config, openai client, Prometheus text p
       return answered(scraped) === 6 ? scraped : undefined
     }, 'the six requests to be counted')
     const chat = {method: 'POST', route: '/v1/chat/completions'}
-    expect(value(families, 'service_requests_total', {...chat, model_name: 'tiny', status: '200'})).to.equal(3)
-    expect(value(families, 'service_requests_total', {...chat, model_name: '', status: '404'})).to.equal(1)
-    expect(value(families, 'service_requests_total', {...chat, model_name: '', status: '400'})).to.equal(1)
-    expect(value(families, 'service_requests_total', {method: 'POST', model_name: 'tiny', route: '/v1/completions', status: '200'})).to.equal(1)
-    expect(value(families, 'service_request_duration_seconds_count', {...chat, model_name: 'tiny'})).to.equal(3)
+    expect(sampleValue(families, 'service_requests_total', {...chat, model_name: 'tiny', status: '200'})).to.equal(3)
+    expect(sampleValue(families, 'service_requests_total', {...chat, model_name: '', status: '404'})).to.equal(1)
+    expect(sampleValue(families, 'service_requests_total', {...chat, model_name: '', status: '400'})).to.equal(1)
+    expect(sampleValue(families, 'service_requests_total', {method: 'POST', model_name: 'tiny', route: '/v1/completions', status: '200'})).to.equal(1)
+    expect(sampleValue(families, 'service_request_duration_seconds_count', {...chat, model_name: 'tiny'})).to.equal(3)
 
     const model = {model_name: 'tiny'}
-    expect(value(families, 'vllm:prompt_tokens_total', model)).to.equal(usage.prompt)
-    expect(value(families, 'vllm:generation_tokens_total', model)).to.equal(usage.completion)
-    expect(value(families, 'vllm:request_success_total', model)).to.equal(4)
-    expect(value(families, 'vllm:e2e_request_latency_seconds_count', model)).to.equal(4)
-    expect(value(families, 'vllm:e2e_request_latency_seconds_bucket', {...model, le: '+Inf'})).to.equal(4)
-    expect(value(families, 'vllm:time_to_first_token_seconds_count', model)).to.equal(4)
-    expect(value(families, 'vllm:time_per_output_token_seconds_count', model)).to.equal(4)
-    expect(value(families, 'vllm:num_requests_running', model)).to.equal(0)
+    expect(sampleValue(families, 'vllm:prompt_tokens_total', model)).to.equal(usage.prompt)
+    expect(sampleValue(families, 'vllm:generation_tokens_total', model)).to.equal(usage.completion)
+    expect(sampleValue(families, 'vllm:request_success_total', model)).to.equal(4)
+    expect(sampleValue(families, 'vllm:e2e_request_latency_seconds_count', model)).to.equal(4)
+    expect(sampleValue(families, 'vllm:e2e_request_latency_seconds_bucket', {...model, le: '+Inf'})).to.equal(4)
+    expect(sampleValue(families, 'vllm:time_to_first_token_seconds_count', model)).to.equal(4)
+    expect(sampleValue(families, 'vllm:time_per_output_token_seconds_count', model)).to.equal(4)
+    expect(sampleValue(families, 'vllm:num_requests_running', model)).to.equal(0)
     expect(families.get('vllm:e2e_request_latency_seconds')!.type).to.equal('HISTOGRAM')
     expect(families.get('vllm:prompt_tokens_total')!.type).to.equal('COUNTER')
   })
 
   it("reports the worker's resources, the models by state and the process", async () => {
     const families = await scrape()
-    expect(value(families, 'service_worker_up', {worker: 'local'})).to.equal(1)
-    expect(value(families, 'service_worker_memory_total_bytes', {worker: 'local'})).to.equal(totalmem())
-    expect(value(families, 'service_worker_cpu_count', {worker: 'local'})).to.equal(availableParallelism())
-    expect(value(families, 'service_models', {state: 'ready'})).to.equal(1)
-    expect(value(families, 'process_cpu_user_seconds_total')).to.be.greaterThan(0)
-    expect(value(families, 'nodejs_heap_size_used_bytes')).to.be.greaterThan(0)
+    expect(sampleValue(families, 'service_worker_up', {worker: 'local'})).to.equal(1)
+    expect(sampleValue(families, 'service_worker_memory_total_bytes', {worker: 'local'})).to.equal(totalmem())
+    expect(sampleValue(families, 'service_worker_cpu_count', {worker: 'local'})).to.equal(availableParallelism())
+    expect(sampleValue(families, 'service_models', {state: 'ready'})).to.equal(1)
+    expect(sampleValue(families, 'process_cpu_user_seconds_total')).to.be.greaterThan(0)
+    expect(sampleValue(families, 'nodejs_heap_size_used_bytes')).to.be.greaterThan(0)
   })
 
   it('counts downloads by outcome and the bytes fetched', async () => {
     const failed = await api('POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'hub-metrics', model_uid: 'corrupt', n_threads: 1, quantization: 'q8_0'})
     expect(failed.status, JSON.stringify(failed.body)).to.be.within(400, 599)
     const families = await scrape()
-    expect(value(families, 'service_downloads_total', {hub: 'huggingface', outcome: 'completed'})).to.equal(1)
-    expect(value(families, 'service_downloads_total', {hub: 'huggingface', outcome: 'failed'})).to.equal(1)
-    expect(value(families, 'service_download_bytes_total', {hub: 'huggingface'})).to.be.at.least(downloadedBytes)
-    expect(value(families, 'service_model_failures_total', {model_name: 'corrupt'})).to.equal(1)
+    expect(sampleValue(families, 'service_downloads_total', {hub: 'huggingface', outcome: 'completed'})).to.equal(1)
+    expect(sampleValue(families, 'service_downloads_total', {hub: 'huggingface', outcome: 'failed'})).to.equal(1)
+    expect(sampleValue(families, 'service_download_bytes_total', {hub: 'huggingface'})).to.be.at.least(downloadedBytes)
+    expect(sampleValue(families, 'service_model_failures_total', {model_name: 'corrupt'})).to.equal(1)
   })
 
   it('serves every series the Grafana dashboard in the repository queries', async () => {
