@@ -14,10 +14,12 @@ import type {WorkerStatus} from '../protocol/worker.js'
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160]
 const TOKEN_INTERVAL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5]
 
+/** A worker with its resources as it last reported them (a remote worker in its heartbeats). */
+type ReportedWorker = Pick<WorkerStatus, 'id' | 'resources' | 'state'>
+
 export interface MetricsSources {
   events: ServiceEvents
-  /** Every worker with its resources as last reported (a remote worker's from its heartbeats). */
-  workers: () => Array<Pick<WorkerStatus, 'id' | 'resources' | 'state'>>
+  workers: () => ReportedWorker[]
 }
 
 /** What `GET /metrics` answers. */
@@ -111,6 +113,7 @@ export class ServiceMetrics implements MetricsExposition {
 
   private modelSeries() {
     const states = this.modelStates
+    // Registered with the registry, which reads it on every scrape.
     new Gauge({
       collect() {
         this.reset()
@@ -146,7 +149,7 @@ export class ServiceMetrics implements MetricsExposition {
   private workerSeries() {
     const {workers} = this.sources
     const registers = [this.registry]
-    const gauge = (name: string, help: string, labelNames: string[], values: (worker: ReturnType<typeof workers>[number]) => Array<[Record<string, string>, number]>) =>
+    const gauge = (name: string, help: string, labelNames: string[], values: (worker: ReportedWorker) => Array<[Record<string, string>, number]>) =>
       new Gauge({
         collect() {
           this.reset()
@@ -162,7 +165,7 @@ export class ServiceMetrics implements MetricsExposition {
     gauge('service_worker_memory_total_bytes', "The worker machine's memory.", [], (worker) => [[{}, worker.resources.memory_total_bytes]])
     gauge('service_worker_memory_free_bytes', "The worker machine's free memory.", [], (worker) => [[{}, worker.resources.memory_free_bytes]])
     const gpuLabels = ['gpu', 'gpu_name', 'gpu_uuid']
-    const perGpu = (field: 'memory_free_bytes' | 'memory_total_bytes') => (worker: ReturnType<typeof workers>[number]) =>
+    const perGpu = (field: 'memory_free_bytes' | 'memory_total_bytes') => (worker: ReportedWorker) =>
       worker.resources.gpus.map((gpu): [Record<string, string>, number] => [{gpu: String(gpu.index), gpu_name: gpu.name, gpu_uuid: gpu.uuid}, gpu[field]])
     gauge('service_worker_gpu_memory_total_bytes', "Memory of each of the worker's GPUs.", gpuLabels, perGpu('memory_total_bytes'))
     gauge('service_worker_gpu_memory_free_bytes', "Free memory of each of the worker's GPUs.", gpuLabels, perGpu('memory_free_bytes'))
