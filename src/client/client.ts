@@ -15,6 +15,7 @@
  */
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
+import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
@@ -175,6 +176,16 @@ export class Client {
 
   get(uid: string): Promise<RunningModel> {
     return this.request('GET', `/v1/models/${encodeURIComponent(uid)}`)
+  }
+
+  /** A model's events, oldest first: launch, download milestones, ready, crash with its reason, terminate. */
+  events(uid: string): Promise<ModelEvent[]> {
+    return this.request('GET', `/v1/models/${encodeURIComponent(uid)}/events`)
+  }
+
+  /** Past and current launches, newest first, with their outcome (optionally of one model name). */
+  history(modelName?: string): Promise<LaunchRecord[]> {
+    return this.request('GET', `/v1/launch_history${modelName ? `?model_name=${encodeURIComponent(modelName)}` : ''}`)
   }
 
   async terminate(uid: string): Promise<void> {

@@ -46,9 +46,3 @@ export async function discoverGpus(log: Logger, run: RunProgram = runProgram): P
     return []
   }
 }
-
-/** The environment that limits a model's process to its GPUs (CUDA numbers them as nvidia-smi does). */
-export function gpuEnvironment(gpus: number[] | undefined): Record<string, string> {
-  if (gpus === undefined) return {}
-  return {CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: gpus.join(',')}
-}

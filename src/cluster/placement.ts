@@ -41,25 +41,44 @@ export function namedCandidates<W>(ready: Array<PlacementCandidate<W>>, workerIp
 }
 
 /**
+ * How many replicas needing `need` bytes each fit in each candidate's free memory, all of them when `need` is
+ * undefined (no estimate: nothing to check).
+ */
+function replicaRoom<W>(candidates: Array<PlacementCandidate<W>>, need: number | undefined, replicas: number): number[] {
+  return candidates.map(({status}) => (need === undefined || need <= 0 ? replicas : Math.floor(status.resources.memory_free_bytes / need)))
+}
+
+/**
  * Chooses a worker for each replica: among the candidates, the ones with the memory the model needs free
  * (`need` undefined: no check), then the fewest replicas of this model, the fewest models, and the most memory
- * free. When none fits, the 503 says why for each worker.
+ * free. Replicas placed on one worker add up: a worker takes only as many as its free memory holds, so a launch
+ * whose replicas cannot all be placed is refused whole, before any of them starts, with what each worker has room for.
  */
 export function chooseWorkers<W>(candidates: Array<PlacementCandidate<W>>, need: number | undefined, replicas: number, uid: string): W[] {
   const free = (candidate: PlacementCandidate<W>) => candidate.status.resources.memory_free_bytes
-  const fits = need === undefined ? candidates : candidates.filter((candidate) => free(candidate) >= need)
+  const rooms = replicaRoom(candidates, need, replicas)
+  const room = new Map(candidates.map((candidate, index) => [candidate, rooms[index]]))
+  const fits = candidates.filter((candidate) => room.get(candidate)! > 0)
   if (fits.length === 0)
     throw new ServiceError(
       503,
       'overloaded',
       `no worker has the ${gib(need!)} ${uid} needs: ${candidates.map((c) => `${c.status.id} has ${gib(free(c))} free`).join('; ')}. Terminate a model, or launch with a smaller n_ctx or quantization.`,
     )
+  const total = fits.reduce((sum, candidate) => sum + room.get(candidate)!, 0)
+  if (total < replicas)
+    throw new ServiceError(
+      503,
+      'overloaded',
+      `replica ${replicas} of ${uid} needs ${gib(need! * replicas)} (${gib(need!)} each), but the workers have room for ${total}: ${candidates.map((c) => `${c.status.id} has ${gib(free(c))} free, room for ${room.get(c)}`).join('; ')}. Launch at most ${total} replicas, or terminate a model.`,
+      'replica',
+    )
   const load = new Map(fits.map((candidate) => [candidate, candidate.models]))
   const chosen: Array<PlacementCandidate<W>> = []
   const mine = (candidate: PlacementCandidate<W>) => chosen.filter((c) => c === candidate).length
   for (let i = 0; i < replicas; i++) {
     // Replicas of this model spread first, so a lost worker takes as few of them as possible.
-    const [best] = [...load.keys()].sort((a, b) => mine(a) - mine(b) || load.get(a)! - load.get(b)! || free(b) - free(a))
+    const [best] = [...load.keys()].filter((c) => mine(c) < room.get(c)!).sort((a, b) => mine(a) - mine(b) || load.get(a)! - load.get(b)! || free(b) - free(a))
     chosen.push(best)
     load.set(best, load.get(best)! + 1)
   }

@@ -14,13 +14,14 @@ import type {CachedModel} from '../protocol/cache.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {ModelService} from '../protocol/services.js'
-import type {InstanceLaunch, InstanceSummary, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
 import type {WorkerApi} from './worker.js'
 
 import {conflict, ServiceError} from '../kernel/errors.js'
 import {cacheEntryName} from '../weights/cache.js'
 import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
+import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
 import {advance} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
@@ -103,9 +104,10 @@ export class Supervisor implements ModelDirectory, ModelService {
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.gpuHolder(worker)
     const candidates = gpuCandidates(request, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined), ({worker}) => holder(worker))
-    // With one candidate there is nothing to choose: its engine's own load error is the better answer. (No
-    // await otherwise, so the launch is in the table as soon as this call returns its promise.)
-    const need = candidates.length > 1 ? await this.memoryNeed(candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
+    // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
+    // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
+    // (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
+    const need = candidates.length > 1 || replicas > 1 ? await this.memoryNeed(candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
     if (this.closing) throw shuttingDown()
     const workers = chooseWorkers(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
@@ -135,7 +137,7 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.table.add(record)
     placed()
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
-    this.changed(record, 'launching')
+    this.changed(record, 'launching', undefined, launchDetails(record))
     record.done = this.run(record, (replica) => ({
       engine: engine.name,
       load: {...load, modelUid: replica.uid, ...(replica.gpus ? {devices: replica.gpus} : {})},
@@ -222,7 +224,11 @@ export class Supervisor implements ModelDirectory, ModelService {
   private async run(record: InstanceRecord, launchOf: (replica: Replica) => InstanceLaunch): Promise<void> {
     const {uid} = record
     try {
-      const options = {onProgress: (step: Parameters<typeof advance>[1]) => advance(record, step), signal: record.controller.signal}
+      const onProgress = (step: LaunchStep) => {
+        advance(record, step)
+        this.options.events?.report('launchStep', stepReport(uid, step))
+      }
+      const options = {onProgress, signal: record.controller.signal}
       const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.launch(launchOf(replica), options)))
       const failed = results.find((result) => result.status === 'rejected')
       const cancelled = record.controller.signal.aborted
@@ -310,8 +316,8 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.table.clear()
   }
 
-  private changed(record: InstanceRecord, state: ModelState, reason?: string) {
-    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {})})
+  private changed(record: InstanceRecord, state: ModelState, reason?: string, details?: Record<string, unknown>) {
+    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...(details ? {details} : {})})
   }
 
   /** A worker's GPUs, and which models hold which (a launching model's too). */

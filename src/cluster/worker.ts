@@ -11,8 +11,8 @@ import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemor
 import type {Kernel} from '../kernel/kernel.js'
 import type {CachedModel} from '../weights/cache.js'
 
+import {gpuEnvironment} from '../kernel/devices.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
-import {gpuEnvironment} from './devices.js'
 import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'

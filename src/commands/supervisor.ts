@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {loadAuthConfig} from '../auth/config.js'
-import {CLUSTER_TOKEN_ENV, clusterTiming} from '../protocol/membership.js'
+import {CLUSTER_TOKEN_ENV, clusterTiming} from '../service/cluster-settings.js'
 import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {CLUSTER_TOKEN_ENV} from '../protocol/membership.js'
+import {CLUSTER_TOKEN_ENV} from '../service/cluster-settings.js'
 import {startWorkerService} from '../service/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
 import {checkedEndpoint} from '../cli/endpoint.js'

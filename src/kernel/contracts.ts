@@ -6,8 +6,8 @@
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {ErrorCode, ServiceError} from './errors.js'
-import type {ExternalEngine, ExternalOperation} from './external-engine.js'
-import type {OpenAICompatibleOptions} from './openai-upstream.js'
+import type {ExternalEngine} from './external-engine.js'
+import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
 import type * as schema from './schema.js'
@@ -38,7 +38,7 @@ export interface KernelApi {
   /** Helpers for engines that run a program of their own (`EngineDefinition.external`). */
   external: {
     /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
-    openAICompatible(options?: OpenAICompatibleOptions): Record<string, ExternalOperation>
+    openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
   }
 }
 
@@ -100,7 +100,8 @@ export interface EngineDefinition {
   hostModule?: string
   /**
    * Runs each model as a program of its own (a Python server, a native binary) instead of `hostModule`: the kernel
-   * gives it a port, environment and log file, waits for its health check and routes operations to it.
+   * gives it a port, environment and log file, waits for its health check and routes operations to it. Declare it
+   * as `ExternalEngine<LlmOperations>` (its model type's operations) to have its operations checked.
    */
   external?: ExternalEngine
   /**

@@ -6,6 +6,7 @@
  * The engine only says how to start it and how each operation maps onto what it serves.
  */
 import type {LoadedModelInfo, LoadRequest} from './contracts.js'
+import type {OperationMap, OperationSpec, UntypedOperations} from './operations.js'
 
 /** What the kernel gives the engine to build the program's command line from. */
 export interface ExternalLaunchContext {
@@ -15,8 +16,8 @@ export interface ExternalLaunchContext {
   baseUrl: string
   /**
    * What the program's environment gets beyond the service's own, which it inherits: the engine's
-   * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` when the load request names devices. The command's `env` is
-   * merged over it.
+   * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` (with `CUDA_DEVICE_ORDER=PCI_BUS_ID`) when the load request
+   * names devices. The command's `env` is merged over it.
    */
   env: Record<string, string>
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */
@@ -43,12 +44,25 @@ export interface ExternalEndpoint {
 }
 
 /**
- * One operation of a model served by its program: takes the model type's payload (a `ChatPayload` for `chat`),
- * yields the model type's events. Streaming replies should be yielded as they arrive.
+ * The operations of a model served by its program, checked against its model type's (`ExternalOperations<LlmOperations>`):
+ * each takes the type's payload (a `ChatPayload` for `chat`) and yields the type's events, as they arrive when the
+ * program streams.
  */
-export type ExternalOperation = (payload: unknown, endpoint: ExternalEndpoint) => AsyncIterable<unknown>
+export type ExternalOperations<Ops extends OperationMap<Ops> = UntypedOperations> = {
+  [K in keyof Ops]: (payload: Ops[K]['payload'], endpoint: ExternalEndpoint) => AsyncIterable<Ops[K]['event']>
+}
 
-export interface ExternalEngine {
+/**
+ * Operations as the kernel holds them whatever the model type: a payload it forwards without reading (typed
+ * `never`, so that every model type's operations fit) and events it passes on to the route.
+ */
+export type ForwardedOperations = Record<string, OperationSpec<never, unknown>>
+
+/**
+ * `Ops`: the operations of the model types it serves, e.g. `LlmOperations`; annotate the engine with them
+ * (`ExternalEngine<LlmOperations>`) to have its operations checked at compile time.
+ */
+export interface ExternalEngine<Ops extends OperationMap<Ops> = ForwardedOperations> {
   /** The program that serves one model instance: it must listen on `context.port` and answer `health.path`. */
   command(request: LoadRequest, context: ExternalLaunchContext): ExternalCommand | Promise<ExternalCommand>
   health: {
@@ -60,7 +74,7 @@ export interface ExternalEngine {
     intervalMs?: number
   }
   /** How each operation maps onto the program; see `api.external.openAICompatible` for servers that speak OpenAI. */
-  operations: Record<string, ExternalOperation>
+  operations: Partial<ExternalOperations<Ops>>
   /** What the model can do once ready (abilities, context length). */
   info?(request: LoadRequest): LoadedModelInfo
   /** How long the program has to exit after SIGTERM before it is killed; 10 s unless given. */

@@ -1,6 +1,6 @@
 /**
  * The service's one observability seam: the HTTP app reports every finished request and the supervisor every change
- * of a model's state, on one typed emitter that logs (and later metrics and the events API) subscribe to. Emitting
+ * of a model's state, on one typed emitter that the log, the metrics and the events API subscribe to. Emitting
  * never waits on a subscriber, and a subscriber that throws is logged rather than failing the request.
  */
 import {EventEmitter} from 'node:events'
@@ -37,6 +37,16 @@ export interface ModelStateChanged {
   state: ModelState
   /** Why it failed or ended, for `error` and for a `terminated` that nobody asked for (a cancelled launch). */
   reason?: string
+  /** What a `launching` model is: engine, format, size, quantization, workers and parameters. */
+  details?: Record<string, unknown>
+}
+
+/** A step of a launch as its worker reports it: bytes downloaded, weights being generated, or loading. */
+export interface LaunchStepReported {
+  uid: string
+  stage: 'downloading' | 'generating' | 'loading'
+  downloadedBytes?: number
+  totalBytes?: number
 }
 
 /** A request has begun running on a model (its first operation there); its `request` event follows once it ends. */
@@ -62,6 +72,7 @@ interface ServiceEventMap {
   request: [RequestFinished]
   requestStarted: [RequestStarted]
   model: [ModelStateChanged]
+  launchStep: [LaunchStepReported]
   download: [DownloadFinished]
 }
 

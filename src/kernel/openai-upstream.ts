@@ -6,8 +6,9 @@
  */
 import {EventSourceParserStream} from 'eventsource-parser/stream'
 
-import type {ExternalEndpoint, ExternalOperation} from './external-engine.js'
-import type {ChatPayload, ChatTurn, CompletionPayload, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
+import type {ExternalEndpoint, ExternalOperations} from './external-engine.js'
+import type {ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
+import type {LlmOperations} from './operations.js'
 
 import {ServiceError} from './errors.js'
 
@@ -125,12 +126,14 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
   yield {completionTokens, finishReason, promptTokens, type: 'done'}
 }
 
+/** The LLM operations a program speaking the OpenAI API serves. */
+export type OpenAICompatibleOperations = ExternalOperations<Pick<LlmOperations, 'chat' | 'complete'>>
+
 /** `chat` and `complete` for a program that serves `/v1/chat/completions` and `/v1/completions`. */
-export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}): Record<string, ExternalOperation> {
+export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}): OpenAICompatibleOperations {
   const model = (endpoint: ExternalEndpoint) => options.model ?? endpoint.modelUid
   return {
-    chat(payload, endpoint) {
-      const chat = payload as ChatPayload
+    chat(chat, endpoint) {
       return generationEvents(
         streamChunks(endpoint, '/v1/chat/completions', {
           ...sampling(chat),
@@ -142,8 +145,7 @@ export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}
         }),
       )
     },
-    complete(payload, endpoint) {
-      const completion = payload as CompletionPayload
+    complete(completion, endpoint) {
       return generationEvents(streamChunks(endpoint, '/v1/completions', {...sampling(completion), model: model(endpoint), prompt: completion.prompt}))
     },
   }

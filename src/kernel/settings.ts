@@ -30,6 +30,7 @@ export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
 export function homePaths(home: string) {
   return {
     cache: join(home, 'cache'),
+    launchHistory: join(home, 'launch-history.json'),
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),

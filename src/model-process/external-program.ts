@@ -11,6 +11,7 @@ import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
 import type {InstanceState} from '../protocol/worker.js'
 
+import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
@@ -36,13 +37,6 @@ const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, {signal
 async function getFreePort(): Promise<number> {
   const {default: getPort} = await import('get-port')
   return getPort({host: HOST})
-}
-
-/** `CUDA_VISIBLE_DEVICES` from the devices a load request names; none named leaves the variable as the service has it. */
-function deviceEnvironment(request: LoadRequest): {devices: number[]; env: Record<string, string>} {
-  const {devices} = request
-  if (!Array.isArray(devices)) return {devices: [], env: {}}
-  return {devices, env: {CUDA_VISIBLE_DEVICES: devices.join(',')}}
 }
 
 export class ExternalProgram {
@@ -76,9 +70,8 @@ export class ExternalProgram {
   /** Starts the program and resolves once it answers its health check. */
   async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     this.port = await (this.options.freePort ?? getFreePort)()
-    const devices = deviceEnvironment(request)
-    const env = {...this.options.env, ...devices.env}
-    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: devices.devices, env, port: this.port}
+    const env = {...this.options.env, ...gpuEnvironment(request.devices)}
+    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port}
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
@@ -100,7 +93,8 @@ export class ExternalProgram {
     const stop = new AbortController()
     try {
       const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
-      yield* run(payload, endpoint)
+      // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
+      yield* run(payload as never, endpoint)
     } catch (error) {
       throw await this.explain(error, signal)
     } finally {

@@ -10,6 +10,13 @@ import * as s from '../kernel/schema.js'
 export const MODEL_UID = /^[A-Za-z0-9][\w.-]{0,99}$/
 const SIZE = s.union([s.string({minLength: 1}), s.number({minimum: 0})], 'a size in billions such as "0_5" or 7')
 
+/**
+ * The most replicas one launch may ask for. Xinference sets no bound, but each replica is a model process of its own:
+ * a number past this is a typo rather than a deployment, and is refused before placement instead of starting
+ * processes until memory runs out. Placement then checks the replicas' summed memory against each worker's.
+ */
+export const MAX_REPLICAS = 128
+
 const launchFields = {
   download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
   model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
@@ -23,7 +30,13 @@ const launchFields = {
   ),
   n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
   quantization: s.optional(s.string({minLength: 1})),
-  replica: s.optional(s.integer({description: 'Number of instances, spread over the workers; requests are balanced among them (round robin).', minimum: 1})),
+  replica: s.optional(
+    s.integer({
+      description: `Number of instances, spread over the workers; requests are balanced among them (round robin). At most ${MAX_REPLICAS}, and only as many as the workers' free memory holds.`,
+      maximum: MAX_REPLICAS,
+      minimum: 1,
+    }),
+  ),
   size_in_billions: s.optional(SIZE),
   worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/workers` lists it) instead of the one with the most room.'}))),
 }

@@ -5,25 +5,10 @@
  */
 import * as s from '../kernel/schema.js'
 
-/** Environment variables that tune failure detection (seconds), so tests can run it fast. */
-export const HEARTBEAT_INTERVAL_ENV = 'SERVICE_HEARTBEAT_INTERVAL'
-export const LOST_TIMEOUT_ENV = 'SERVICE_WORKER_LOST_TIMEOUT'
-export const CLUSTER_TOKEN_ENV = 'SERVICE_CLUSTER_TOKEN'
-
-/** A worker is lost after this long without a heartbeat; heartbeats come every HEARTBEAT_INTERVAL. */
+/** A worker is lost after `lostMs` without a heartbeat; heartbeats come every `heartbeatMs`. */
 export interface ClusterTiming {
   heartbeatMs: number
   lostMs: number
-}
-
-export function clusterTiming(env: NodeJS.ProcessEnv = process.env): ClusterTiming {
-  const seconds = (name: string, fallback: number) => {
-    const value = Number(env[name])
-    return Number.isFinite(value) && value > 0 ? value * 1000 : fallback * 1000
-  }
-
-  // Three heartbeats may go missing before a worker counts as lost: 3 s × 3 + 1 s of slack, within 15 s.
-  return {heartbeatMs: seconds(HEARTBEAT_INTERVAL_ENV, 3), lostMs: seconds(LOST_TIMEOUT_ENV, 10)}
 }
 
 const resources = s.object(

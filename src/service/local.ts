@@ -25,10 +25,13 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
+import {eventRoutes} from '../server/routes/events.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
 import {ServiceMetrics} from '../server/metrics.js'
 import {discoverGpus} from '../cluster/devices.js'
+import {LaunchHistory} from '../cluster/launch-history.js'
+import {ModelEventLog} from '../cluster/model-events.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {stopOnce} from './stop-once.js'
 import {WeightStore} from '../weights/store.js'
@@ -65,6 +68,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   // Requests and model state changes, for the log now and for metrics and the events API to subscribe to.
   const events = new ServiceEvents(log)
   logServiceEvents(events, log)
+  const modelEvents = new ModelEventLog(events)
+  const launches = await LaunchHistory.open(events, {file: paths.launchHistory, log})
 
   let supervisor: Supervisor | undefined
   // In a cluster the workers' resources come from their heartbeats; their downloads stay on the workers.
@@ -99,6 +104,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     listening.stopAccepting()
     shutdown.abort(new ServiceError(503, 'shutting_down', `the ${cluster ? 'supervisor' : 'service'} is shutting down; this request was not completed.`))
     await supervisor.dispose()
+    await launches.close()
     await listening.close()
     metrics.dispose()
     await log.close()
@@ -107,6 +113,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const routes = [
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]

@@ -20,6 +20,26 @@ const register = async ({api}) => {
   if (api.apiVersion !== KERNEL_API_VERSION)
     throw new Error(`__PLUGIN_NAME__ was written for kernel API ${KERNEL_API_VERSION}; this service has ${api.apiVersion}. Update the plugin.`)
 
+  // The engine serves LLMs, so its operations are checked against the LLM type's: `chat` must take a ChatPayload
+  // and yield GenerationEvents, and an operation the type lacks is an error.
+  /** @type {import('service-toolkit').ExternalEngine<import('service-toolkit').LlmOperations>} */
+  const external = {
+    // The program for one model: it must listen on `port`. `env` already holds CUDA_VISIBLE_DEVICES when the
+    // launch was given GPUs; return `env` to add variables. For vLLM this would be
+    // {file: 'vllm', args: ['serve', request.modelPath, '--port', String(port), '--served-model-name', request.modelUid]}.
+    command: (request, {port}) => ({
+      file: 'python3',
+      args: ['-u', SERVER, '--port', String(port), '--model', request.modelPath, '--delay-ms', String(request.parameters.delay_ms ?? 0)],
+    }),
+    // Ready once GET /health answers 2xx; a launch fails if that takes longer than timeoutMs.
+    health: {path: '/health', timeoutMs: 30_000},
+    // server.py speaks the OpenAI API, so the kernel's operations serve `chat` and `complete` through it.
+    operations: api.external.openAICompatible(),
+    info: () => ({abilities: ['chat', 'generate'], contextLength: 4096}),
+    // SIGTERM, then this long to exit before SIGKILL.
+    stopGraceMs: 5000,
+  }
+
   return {
     engines: [
       {
@@ -31,22 +51,7 @@ const register = async ({api}) => {
         parameters: {
           delay_ms: {description: 'Pause before each word, in milliseconds (default 0).', maximum: 10_000, minimum: 0, type: 'integer'},
         },
-        external: {
-          // The program for one model: it must listen on `port`. `env` already holds CUDA_VISIBLE_DEVICES when the
-          // launch was given GPUs; return `env` to add variables. For vLLM this would be
-          // {file: 'vllm', args: ['serve', request.modelPath, '--port', String(port), '--served-model-name', request.modelUid]}.
-          command: (request, {port}) => ({
-            file: 'python3',
-            args: ['-u', SERVER, '--port', String(port), '--model', request.modelPath, '--delay-ms', String(request.parameters.delay_ms ?? 0)],
-          }),
-          // Ready once GET /health answers 2xx; a launch fails if that takes longer than timeoutMs.
-          health: {path: '/health', timeoutMs: 30_000},
-          // server.py speaks the OpenAI API, so the kernel's operations serve `chat` and `complete` through it.
-          operations: api.external.openAICompatible(),
-          info: () => ({abilities: ['chat', 'generate'], contextLength: 4096}),
-          // SIGTERM, then this long to exit before SIGKILL.
-          stopGraceMs: 5000,
-        },
+        external,
         // Say why the engine cannot run on this machine (program not installed, wrong platform), or true.
         availability: () => true,
       },

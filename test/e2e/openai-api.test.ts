@@ -10,6 +10,7 @@ import OpenAI from 'openai'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
 import {buildVocabulary} from '../../plugins/engine-llama-cpp/src/gguf/tokenizer.js'
 import {writeTinyChatModel} from '../helpers/models.js'
+import {childPids} from '../helpers/processes.js'
 import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const MODEL = 'tiny-chat'
@@ -332,6 +333,16 @@ describe('OpenAI API (service-local, openai client)', function () {
         expect(response.body.error.message).to.match(message)
       }
 
+      expect((await api(service, 'GET', '/v1/models')).body.data.map((m: {id: string}) => m.id)).to.deep.equal([MODEL])
+    })
+
+    it('refuses replica: 1000 before placement, starting no model process', async () => {
+      const before = await childPids(service.process.pid!)
+      const response = await launch({model_engine: 'llama.cpp', model_uid: 'thousand', replica: 1000})
+      expect(response.status).to.equal(400)
+      expect(response.body.error.param).to.equal('replica')
+      expect(response.body.error.message).to.contain('128')
+      expect(await childPids(service.process.pid!)).to.deep.equal(before)
       expect((await api(service, 'GET', '/v1/models')).body.data.map((m: {id: string}) => m.id)).to.deep.equal([MODEL])
     })
 

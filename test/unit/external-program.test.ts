@@ -78,9 +78,10 @@ describe('ExternalProgram', () => {
     await program.load(request({devices: [0, 2]}))
     expect(program.state).to.equal('ready')
     expect(program.info).to.deep.equal({abilities: ['chat']})
-    expect(contexts[0]).to.deep.equal({baseUrl: `http://127.0.0.1:${port}`, devices: [0, 2], env: {CUDA_VISIBLE_DEVICES: '0,2', SERVICE_LOG_LEVEL: 'info'}, port})
+    expect(contexts[0]).to.deep.equal({baseUrl: `http://127.0.0.1:${port}`, devices: [0, 2], env: {CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,2', SERVICE_LOG_LEVEL: 'info'}, port})
     expect(started[0]).to.deep.include({args: ['--port', String(port)], file: 'serve-model', logFile: '/dev/null'})
-    expect(started[0].env).to.deep.equal({CUDA_VISIBLE_DEVICES: '0,2', EXTRA: '1', SERVICE_LOG_LEVEL: 'info'})
+    // The same variables as a Node model process gets: CUDA numbers GPUs as nvidia-smi does only in PCI bus order.
+    expect(started[0].env).to.deep.equal({CUDA_DEVICE_ORDER: 'PCI_BUS_ID', CUDA_VISIBLE_DEVICES: '0,2', EXTRA: '1', SERVICE_LOG_LEVEL: 'info'})
     await program.dispose()
     expect(signals).to.deep.equal(['SIGTERM'])
     expect(program.state).to.equal('disposed')

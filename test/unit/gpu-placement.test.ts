@@ -2,7 +2,8 @@ import {expect} from 'chai'
 
 import type {GpuDevice} from '../../src/protocol/worker.js'
 
-import {discoverGpus, gpuEnvironment, NVIDIA_SMI_QUERY, parseNvidiaSmi} from '../../src/cluster/devices.js'
+import {discoverGpus, NVIDIA_SMI_QUERY, parseNvidiaSmi} from '../../src/cluster/devices.js'
+import {gpuEnvironment} from '../../src/kernel/devices.js'
 import {assignGpus, assignReplicaGpus, gpuCandidates, type GpuHolder} from '../../src/cluster/gpu-placement.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}

@@ -35,6 +35,21 @@ describe('placement', () => {
       .with.property('status', 503)
   })
 
+  it("adds up the memory of a launch's replicas on each worker, placing no more on one than its free memory holds", () => {
+    // a holds two 4 GiB replicas and b one: three fit, spread before doubling up.
+    expect(chooseWorkers([candidate('a', 9), candidate('b', 5)], 4 * GIB, 3, 'm')).to.deep.equal(['a', 'b', 'a'])
+    expect(chooseWorkers([candidate('local', 12)], 4 * GIB, 3, 'm')).to.deep.equal(['local', 'local', 'local'])
+  })
+
+  it('refuses a launch whose replicas cannot all be placed, whole, naming replica and what each worker has room for', () => {
+    const refusal = () => chooseWorkers([candidate('a', 9), candidate('b', 5)], 4 * GIB, 1000, 'm')
+    expect(refusal)
+      .to.throw('replica 1000 of m needs 4000.0 GiB (4.0 GiB each), but the workers have room for 3: a has 9.0 GiB free, room for 2; b has 5.0 GiB free, room for 1. Launch at most 3 replicas')
+      .with.property('status', 503)
+    expect(refusal).to.throw().with.property('param', 'replica')
+    expect(() => chooseWorkers([candidate('local', 12)], 4 * GIB, 4, 'm')).to.throw('the workers have room for 3: local has 12.0 GiB free, room for 3.')
+  })
+
   it('narrows to the worker worker_ip names, by id, address or host, and refuses one that names none', () => {
     const workers = [candidate('a', 8), candidate('b', 8)]
     expect(namedCandidates(workers, 'b').map((c) => c.worker)).to.deep.equal(['b'])

@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import type {LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
-import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerStatus} from '../../src/protocol/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../../src/protocol/worker.js'
 
 import {Supervisor} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
@@ -23,6 +23,8 @@ class FakeWorker implements WorkerApi {
   readonly id = 'fake'
   launches: InstanceLaunch[] = []
   failNext?: ServiceError
+  /** What each instance needs, as the engine's estimator would say; none: the worker cannot estimate. */
+  estimatedBytes?: number
   running = new Set<string>()
   disposed = false
   private paused?: {continue: () => void; options: LaunchOptions; step: LaunchStep; ignoringAbort: boolean}
@@ -69,8 +71,9 @@ class FakeWorker implements WorkerApi {
     return []
   }
 
-  async estimateMemory(): Promise<never> {
-    throw new ServiceError(400, 'unsupported', 'not here')
+  async estimateMemory(): Promise<WorkerMemoryEstimate> {
+    if (this.estimatedBytes === undefined) throw new ServiceError(400, 'unsupported', 'not here')
+    return {context_length: 512, kv_cache_bytes: 0, overhead_bytes: 0, source: 'cache', total_bytes: this.estimatedBytes, weights_bytes: this.estimatedBytes}
   }
 
   async terminate(uid: string) {
@@ -94,13 +97,13 @@ class FakeWorker implements WorkerApi {
   }
 }
 
-async function setup(events?: ServiceEvents) {
+async function setup(events?: ServiceEvents, {estimator = false} = {}) {
   const api = createKernelApi('0.0.0', quiet)
   const kernel = Kernel.fromContributions(api, [
     {
       contribution: {
         catalogue: [{families: [{model_ability: ['chat', 'generate'], model_name: 'demo', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_src: {huggingface: {model_file_name_template: 'demo-{quantization}.gguf', model_id: 'org/demo', quantizations: ['q4_0']}}}]}], modelType: 'LLM'}],
-        engines: [{formats: ['ggufv2'], hostModule: '/x.js', modelTypes: ['LLM'], name: 'llama.cpp', parameters: {n_ctx: {description: '', minimum: 16, type: 'integer'}, use_mmap: {description: '', type: 'boolean'}}}],
+        engines: [{formats: ['ggufv2'], hostModule: '/x.js', ...(estimator ? {estimatorModule: '/estimator.js'} : {}), modelTypes: ['LLM'], name: 'llama.cpp', parameters: {n_ctx: {description: '', minimum: 16, type: 'integer'}, use_mmap: {description: '', type: 'boolean'}}}],
         modelTypes: [{defaultAbilities: ['chat'], description: 'LLM', name: 'LLM'}],
       },
       plugin: 'core',
@@ -234,6 +237,19 @@ describe('supervisor', () => {
     expect(worker.disposed).to.equal(true)
     expect(await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'}).catch((e) => e)).to.include({code: 'shutting_down', status: 503})
     expect(worker.launches).to.have.length(1)
+  })
+
+  it("refuses a launch whose replicas' summed memory its only worker cannot hold, before any process starts", async () => {
+    const {supervisor, worker} = await setup(undefined, {estimator: true})
+    // Half the fake worker's 1 GiB free each: two fit, the third does not.
+    worker.estimatedBytes = 2 ** 29
+    const error = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 3}).catch((e) => e)
+    expect(error).to.include({param: 'replica', status: 503})
+    expect(error.message).to.match(/^replica 3 of demo needs 1\.5 GiB \(0\.5 GiB each\), but the workers have room for 2: fake has 1\.0 GiB free, room for 2\./)
+    expect(worker.launches).to.deep.equal([])
+    expect(supervisor.describeAll()).to.deep.equal([])
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2})
+    expect(worker.launches.map((launch) => launch.load.modelUid)).to.deep.equal(['demo-rep0', 'demo-rep1'])
   })
 
   it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {

@@ -1,0 +1,39 @@
+/**
+ * What happened to models: each model's events (launch, download milestones, ready, crash, terminate) and the
+ * launch history Xinference keeps, at its route (`GET /v1/launch_history?model_name=`). Reading them needs what
+ * reading the model list needs.
+ */
+import type {RouteDefinition} from '../../kernel/contracts.js'
+import type {ModelEventSource} from '../../protocol/events.js'
+
+import * as s from '../../kernel/schema.js'
+import {launchRecordSchema, modelEventSchema} from '../../protocol/events.js'
+
+const json = (body: unknown) => ({body, kind: 'json' as const, status: 200})
+
+export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
+  return [
+    {
+      async handler({params}) {
+        return json(source.events(params.model_uid))
+      },
+      method: 'GET',
+      path: '/v1/models/:model_uid/events',
+      permission: 'models:list',
+      response: s.array(modelEventSchema).json,
+      summary: "A model's events, oldest first: launch, download milestones, generating, loading, ready, crash with reason, terminate (kept for a while after it ended)",
+      tag: 'models',
+    },
+    {
+      async handler({query}) {
+        return json(source.history(typeof query.model_name === 'string' && query.model_name ? query.model_name : undefined))
+      },
+      method: 'GET',
+      path: '/v1/launch_history',
+      permission: 'models:list',
+      response: s.array(launchRecordSchema).json,
+      summary: 'Past and current launches, newest first (?model_name= for one model): engine, parameters, start, end and outcome; kept across restarts',
+      tag: 'models',
+    },
+  ]
+}
