@@ -321,7 +321,7 @@ export interface RouteDefinition<Body = unknown> {
   response?: JsonSchema
   /**
    * The permission a caller needs when access control is on: `models:list`, `models:read` (inference),
-   * `models:register`, `models:unregister`, `models:start`, `models:stop` or `admin`; `public` for routes anyone
+   * `models:register`, `models:unregister`, `models:start`, `models:stop`, `metrics:read` or `admin`; `public` for routes anyone
    * may call. A route that declares none (or an unknown one) is admin-only.
    */
   permission?: string

@@ -1,6 +1,6 @@
 /**
  * The service's one observability seam: the HTTP app reports every finished request and the supervisor every change
- * of a model's state, on one typed emitter that logs (and later metrics and the events API) subscribe to. Emitting
+ * of a model's state, on one typed emitter that the log, the metrics and the events API subscribe to. Emitting
  * never waits on a subscriber, and a subscriber that throws is logged rather than failing the request.
  */
 import {EventEmitter} from 'node:events'
@@ -49,10 +49,31 @@ export interface LaunchStepReported {
   totalBytes?: number
 }
 
+/** A request has begun running on a model (its first operation there); its `request` event follows once it ends. */
+export interface RequestStarted {
+  method: string
+  route: string
+  modelUid: string
+  requestId?: string
+}
+
+/** A download of a model's weights from a hub has ended, complete or not. */
+export interface DownloadFinished {
+  hub: string
+  modelName: string
+  outcome: 'completed' | 'failed' | 'cancelled'
+  /** The bytes fetched from the hub this time (not those a resumed download already had). */
+  bytes: number
+  durationMs: number
+  reason?: string
+}
+
 interface ServiceEventMap {
   request: [RequestFinished]
+  requestStarted: [RequestStarted]
   model: [ModelStateChanged]
   launchStep: [LaunchStepReported]
+  download: [DownloadFinished]
 }
 
 export class ServiceEvents extends EventEmitter<ServiceEventMap> {

@@ -5,7 +5,7 @@
  */
 import type {RouteDefinition} from './contracts.js'
 
-export const PERMISSIONS = ['models:list', 'models:read', 'models:register', 'models:unregister', 'models:start', 'models:stop', 'admin'] as const
+export const PERMISSIONS = ['models:list', 'models:read', 'models:register', 'models:unregister', 'models:start', 'models:stop', 'metrics:read', 'admin'] as const
 export type Permission = (typeof PERMISSIONS)[number]
 
 /** What a route declares when anyone may call it, with or without credentials. */

@@ -14,6 +14,8 @@ import {requestIdOf} from './request-id.js'
 
 interface Observation {
   started: number
+  /** Reports that the request began running on a model. */
+  startedOn(modelUid: string): void
   modelUid?: string
   promptTokens?: number
   completionTokens?: number
@@ -31,10 +33,13 @@ const observationOf = (ctx: Koa.Context) => (ctx.state as {observation?: Observa
 /** Middleware that reports the request once its response is closed, finished or not. */
 export function reportRequests(events: ServiceEvents): Koa.Middleware {
   return async (ctx, next) => {
-    const observation: Observation = {started: performance.now()}
+    const requestId = ctx.get('x-request-id')
+    const observation: Observation = {
+      started: performance.now(),
+      startedOn: (modelUid) => events.report('requestStarted', {method: ctx.method, modelUid, route: (ctx as {_matchedRoute?: string})._matchedRoute ?? ctx.path, ...(requestId ? {requestId} : {})}),
+    }
     ;(ctx.state as {observation?: Observation}).observation = observation
     ctx.res.once('close', () => {
-      const requestId = requestIdOf(ctx)
       const event: RequestFinished = {
         completed: ctx.res.writableFinished,
         durationMs: performance.now() - observation.started,
@@ -75,7 +80,11 @@ function observedHandle(handle: ModelHandle, observation: Observation): ModelHan
   return {
     ...handle,
     invoke(operation, payload, signal) {
-      observation.modelUid = handle.uid
+      // The first model a request runs on is the one it reports, so that its start and its end name the same model.
+      if (observation.modelUid === undefined) {
+        observation.modelUid = handle.uid
+        observation.startedOn(handle.uid)
+      }
       return observed(handle.invoke(operation, payload, signal), observation)
     },
   }

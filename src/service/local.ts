@@ -27,6 +27,8 @@ import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {eventRoutes} from '../server/routes/events.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
+import {metricsRoutes} from '../server/routes/metrics.js'
+import {ServiceMetrics} from '../server/metrics.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
@@ -70,6 +72,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const launches = await LaunchHistory.open(events, {file: paths.launchHistory, log})
 
   let supervisor: Supervisor | undefined
+  // In a cluster the workers' resources come from their heartbeats; their downloads stay on the workers.
+  const metrics = new ServiceMetrics({events, workers: () => supervisor?.describeWorkers() ?? []})
   const gpus = cluster ? [] : await discoverGpus(log)
   const workers = cluster
     ? []
@@ -83,7 +87,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           resources: () => machineResources(gpus),
           version,
-          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
+          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
         }),
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
@@ -102,6 +106,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     await supervisor.dispose()
     await launches.close()
     await listening.close()
+    metrics.dispose()
     await log.close()
   })
 
@@ -109,6 +114,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
+    ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined

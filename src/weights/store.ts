@@ -17,6 +17,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js'
+import type {DownloadFinished, ServiceEvents} from '../kernel/observability.js'
 import type {DownloadProgress, WeightsSource} from '../protocol/worker.js'
 
 import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
@@ -56,6 +57,8 @@ export interface WeightStoreOptions {
   freeBytes?: (dir: string) => Promise<number>
   /** The installed generator of a model format's weights, for specs whose hub is `generated`. */
   weightsGenerator?: (format: string) => WeightsGenerator | undefined
+  /** Where each download's end is reported (metrics subscribe); none in a worker of a cluster. */
+  events?: ServiceEvents
 }
 
 type SpecRequest = Pick<LoadRequest, 'modelName' | 'spec'>
@@ -68,6 +71,8 @@ interface DownloadJob {
   controller: AbortController
   followers: Set<Follower>
   progress?: DownloadProgress
+  /** The bytes the cache already had when the download began (from an earlier, interrupted one). */
+  presentBytes?: number
   /** Settles once the download is complete, or has failed and been cleaned up. */
   done: Promise<void>
 }
@@ -200,7 +205,7 @@ export class WeightStore {
     const fill =
       spec.model_hub === GENERATED_HUB
         ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, signal: job.controller.signal, spec, version})
-        : this.download(job, version, modelName, spec, names)
+        : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names))
     job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.
     job.done.catch(() => {})
@@ -242,6 +247,27 @@ export class WeightStore {
     })
   }
 
+  /** Reports a download on the service's events once it has ended, with the bytes it fetched and how it ended. */
+  private async reportDownload(job: DownloadJob, modelName: string, spec: ResolvedSpec, download: Promise<void>): Promise<void> {
+    const started = performance.now()
+    const report = (outcome: DownloadFinished['outcome'], reason?: string) =>
+      this.options.events?.report('download', {
+        bytes: (job.progress?.downloadedBytes ?? 0) - (job.presentBytes ?? 0),
+        durationMs: performance.now() - started,
+        hub: job.progress?.hub ?? spec.model_hub,
+        modelName,
+        outcome,
+        ...(reason === undefined ? {} : {reason}),
+      })
+    try {
+      await download
+      report('completed')
+    } catch (error) {
+      report(job.controller.signal.aborted ? 'cancelled' : 'failed', (error as Error)?.message)
+      throw error
+    }
+  }
+
   private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[]): Promise<void> {
     const {log} = this.options
     const {signal} = job.controller
@@ -257,6 +283,7 @@ export class WeightStore {
     )
     const total = remote.reduce((sum, file) => sum + file.size, 0)
     const needed = total - present.reduce((sum, bytes) => sum + bytes, 0)
+    job.presentBytes = total - needed
     const free = await (this.options.freeBytes ?? statfsFree)(this.cache.entryDir(version))
     if (needed > free)
       throw new ServiceError(

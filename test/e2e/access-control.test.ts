@@ -321,7 +321,7 @@ describe('access control (service-local --auth-config)', function () {
   describe('in the service log', () => {
     it('keeps the secret, passwords, API keys and tokens out of the service output and log file', async () => {
       const logged = service.output() + (await readFile(join(service.home, 'logs/service-local.log'), 'utf8'))
-      expect(logged).to.contain('access control on: 14 users, 14 API keys, HS256 tokens valid for 30 minutes')
+      expect(logged).to.contain('access control on: 16 users, 16 API keys, HS256 tokens valid for 30 minutes')
       expect(logged).to.match(/login refused for a configured user \(username fingerprint [0-9a-f]{8}\)/)
       for (const secret of [AUTH_SECRET, 'eyJ', ...TEST_USERS.flatMap(({username}) => [passwordOf(username), apiKeyOf(username)])])
         expect(logged.includes(secret), `the log contains ${secret}`).to.equal(false)
@@ -362,7 +362,7 @@ describe('service-local --auth-config with a bad config', () => {
       `service-local: the access-control config ${file} has 4 problems; the service did not start:`,
       '  - auth_config.algorithm "none" is not supported; use HS256, HS384 or HS512 (tokens are signed with secret_key)',
       '  - auth_config.secret_key is too weak: HS256 needs at least 32 bytes and it has 7; generate one with `openssl rand -hex 32`',
-      '  - user_config[0].permissions[0] "everything" is not a permission; use one of models:list, models:read, models:register, models:unregister, models:start, models:stop, admin',
+      '  - user_config[0].permissions[0] "everything" is not a permission; use one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin',
       '  - user_config[0].api_keys[0] is not a valid API key: it must be "sk-" followed by exactly 13 letters or digits',
     ])
   })

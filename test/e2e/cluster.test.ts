@@ -5,11 +5,13 @@
  */
 import {expect} from 'chai'
 import {readdir, readFile} from 'node:fs/promises'
+import {totalmem} from 'node:os'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {writeTinyChatModel} from '../helpers/models.js'
+import {sampleValue, scrapeMetrics} from '../helpers/prometheus.js'
 import {callApi, type RunningService, servicectl, startProgram, temporaryDirectory, until} from '../helpers/service.js'
 
 const FAST = {SERVICE_HEARTBEAT_INTERVAL: '0.2', SERVICE_WORKER_LOST_TIMEOUT: '1.5'}
@@ -69,6 +71,19 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     const nowhere = await callApi(supervisor, 'POST', '/v1/models', {...LAUNCH, model_uid: 'x', worker_ip: '127.0.0.9'})
     expect(nowhere.status).to.equal(400)
     expect(nowhere.body.error.message).to.contain('worker_ip 127.0.0.9 names no worker')
+  })
+
+  it("serves the supervisor's metrics with every worker's resources, labelled by worker, and the chat it routed", async () => {
+    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    const families = await scrapeMetrics(supervisor.url)
+    for (const worker of body.list) {
+      expect(sampleValue(families, 'service_worker_up', {worker: worker.id})).to.equal(1)
+      expect(sampleValue(families, 'service_worker_memory_total_bytes', {worker: worker.id})).to.equal(totalmem())
+      expect(sampleValue(families, 'service_worker_cpu_count', {worker: worker.id})).to.equal(worker.resources.cpu_count)
+    }
+    expect(families.get('service_worker_up')!.metrics).to.have.length(2)
+    expect(sampleValue(families, 'service_requests_total', {method: 'POST', model_name: 'solo', route: '/v1/chat/completions', status: '200'})).to.equal(1)
+    expect(sampleValue(families, 'vllm:time_to_first_token_seconds_count', {model_name: 'solo'})).to.equal(1)
   })
 
   it('passes a client disconnect through the supervisor to the model process on the worker', async () => {

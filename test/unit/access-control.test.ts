@@ -105,6 +105,6 @@ describe('access control', () => {
   })
 
   it('names no secret in its summary for the log', () => {
-    expect(access.summary).to.equal('14 users, 14 API keys, HS384 tokens valid for 30 minutes (auth.json)')
+    expect(access.summary).to.equal('16 users, 16 API keys, HS384 tokens valid for 30 minutes (auth.json)')
   })
 })

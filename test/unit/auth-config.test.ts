@@ -62,13 +62,13 @@ describe('access-control config', () => {
       'auth_config.algorithm "RS256" is not supported; use HS256, HS384 or HS512 (tokens are signed with secret_key)',
       'auth_config.secret_key is too weak: HS256 needs at least 32 bytes and it has 5; generate one with `openssl rand -hex 32`',
       'auth_config.token_expire_in_minutes is missing; it is how long a login lasts, e.g. 30',
-      'user_config[0].permissions[0] "models:write" is not a permission; use one of models:list, models:read, models:register, models:unregister, models:start, models:stop, admin',
+      'user_config[0].permissions[0] "models:write" is not a permission; use one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin',
       'user_config[0].api_keys[0] is not a valid API key: it must be "sk-" followed by exactly 13 letters or digits',
       'user_config[1].username "alice" is already used by user_config[0]; usernames must be unique',
       'user_config[1].password is missing',
       'user_config[1].api_keys[0] is the same API key as user_config[0].api_keys[1]; every API key must be unique',
       'user_config[2].username is missing',
-      'user_config[2].permissions is missing; list what the user may do, from models:list, models:read, models:register, models:unregister, models:start, models:stop, admin',
+      'user_config[2].permissions is missing; list what the user may do, from models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin',
       'user_config[3] must be an object with username, password, permissions and api_keys',
     ])
   })

@@ -9,12 +9,19 @@ import {join} from 'node:path'
 
 import type {ResolvedSpec} from '../../src/kernel/catalogue.js'
 
+import {type DownloadFinished, ServiceEvents} from '../../src/kernel/observability.js'
 import {WeightStore} from '../../src/weights/store.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+
+/** A fetch that fails as if the network were gone whenever `offline()` says so. */
+const unlessOffline =
+  (offline: () => boolean): typeof fetch =>
+  async (input, init) =>
+    offline() ? Promise.reject(Object.assign(new TypeError('fetch failed'), {cause: {code: 'ECONNRESET'}})) : fetch(input, init)
 
 const spec = (quantization: string): ResolvedSpec => ({
   model_file_name_split_template: null,
@@ -39,7 +46,7 @@ describe('weight store', () => {
     const tiny = join(directory, 'tiny.gguf')
     size = (await writeRandomLlamaGguf(tiny)).bytes
     hub = await FakeHub.start()
-    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny})
+    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny, 'tiny-e.gguf': tiny, 'tiny-f.gguf': tiny})
   })
 
   after(async () => hub?.stop())
@@ -88,7 +95,7 @@ describe('weight store', () => {
     const hold = hub.hold('tiny-c.gguf', 1000)
     let offline = false
     // Once the connection drops, every request fails as if the network were gone.
-    const flaky: typeof fetch = async (input, init) => (offline ? Promise.reject(Object.assign(new TypeError('fetch failed'), {cause: {code: 'ECONNRESET'}})) : fetch(input, init))
+    const flaky = unlessOffline(() => offline)
     const failed = store({env: {HF_ENDPOINT: hub.url, SERVICE_DOWNLOAD_MAX_ATTEMPTS: '3', SERVICE_DOWNLOAD_RETRY_DELAY_MS: '1'}, fetch: flaky})
       .resolve({modelName: 'tiny', spec: spec('c')}, {onProgress: ({downloadedBytes}) => downloadedBytes === 1000 && ((offline = true), hold.drop())})
       .catch((e) => e)
@@ -101,6 +108,34 @@ describe('weight store', () => {
     const path = await store().resolve({modelName: 'tiny', spec: spec('c')})
     expect(path).to.equal(join(folder, 'tiny-c.gguf'))
     expect(hub.fileRequests('tiny-c.gguf').at(-1)?.range).to.equal('bytes=1000-')
+  })
+
+  it('reports each download on the service events with the bytes it fetched, a resumed one only its rest, and how it ended', async () => {
+    const events = new ServiceEvents()
+    const reported: DownloadFinished[] = []
+    events.on('download', (event) => reported.push(event))
+    const dropped = hub.hold('tiny-e.gguf', 1000)
+    let offline = false
+    const failed = await store({env: {HF_ENDPOINT: hub.url, SERVICE_DOWNLOAD_MAX_ATTEMPTS: '1'}, events, fetch: unlessOffline(() => offline)})
+      .resolve({modelName: 'tiny', spec: spec('e')}, {onProgress: ({downloadedBytes}) => downloadedBytes === 1000 && ((offline = true), dropped.drop())})
+      .catch((e) => e)
+    expect(failed.code).to.equal('download_failed')
+    await store({events}).resolve({modelName: 'tiny', spec: spec('e')})
+
+    const held = hub.hold('tiny-f.gguf', 1000)
+    const launch = new AbortController()
+    const cancelled = await store({events})
+      .resolve({modelName: 'tiny', spec: spec('f')}, {onProgress: ({downloadedBytes}) => downloadedBytes === 1000 && launch.abort(), signal: launch.signal})
+      .catch((e) => e)
+    held.release()
+    expect(cancelled.code).to.equal('request_aborted')
+
+    expect(reported.map(({bytes, hub, modelName, outcome}) => ({bytes, hub, modelName, outcome}))).to.deep.equal([
+      {bytes: 1000, hub: 'huggingface', modelName: 'tiny', outcome: 'failed'},
+      {bytes: size - 1000, hub: 'huggingface', modelName: 'tiny', outcome: 'completed'},
+      {bytes: 1000, hub: 'huggingface', modelName: 'tiny', outcome: 'cancelled'},
+    ])
+    expect(reported[0].reason).to.equal(failed.message)
   })
 
   it('retries a hub that answers 503 for a while, on the file list and on the file', async () => {
