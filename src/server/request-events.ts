@@ -33,7 +33,7 @@ const observationOf = (ctx: Koa.Context) => (ctx.state as {observation?: Observa
 /** Middleware that reports the request once its response is closed, finished or not. */
 export function reportRequests(events: ServiceEvents): Koa.Middleware {
   return async (ctx, next) => {
-    const requestId = ctx.get('x-request-id')
+    const requestId = requestIdOf(ctx)
     const observation: Observation = {
       started: performance.now(),
       startedOn: (modelUid) => events.report('requestStarted', {method: ctx.method, modelUid, route: (ctx as {_matchedRoute?: string})._matchedRoute ?? ctx.path, ...(requestId ? {requestId} : {})}),
