@@ -57,7 +57,7 @@ describe('README examples', () => {
     expect(quickstart.stdout).to.match(/Completion: \S/)
 
     expect((await runNode('openai-client')).length).to.be.greaterThan(0)
-    expect(await runNode('anthropic-client')).to.match(/^[\s\S]+ max_tokens 32\n\d+$/)
+    expect(await runNode('anthropic-client')).to.match(/^[\s\S]+\nmax_tokens 32\n\d+$/)
     expect(await runNode('tools')).to.match(/^get_weather \{ city: (['"`]).*\1 \}\n\{ name: (['"`]).*\2, indoor: (true|false) \}$/)
 
     const model = join(directory, 'model.gguf')
