@@ -41,6 +41,7 @@ export function describeRecord(record: InstanceRecord): ModelDescription {
     pid: record.replicas[0]?.pid ?? null,
     ...(record.status === 'launching' ? {stage: record.progress.stage, progress: record.progress.progress} : {}),
     ...(record.error ? {error: record.error.message} : {}),
+    ...(record.healing ? {last_error: record.healing.lastError ?? null, restarts: record.healing.restarts} : {}),
   }
 }
 

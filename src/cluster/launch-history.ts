@@ -63,8 +63,9 @@ export class LaunchHistory {
       if (this.records.length > this.limit) this.records.splice(0, this.records.length - this.limit)
     } else {
       const current = this.records.findLast((record) => record.model_uid === uid)
-      // A crashed model's terminate only clears it away: the launch ended with the crash.
-      if (!current || (state === 'terminated' && current.outcome === 'crashed')) return
+      // A crashed model's terminate only clears it away: the launch ended with the crash. Its relaunch keeps the
+      // crash on record until it is ready again.
+      if (!current || state === 'restarting' || (state === 'terminated' && current.outcome === 'crashed')) return
       if (state === 'ready') Object.assign(current, {ended: null, outcome: 'running', reason: null})
       else if (state === 'error') Object.assign(current, {ended: this.now(), outcome: current.outcome === 'launching' ? 'failed' : 'crashed', reason: reason ?? null})
       else Object.assign(current, {ended: this.now(), outcome: current.outcome === 'launching' ? 'cancelled' : 'terminated', reason: reason ?? null})

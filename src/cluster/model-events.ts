@@ -95,7 +95,10 @@ export class ModelEventLog {
       log.endedAt = undefined
       this.add(log, 'ready', 'INFO', `Model ${uid} is ready`, {})
     }
-    else if (state === 'error') {
+    else if (state === 'restarting') {
+      log.endedAt = undefined
+      this.add(log, 'restart', 'WARNING', `Relaunching the model after: ${reason ?? 'no reason given'}`, {reason: reason ?? null, ...details})
+    } else if (state === 'error') {
       const crashed = previous === 'ready'
       this.add(log, crashed ? 'crash' : 'launch_failed', 'ERROR', `${crashed ? 'Model crashed' : 'Launch failed'}: ${reason ?? 'no reason given'}`, {reason: reason ?? null})
       log.endedAt = this.now()

@@ -10,12 +10,15 @@ import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {LoadedModelInfo, ModelHandle} from '../kernel/contracts.js'
 import type {LaunchProgress} from '../protocol/launch.js'
 import type {ModelStatus} from '../protocol/models.js'
+import type {InstanceLaunch} from '../protocol/worker.js'
+import type {Healing} from './self-healing.js'
 import type {WorkerApi} from './worker.js'
 
 import {badRequest, notFound, ServiceError} from '../kernel/errors.js'
 import {MODEL_UID} from '../protocol/launch.js'
 import {describeRecord} from './descriptions.js'
 import {failedProgress} from './launch-progress.js'
+import {untilRelaunched} from './self-healing.js'
 
 /** Failed and cancelled launches whose outcome the progress route still answers. */
 const ENDED_KEPT = 100
@@ -27,6 +30,8 @@ export interface Replica {
   pid?: number
   /** The worker's GPUs given to it alone (see gpu-placement.ts). */
   gpus?: number[]
+  /** What the worker was asked to launch, so a crashed replica can be relaunched the same way. */
+  launch?: InstanceLaunch
 }
 
 export interface InstanceRecord {
@@ -56,6 +61,8 @@ export interface InstanceRecord {
   controller: AbortController
   /** Settles when the launch is over: ready, or failed and cleaned up. */
   done: Promise<void>
+  /** Set once its process crashed: its relaunches (self-healing.ts). */
+  healing?: Healing
 }
 
 export class ModelTable {
@@ -215,6 +222,7 @@ export function modelHandle(record: InstanceRecord): ModelHandle {
     abilities: record.abilities,
     description: describeRecord(record),
     invoke: (operation, payload, signal) => {
+      if (record.status === 'restarting') return invokeRelaunched(record, operation, payload, signal)
       if (record.status === 'error') throw record.error!
       if (record.status !== 'ready') throw new ServiceError(503, 'model_not_ready', `model ${uid} is ${record.status}; retry when it is ready.`)
       const replica = record.replicas[record.next++ % record.replicas.length]
@@ -224,4 +232,9 @@ export function modelHandle(record: InstanceRecord): ModelHandle {
     modelType: record.modelType,
     uid,
   }
+}
+
+async function* invokeRelaunched(record: InstanceRecord, operation: string, payload: unknown, signal: AbortSignal): AsyncIterable<unknown> {
+  await untilRelaunched(record, signal)
+  yield* modelHandle(record).invoke(operation, payload, signal)
 }

@@ -25,6 +25,8 @@ import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
 import {advance} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
+import {type RestartPolicy} from './restart-policy.js'
+import {ModelHealer} from './self-healing.js'
 import {type InstanceRecord, modelHandle, type Replica, ModelTable} from './model-table.js'
 import {chooseWorkers, namedCandidates} from './placement.js'
 import {WorkerMembership} from './worker-membership.js'
@@ -39,6 +41,8 @@ export interface SupervisorOptions {
   now?: () => number
   /** Where each change of a model's state is reported. */
   events?: ServiceEvents
+  /** How a model whose process crashed is relaunched (restart-policy.ts); without one it stays failed. */
+  restart?: RestartPolicy
 }
 
 export class Supervisor implements ModelDirectory, ModelService {
@@ -47,10 +51,13 @@ export class Supervisor implements ModelDirectory, ModelService {
   /** Set once `dispose` began: no launch starts after that. */
   private closing = false
   private readonly now: () => number
+  private readonly healer: ModelHealer
 
   constructor(private readonly options: SupervisorOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000))
     const changed = (record: InstanceRecord, state: ModelState, reason?: string) => this.changed(record, state, reason)
+    const policy = options.restart ?? {attempts: 0, baseDelayMs: 0, maxDelayMs: 0, stableMs: 0, waitMs: 0}
+    this.healer = new ModelHealer({changed, log: options.log, policy})
     this.membership = new WorkerMembership(this.table, {changed, kernel: options.kernel, log: options.log, now: this.now}, options.workers)
   }
 
@@ -113,6 +120,11 @@ export class Supervisor implements ModelDirectory, ModelService {
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
     const gpus = assignReplicaGpus(request, workers, holder, uid)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
+    const launchOf = (replica: Replica): InstanceLaunch => ({
+      engine: engine.name,
+      load: {...load, modelUid: replica.uid, ...(replica.gpus ? {devices: replica.gpus} : {})},
+      ...(replicas === 1 ? {} : {replicaOf: {modelUid: uid, replica: replicas}}),
+    })
     const record: InstanceRecord = {
       abilities: entry.family.model_ability ?? type.defaultAbilities,
       controller: new AbortController(),
@@ -134,15 +146,12 @@ export class Supervisor implements ModelDirectory, ModelService {
       status: 'launching',
       uid,
     }
+    for (const replica of record.replicas) replica.launch = launchOf(replica)
     this.table.add(record)
     placed()
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
     this.changed(record, 'launching', undefined, launchDetails(record))
-    record.done = this.run(record, (replica) => ({
-      engine: engine.name,
-      load: {...load, modelUid: replica.uid, ...(replica.gpus ? {devices: replica.gpus} : {})},
-      ...(replicas === 1 ? {} : {replicaOf: {modelUid: uid, replica: replicas}}),
-    }))
+    record.done = this.run(record, launchOf)
     if (!waitReady) {
       record.done.catch(() => {})
       return {model_uid: uid}
@@ -187,6 +196,7 @@ export class Supervisor implements ModelDirectory, ModelService {
     await this.table.arrivalOf(uid)
     const record = this.table.require(uid)
     if (record.status === 'launching') return this.cancel(uid)
+    await this.healer.stop(record)
     record.status = 'terminating'
     try {
       const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.terminate(replica.uid)))
@@ -280,10 +290,12 @@ export class Supervisor implements ModelDirectory, ModelService {
     return describeRecord(this.table.require(uid))
   }
 
-  /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched. */
+  /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched (by self-healing, or an operator). */
   markCrashed(instanceUid: string, error: ServiceError): void {
     const failed = this.table.markCrashed(instanceUid, error)
-    if (failed) this.changed(failed, 'error', error.message)
+    if (!failed) return
+    this.changed(failed, 'error', error.message)
+    this.healer.crashed(failed, error)
   }
 
   /** Typed as the asking route's model type declares (see ModelDirectory.get); the model's process checks the name. */
@@ -311,7 +323,7 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.closing = true
     const launching = this.table.sorted().filter((record) => record.status === 'launching')
     for (const record of launching) record.controller.abort(shuttingDown(`the launch of ${record.uid} was cancelled`))
-    await Promise.all(launching.map((record) => record.done.catch(() => {})))
+    await Promise.all([...launching.map((record) => record.done.catch(() => {})), ...this.table.sorted().map((record) => this.healer.stop(record))])
     await Promise.all(this.membership.all().map((worker) => worker.dispose()))
     this.table.clear()
   }

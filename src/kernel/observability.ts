@@ -28,7 +28,7 @@ export interface RequestFinished {
   ttftMs?: number
 }
 
-export type ModelState = 'launching' | 'ready' | 'error' | 'terminated'
+export type ModelState = 'launching' | 'ready' | 'restarting' | 'error' | 'terminated'
 
 export interface ModelStateChanged {
   uid: string

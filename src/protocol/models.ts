@@ -1,7 +1,7 @@
 // Wire types of the model routes; see launch.ts for why they live in src/protocol/.
 
 /** launching → ready, or error (a failed load, or a process that died); terminating while it is being stopped. */
-export type ModelStatus = 'launching' | 'ready' | 'error' | 'terminating'
+export type ModelStatus = 'launching' | 'ready' | 'restarting' | 'error' | 'terminating'
 
 /** A running model as `GET /v1/models` lists it: OpenAI's model object with Xinference's fields. */
 export interface ModelDescription {
@@ -36,5 +36,8 @@ export interface ModelDescription {
   progress?: number
   /** Why it failed. */
   error?: string
+  /** Self-healing: relaunches after crashes since it was launched, and the last crash's (or failed relaunch's) reason. */
+  restarts?: number
+  last_error?: string | null
   [field: string]: unknown
 }

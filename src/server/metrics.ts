@@ -117,19 +117,21 @@ export class ServiceMetrics implements MetricsExposition {
     new Gauge({
       collect() {
         this.reset()
-        for (const state of ['launching', 'ready', 'error'] as const) this.set({state}, 0)
+        for (const state of ['launching', 'ready', 'restarting', 'error'] as const) this.set({state}, 0)
         for (const state of states.values()) this.inc({state})
       },
-      help: 'Models in the service by state (launching, ready, error).',
+      help: 'Models in the service by state (launching, ready, restarting, error).',
       labelNames: ['state'],
       name: 'service_models',
       registers: [this.registry],
     })
     const failures = new Counter({help: 'Models that failed to launch or whose process failed.', labelNames: ['model_name'], name: 'service_model_failures_total', registers: [this.registry]})
+    const restarts = new Counter({help: 'Relaunches of models whose process crashed (self-healing).', labelNames: ['model_name'], name: 'service_model_restarts_total', registers: [this.registry]})
     return (event: ModelStateChanged) => {
       if (event.state === 'terminated') states.delete(event.uid)
       else states.set(event.uid, event.state)
       if (event.state === 'error') failures.inc({model_name: event.uid})
+      if (event.state === 'restarting') restarts.inc({model_name: event.uid})
     }
   }
 

@@ -32,6 +32,7 @@ import {ServiceMetrics} from '../server/metrics.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
+import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {stopOnce} from './stop-once.js'
 import {WeightStore} from '../weights/store.js'
@@ -92,7 +93,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
-  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, workers})
+  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, restart: restartPolicyFrom(process.env), workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()

@@ -36,7 +36,8 @@ export async function startProgram(program: string, args: string[], {env = {}, h
   const child = execa('node', [join(ROOT, 'bin', `${program}.js`), ...args], {
     all: true,
     buffer: false,
-    env: {...env, SERVICE_HOME: serviceHome},
+    // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported.
+    env: {SERVICE_RESTART_ATTEMPTS: '0', ...env, SERVICE_HOME: serviceHome},
     reject: false,
   })
   let output = ''

@@ -1,5 +1,5 @@
 /**
- * What happened to models: each model's events (launch, download milestones, ready, crash, terminate) and the
+ * What happened to models: each model's events (launch, download milestones, ready, crash, restart, terminate) and the
  * launch history Xinference keeps, at its route (`GET /v1/launch_history?model_name=`). Reading them needs what
  * reading the model list needs.
  */
