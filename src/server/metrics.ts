@@ -117,7 +117,7 @@ export class ServiceMetrics implements MetricsExposition {
     new Gauge({
       collect() {
         this.reset()
-        for (const state of ['launching', 'ready', 'restarting', 'error'] as const) this.set({state}, 0)
+        for (const state of ['launching', 'ready', 'error'] as const) this.set({state}, 0)
         for (const state of states.values()) this.inc({state})
       },
       help: 'Models in the service by state (launching, ready, restarting, error).',

@@ -65,6 +65,15 @@ describe('service metrics (from the observability seam)', () => {
     expect(await samples('service_model_failures_total')).to.deep.equal([{labels: {model_name: 'b'}, value: 1}])
   })
 
+  it('counts relaunches of crashed models, and shows a model relaunching by its state', async () => {
+    const model = {modelName: 'qwen2.5-instruct', modelType: 'LLM'}
+    events.report('model', {...model, state: 'ready', uid: 'a'})
+    events.report('model', {...model, reason: 'killed by SIGKILL', state: 'error', uid: 'a'})
+    events.report('model', {...model, reason: 'killed by SIGKILL', state: 'restarting', uid: 'a'})
+    expect(await samples('service_model_restarts_total')).to.deep.equal([{labels: {model_name: 'a'}, value: 1}])
+    expect((await samples('service_models')).find(({labels}) => labels.state === 'restarting')?.value).to.equal(1)
+  })
+
   it("labels every worker's resources by worker, as they were last reported", async () => {
     workers = [worker('local', 'ready', []), worker('gpu-box', 'lost', [gpu(0, 1e9), gpu(1, 2e9)])]
     expect(await samples('service_worker_up')).to.deep.equal([

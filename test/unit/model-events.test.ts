@@ -55,6 +55,21 @@ describe('model events', () => {
     expect(kinds('cancelled')).to.deep.equal(['launch', 'cancelled'])
   })
 
+  it('reports a self-healing relaunch as restart, a failed relaunch as launch_failed, and the model ready again', () => {
+    log = new ModelEventLog(events, {keptMs: 60_000, now: () => clock})
+    state('healed', 'launching')
+    state('healed', 'ready')
+    state('healed', 'error', 'killed by SIGKILL')
+    state('healed', 'restarting', 'killed by SIGKILL')
+    state('healed', 'error', 'relaunch failed: not a GGUF file')
+    state('healed', 'restarting', 'relaunch failed: not a GGUF file')
+    state('healed', 'ready')
+    expect(kinds('healed')).to.deep.equal(['launch', 'ready', 'crash', 'restart', 'launch_failed', 'restart', 'ready'])
+    expect(log.events('healed')[3]).to.deep.include({details: {reason: 'killed by SIGKILL'}, event_type: 'WARNING'})
+    clock += 120_000
+    expect(kinds('healed'), 'a healed model is running, so its events stay').to.have.length(7)
+  })
+
   it("keeps a model's newest events, for keptMs after it ended, and a bounded number of ended models", () => {
     state('a', 'launching')
     state('a', 'ready')
