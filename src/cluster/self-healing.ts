@@ -59,7 +59,7 @@ export class ModelHealer {
 
   /** Stops the relaunch of a model being terminated; answers once nothing of it runs. */
   async stop(record: InstanceRecord): Promise<void> {
-    record.healing?.controller?.abort(new ServiceError(503, 'model_terminated', `model ${record.uid} was terminated while it was being relaunched.`))
+    record.healing?.controller?.abort(new ServiceError(499, 'request_aborted', `model ${record.uid} was terminated while it was being relaunched.`))
     await record.healing?.settled
   }
 

@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'unsupported',
   'model_not_ready',
   'model_crashed',
+  'model_restarting',
   'launch_failed',
   'unauthorized',
   'invalid_credentials',
