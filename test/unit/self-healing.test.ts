@@ -1,0 +1,100 @@
+/**
+ * The relaunch of a crashed model, with a worker that answers on demand and an injected backoff wait: the states it
+ * reports, the attempts and the reason it keeps, giving up after the limit, and a stop during the backoff.
+ */
+import {expect} from 'chai'
+
+import type {InstanceRecord} from '../../src/cluster/model-table.js'
+import type {WorkerApi} from '../../src/cluster/worker.js'
+import type {InstanceLaunch} from '../../src/protocol/worker.js'
+
+import {modelHandle} from '../../src/cluster/model-table.js'
+import {DEFAULT_RESTART_POLICY} from '../../src/cluster/restart-policy.js'
+import {ModelHealer} from '../../src/cluster/self-healing.js'
+import {ServiceError} from '../../src/kernel/errors.js'
+
+const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+const crash = new ServiceError(503, 'model_crashed', 'model demo was killed by SIGKILL')
+
+describe('self-healing (ModelHealer)', () => {
+  let waits: number[]
+  let states: string[]
+  let launches: InstanceLaunch[]
+  let terminated: string[]
+  let failLaunch: Error | undefined
+  /** The backoff lasts until it is aborted. */
+  let holdBackoff: boolean
+  let record: InstanceRecord
+  let healer: ModelHealer
+
+  beforeEach(() => {
+    waits = []
+    states = []
+    launches = []
+    terminated = []
+    failLaunch = undefined
+    holdBackoff = false
+    const worker = {
+      id: 'local',
+      async *invoke() {
+        yield {text: 'hello'}
+      },
+      async launch(launch: InstanceLaunch) {
+        launches.push(launch)
+        if (failLaunch) throw failLaunch
+        return {info: {}, pid: 2000 + launches.length, state: 'ready', uid: launch.load.modelUid}
+      },
+      async terminate(uid: string) {
+        terminated.push(uid)
+      },
+    } as unknown as WorkerApi
+    const launch = {engine: 'llama.cpp', load: {modelUid: 'demo'}} as InstanceLaunch
+    record = {error: crash, family: {}, info: {}, next: 0, spec: {}, progress: {stage: 'error'}, replicas: [{launch, pid: 1000, uid: 'demo', worker}], status: 'error', uid: 'demo'} as unknown as InstanceRecord
+    const wait = async (ms: number, signal: AbortSignal) => {
+      waits.push(ms)
+      if (holdBackoff) await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), {once: true}))
+    }
+
+    healer = new ModelHealer({changed: (_, state, reason) => states.push(reason ? `${state}: ${reason}` : state), log: quiet, now: () => 0, policy: {...DEFAULT_RESTART_POLICY, attempts: 3, waitMs: 1000}, wait})
+  })
+
+  it('relaunches the crashed process on its worker after the backoff, and the model answers again', async () => {
+    healer.crashed(record, crash)
+    expect(record.status).to.equal('restarting')
+    await record.healing!.settled
+    expect(waits).to.deep.equal([1000])
+    expect(terminated, 'the crashed process leaves the worker first').to.deep.equal(['demo'])
+    expect(launches.map((launch) => launch.load.modelUid)).to.deep.equal(['demo'])
+    expect(record).to.deep.include({error: undefined, status: 'ready'})
+    expect(record.replicas[0].pid).to.equal(2001)
+    expect(record.healing).to.include({lastError: crash.message, restarts: 1})
+    expect(states).to.deep.equal([`restarting: ${crash.message}`, 'ready'])
+  })
+
+  it('gives up after the attempts in a row, leaving the model failed with the reason', async () => {
+    failLaunch = new ServiceError(400, 'launch_failed', 'not a GGUF file')
+    healer.crashed(record, crash)
+    await record.healing!.settled
+    expect(waits).to.deep.equal([1000, 2000, 4000])
+    expect(record.status).to.equal('error')
+    expect(record.error?.message).to.match(/relaunch failed: not a GGUF file/)
+    expect(record.healing).to.include({lastError: 'relaunch failed: not a GGUF file', restarts: 3})
+    expect(states.filter((state) => state.startsWith('restarting'))).to.have.length(3)
+    expect(states.at(-1)).to.equal('error: relaunch failed: not a GGUF file')
+  })
+
+  it('a request that arrives during the relaunch waits for it, then runs', async () => {
+    healer.crashed(record, crash)
+    const events = []
+    for await (const event of modelHandle(record).invoke('chat', {}, new AbortController().signal)) events.push(event)
+    expect(events).to.deep.equal([{text: 'hello'}])
+  })
+
+  it('stops during the backoff: nothing is launched and the model stays as the crash left it', async () => {
+    holdBackoff = true
+    healer.crashed(record, crash)
+    await healer.stop(record)
+    expect(launches).to.deep.equal([])
+    expect(states).to.deep.equal([`restarting: ${crash.message}`])
+  })
+})
