@@ -196,12 +196,15 @@ export class ModelTable {
   }
 
   /**
-   * Marks a model whose process died on its own; requests to it get the same error until it is relaunched. Answers
-   * the model when it is now failed (not when a replica of several died).
+   * Marks a model whose process died on its own (that with `pid`, when told); requests to it get the same error until
+   * it is relaunched. Answers the model when it is now failed (not when a replica of several died).
    */
-  markCrashed(instanceUid: string, error: ServiceError): InstanceRecord | undefined {
+  markCrashed(instanceUid: string, error: ServiceError, pid?: number): InstanceRecord | undefined {
     const record = [...this.records.values()].find((r) => r.replicas.some((replica) => replica.uid === instanceUid))
     if (!record || record.status !== 'ready') return undefined
+    // A heartbeat sent before a relaunch reports the process that crashed, not the one that replaced it.
+    const current = record.replicas.find((replica) => replica.uid === instanceUid)!.pid
+    if (pid !== undefined && current !== undefined && pid !== current) return undefined
     // A replica that dies leaves the rotation; the model fails only when none is left.
     if (record.replicas.length > 1) {
       record.replicas = record.replicas.filter((replica) => replica.uid !== instanceUid)

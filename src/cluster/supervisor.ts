@@ -291,8 +291,8 @@ export class Supervisor implements ModelDirectory, ModelService {
   }
 
   /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched (by self-healing, or an operator). */
-  markCrashed(instanceUid: string, error: ServiceError): void {
-    const failed = this.table.markCrashed(instanceUid, error)
+  markCrashed(instanceUid: string, error: ServiceError, pid?: number): void {
+    const failed = this.table.markCrashed(instanceUid, error, pid)
     if (!failed) return
     this.changed(failed, 'error', error.message)
     this.healer.crashed(failed, error)

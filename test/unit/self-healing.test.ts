@@ -8,7 +8,7 @@ import type {InstanceRecord} from '../../src/cluster/model-table.js'
 import type {WorkerApi} from '../../src/cluster/worker.js'
 import type {InstanceLaunch} from '../../src/protocol/worker.js'
 
-import {modelHandle} from '../../src/cluster/model-table.js'
+import {modelHandle, ModelTable} from '../../src/cluster/model-table.js'
 import {DEFAULT_RESTART_POLICY} from '../../src/cluster/restart-policy.js'
 import {ModelHealer} from '../../src/cluster/self-healing.js'
 import {ServiceError} from '../../src/kernel/errors.js'
@@ -96,5 +96,15 @@ describe('self-healing (ModelHealer)', () => {
     await healer.stop(record)
     expect(launches).to.deep.equal([])
     expect(states).to.deep.equal([`restarting: ${crash.message}`])
+  })
+
+  it('ignores a late report of the crashed process once its successor runs (a heartbeat sent before the relaunch)', async () => {
+    const table = new ModelTable()
+    table.add(record)
+    healer.crashed(record, crash)
+    await record.healing!.settled
+    expect(table.markCrashed('demo', crash, 1000)).to.equal(undefined)
+    expect(record.status).to.equal('ready')
+    expect(table.markCrashed('demo', crash, 2001)).to.equal(record)
   })
 })
