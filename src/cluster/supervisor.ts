@@ -25,7 +25,7 @@ import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
 import {advance} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
-import {type RestartPolicy} from './restart-policy.js'
+import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
 import {ModelHealer} from './self-healing.js'
 import {type InstanceRecord, modelHandle, type Replica, ModelTable} from './model-table.js'
 import {chooseWorkers, namedCandidates} from './placement.js'
@@ -56,8 +56,7 @@ export class Supervisor implements ModelDirectory, ModelService {
   constructor(private readonly options: SupervisorOptions) {
     this.now = options.now ?? (() => Math.floor(Date.now() / 1000))
     const changed = (record: InstanceRecord, state: ModelState, reason?: string) => this.changed(record, state, reason)
-    const policy = options.restart ?? {attempts: 0, baseDelayMs: 0, maxDelayMs: 0, stableMs: 0, waitMs: 0}
-    this.healer = new ModelHealer({changed, log: options.log, policy})
+    this.healer = new ModelHealer({changed, log: options.log, policy: options.restart ?? {...DEFAULT_RESTART_POLICY, attempts: 0}})
     this.membership = new WorkerMembership(this.table, {changed, kernel: options.kernel, log: options.log, now: this.now}, options.workers)
   }
 
