@@ -16,12 +16,11 @@ export default class Supervisor extends ServiceProcessCommand {
     host: Flags.string({char: 'H', description: 'Address to listen on: this machine\'s address as clients and workers reach it [default: 127.0.0.1].'}),
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
-    'restore-models': Flags.boolean({allowNo: true, description: 'Relaunch the models that were running when the service last stopped (--no-restore-models, or SERVICE_RESTORE_MODELS=0, turns it off) [default: on].'}),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
   static program = 'service-supervisor'
-  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>] [--log-format text|json] [--no-restore-models]'
+  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>] [--log-format text|json]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Supervisor)
@@ -31,7 +30,7 @@ export default class Supervisor extends ServiceProcessCommand {
       this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
     const service = await startLocalService(
       this.config,
-      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
     this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)
