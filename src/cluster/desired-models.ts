@@ -54,6 +54,14 @@ export class DesiredModels {
     await this.writing
   }
 
+  /** Keeps why a model could not be launched again, for a failure the seam does not report (one before its launch began). */
+  failed(uid: string, message: string): void {
+    const model = this.models.get(uid)
+    if (!model) return
+    model.last_error = {at: this.now().toISOString(), message}
+    this.save()
+  }
+
   private stateChanged({launch, reason, state, uid}: ModelStateChanged): void {
     if (state === 'launching') {
       if (launch) this.launching.set(uid, {...(launch as LaunchRequest), model_uid: uid})
@@ -63,7 +71,7 @@ export class DesiredModels {
     const launched = this.launching.get(uid)
     this.launching.delete(uid)
     if (state === 'ready' && launched) this.models.set(uid, {launch: launched})
-    else if (state === 'error' && this.models.has(uid)) this.models.get(uid)!.last_error = {at: this.now().toISOString(), message: reason ?? 'failed'}
+    else if (state === 'error') return this.failed(uid, reason ?? 'failed')
     // A terminate with no reason is an operator's; one with a reason is a cancelled launch (the service stopping among them).
     else if (!(state === 'terminated' && !reason && this.models.delete(uid))) return
     this.save()
@@ -104,9 +112,10 @@ export class DesiredModels {
 
 /**
  * Launches the desired models again, one after another (so they do not contend for memory), until `signal` says the
- * service is stopping. A launch that fails is logged; the seam's `error` event keeps its reason in the list.
+ * service is stopping. A launch that fails is logged, and its reason kept in the list.
  */
-export async function restoreDesiredModels(models: DesiredModel[], launch: (request: LaunchRequest) => Promise<unknown>, {log, signal}: {log: Logger; signal: AbortSignal}): Promise<void> {
+export async function restoreDesiredModels(desired: DesiredModels, launch: (request: LaunchRequest) => Promise<unknown>, {log, signal}: {log: Logger; signal: AbortSignal}): Promise<void> {
+  const models = desired.list()
   if (models.length > 0) log.info(`restoring ${models.length} desired model(s): ${models.map((model) => model.launch.model_uid).join(', ')}`)
   for (const model of models) {
     if (signal.aborted) return
@@ -115,6 +124,7 @@ export async function restoreDesiredModels(models: DesiredModel[], launch: (requ
       log.info(`restored ${model.launch.model_uid}`)
     } catch (error) {
       log.error(`could not restore ${model.launch.model_uid}: ${(error as Error).message}`)
+      desired.failed(model.launch.model_uid, (error as Error).message)
     }
   }
 }

@@ -129,7 +129,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   workerRegistry?.start()
   // In the background, once the service answers: a restored model is like any other launch, visible as it loads.
   // Not in a cluster yet: the workers that rejoin bring their own models, and a launch before any joined would fail.
-  if (settings.restoreModels && !cluster) void restoreDesiredModels(desired.list(), (request) => supervisor.launch(request, {signal: shutdown.signal}), {log, signal: shutdown.signal})
+  if (settings.restoreModels && !cluster) void restoreDesiredModels(desired, (request) => supervisor.launch(request, {signal: shutdown.signal}), {log, signal: shutdown.signal})
   else if (!cluster) log.info(`restoring models is off: ${desired.list().length} desired model(s) left as they are`)
   log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
   return {events, kernel, stop, stopped, url: listening.url}

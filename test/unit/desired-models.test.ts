@@ -95,15 +95,18 @@ describe('desired models', () => {
 
     const log = recordingLog()
     const launched: string[] = []
-    await restoreDesiredModels(desired.list(), async (request) => {
+    await restoreDesiredModels(desired, async (request) => {
       launched.push(request.model_uid!)
       if (request.model_uid === 'b') throw new Error('weights not cached')
     }, {log, signal: new AbortController().signal})
     expect(launched).to.deep.equal(['a', 'b', 'c'])
     expect(log.lines).to.include('could not restore b: weights not cached')
+    expect(desired.list().map((model) => model.last_error?.message)).to.deep.equal([undefined, 'weights not cached', undefined])
+    await desired.flush()
+    expect(JSON.parse(await readFile(file, 'utf8')).models[1].last_error.message).to.equal('weights not cached')
     const stopping = new AbortController()
     const none: string[] = []
-    await restoreDesiredModels(desired.list(), async (request) => {
+    await restoreDesiredModels(desired, async (request) => {
       none.push(request.model_uid!)
       stopping.abort()
     }, {log, signal: stopping.signal})
