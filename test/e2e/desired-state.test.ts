@@ -51,9 +51,7 @@ describe('desired state after a restart (service-local)', function () {
     expect((await api('DELETE', '/v1/models/goner')).status).to.equal(200)
   })
 
-  after(async () => {
-    if (service?.process.exitCode === null) service.process.kill('SIGKILL')
-  })
+  after(async () => service?.stop())
 
   it('relaunches the models that ran at SIGTERM, not the terminated one, without a launch call', async () => {
     await restart()
