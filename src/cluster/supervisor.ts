@@ -149,7 +149,7 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.table.add(record)
     placed()
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
-    this.changed(record, 'launching', undefined, launchDetails(record))
+    this.changed(record, 'launching', undefined, launchDetails(record), {...request, model_uid: uid})
     record.done = this.run(record, launchOf)
     if (!waitReady) {
       record.done.catch(() => {})
@@ -327,8 +327,8 @@ export class Supervisor implements ModelDirectory, ModelService {
     this.table.clear()
   }
 
-  private changed(record: InstanceRecord, state: ModelState, reason?: string, details?: Record<string, unknown>) {
-    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...(details ? {details} : {})})
+  private changed(record: InstanceRecord, state: ModelState, reason?: string, details?: Record<string, unknown>, launch?: LaunchRequest) {
+    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...(details ? {details} : {}), ...(launch ? {launch} : {})})
   }
 
   /** A worker's GPUs, and which models hold which (a launching model's too). */

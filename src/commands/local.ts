@@ -14,6 +14,7 @@ export default class Local extends ServiceProcessCommand {
     host: Flags.string({char: 'H', description: 'Address to listen on (0.0.0.0 for all interfaces) [default: 127.0.0.1].'}),
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
+    'restore-models': Flags.boolean({allowNo: true, description: 'Relaunch the models that were running when the service last stopped (--no-restore-models, or SERVICE_RESTORE_MODELS=0, turns it off) [default: on].'}),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
@@ -27,7 +28,7 @@ export default class Local extends ServiceProcessCommand {
     const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
     const service = await startLocalService(
       this.config,
-      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth},
     )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)

@@ -39,6 +39,8 @@ export interface ModelStateChanged {
   reason?: string
   /** What a `launching` model is: engine, format, size, quantization, workers and parameters. */
   details?: Record<string, unknown>
+  /** A `launching` model's launch request as the service received it, with the uid it got: what relaunches it. */
+  launch?: Record<string, unknown>
 }
 
 /** A step of a launch as its worker reports it: bytes downloaded, weights being generated, or loading. */

@@ -19,6 +19,8 @@ export interface ServiceSettings {
   modelSource: string
   /** Folders `file://` model URIs must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
   allowedModelDirs: string[]
+  /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
+  restoreModels: boolean
 }
 
 export const DEFAULT_PORT = 9997
@@ -32,6 +34,7 @@ export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
 export function homePaths(home: string) {
   return {
     cache: join(home, 'cache'),
+    desiredModels: join(home, 'desired-models.json'),
     launchHistory: join(home, 'launch-history.json'),
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),
@@ -44,7 +47,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   return {
@@ -55,6 +58,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
     logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
     modelSource: String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface'),
     port: Number(file.port ?? DEFAULT_PORT),
+    restoreModels: !['0', 'false', 'no', 'off'].includes(String(env.SERVICE_RESTORE_MODELS ?? file.restore_models ?? 'true').toLowerCase()),
   }
 }
 

@@ -29,6 +29,7 @@ import {eventRoutes} from '../server/routes/events.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
 import {ServiceMetrics} from '../server/metrics.js'
+import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
@@ -71,6 +72,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   logServiceEvents(events, log)
   const modelEvents = new ModelEventLog(events)
   const launches = await LaunchHistory.open(events, {file: paths.launchHistory, log})
+  // Recorded even when restoring is off, so that turning it back on finds the models as they last were.
+  const desired = await DesiredModels.open(events, {file: paths.desiredModels, log})
 
   let supervisor: Supervisor | undefined
   // In a cluster the workers' resources come from their heartbeats; their downloads stay on the workers.
@@ -106,6 +109,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     shutdown.abort(new ServiceError(503, 'shutting_down', `the ${cluster ? 'supervisor' : 'service'} is shutting down; this request was not completed.`))
     await supervisor.dispose()
     await launches.close()
+    await desired.flush()
     await listening.close()
     metrics.dispose()
     await log.close()
@@ -124,6 +128,10 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()
+  // In the background, once the service answers: a restored model is like any other launch, visible as it loads.
+  // Not in a cluster yet: the workers that rejoin bring their own models, and a launch before any joined would fail.
+  if (settings.restoreModels && !cluster) void restoreDesiredModels(desired, (request) => supervisor.launch(request, {signal: shutdown.signal}), {log, signal: shutdown.signal})
+  else if (!cluster) log.info(`restoring models is off: ${desired.list().length} desired model(s) left as they are`)
   log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
   return {events, kernel, stop, stopped, url: listening.url}
 }

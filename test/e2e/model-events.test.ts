@@ -20,7 +20,7 @@ describe('model events and launch history (service-local, servicectl)', function
   let service: RunningService
   const api = (method: string, path: string, body?: unknown) => callApi(service, method, path, body)
   const kinds = async (uid: string) => ((await api('GET', `/v1/models/${uid}/events`)).body as Array<{kind: string}>).map((event) => event.kind)
-  const start = () => startService({env: {HF_ENDPOINT: hub.url}, home})
+  const start = () => startService({env: {HF_ENDPOINT: hub.url, SERVICE_RESTORE_MODELS: '0'}, home})
 
   before(async () => {
     home = await temporaryDirectory()

@@ -9,7 +9,7 @@ describe('settings', () => {
   it('reads a config file in SERVICE_HOME, lets the environment win over it, and defaults the rest', async () => {
     const home = await temporaryDirectory()
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
-    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'debug', modelSource: 'modelscope', port: 9998})
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'debug', modelSource: 'modelscope', port: 9998, restoreModels: true})
     const overridden = await loadSettings({SERVICE_HOME: home, SERVICE_LOG_LEVEL: 'warn', SERVICE_MODEL_SRC: 'huggingface'})
     expect(overridden).to.include({logLevel: 'warn', modelSource: 'huggingface'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory()})).to.include({logLevel: 'info', modelSource: 'huggingface', port: 9997})
@@ -22,6 +22,15 @@ describe('settings', () => {
     expect(await loadSettings({SERVICE_HOME: home})).to.include({logFormat: 'json'})
     expect(await loadSettings({SERVICE_HOME: home, SERVICE_LOG_FORMAT: 'text'})).to.include({logFormat: 'text'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory(), SERVICE_LOG_FORMAT: 'JSON'})).to.include({logFormat: 'json'})
+  })
+
+  it('restores models unless SERVICE_RESTORE_MODELS or restore_models in the config file turns it off, the environment winning', async () => {
+    const home = await temporaryDirectory()
+    expect(await loadSettings({SERVICE_HOME: home})).to.include({restoreModels: true})
+    for (const off of ['0', 'false', 'OFF', 'no']) expect(await loadSettings({SERVICE_HOME: home, SERVICE_RESTORE_MODELS: off})).to.include({restoreModels: false})
+    await writeFile(`${home}/service.config.json`, JSON.stringify({restore_models: false}))
+    expect(await loadSettings({SERVICE_HOME: home})).to.include({restoreModels: false})
+    expect(await loadSettings({SERVICE_HOME: home, SERVICE_RESTORE_MODELS: '1'})).to.include({restoreModels: true})
   })
 
   it('reads the folders model files may come from: the config file relative to itself, the environment separated like PATH', async () => {
