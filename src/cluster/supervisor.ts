@@ -269,7 +269,7 @@ export class Supervisor implements ModelDirectory, ModelService {
           ? reason
           : new ServiceError(499, 'request_aborted', `the launch of ${uid} was cancelled.`)
         : shaped.code === 'launch_failed'
-          ? new ServiceError(shaped.status, shaped.code, `failed to launch ${uid}: ${shaped.message}`)
+          ? new ServiceError(shaped.status, shaped.code, `failed to launch ${uid}: ${shaped.message}`, shaped.param)
           : shaped
       if (cancelled) this.options.log.info(`launch of ${uid} cancelled`)
       else this.options.log.error(`launch of ${uid} failed: ${shaped.message}`)

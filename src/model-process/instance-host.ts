@@ -52,7 +52,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
     // The real cause matters most on a failed load (a bad GGUF, not enough memory), so it is kept verbatim.
     const message = shaped.status === 500 ? (error as Error)?.message ?? String(error) : shaped.message
     log.error(`load failed: ${(error as Error)?.stack ?? error}`)
-    await send({error: {code: shaped.status === 500 ? 'launch_failed' : shaped.code, message, status: shaped.status === 500 ? 500 : shaped.status}, type: 'load-failed'})
+    await send({error: {code: shaped.status === 500 ? 'launch_failed' : shaped.code, message, param: shaped.param, status: shaped.status === 500 ? 500 : shaped.status}, type: 'load-failed'})
     process.exit(1)
   }
 }

@@ -245,7 +245,7 @@ export class InstanceProcess {
       }
 
       case 'load-failed': {
-        this.failure = new ServiceError(message.error.status >= 500 ? 500 : message.error.status, 'launch_failed', message.error.message)
+        this.failure = new ServiceError(message.error.status >= 500 ? 500 : message.error.status, 'launch_failed', message.error.message, message.error.param)
         this.readyWaiter?.reject(this.failure)
         this.readyWaiter = undefined
         break
