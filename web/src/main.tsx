@@ -1,0 +1,116 @@
+/**
+ * The web interface's shell: the navigation, the pages at their paths under /ui (deep links work: the service
+ * answers every /ui path with this app), and the login gate when the service has access control on.
+ */
+import {render} from 'preact'
+import {useEffect, useState} from 'preact/hooks'
+import {LocationProvider, Route, Router, useLocation} from 'preact-iso'
+
+import {client, token, whenUnauthorized} from './api.js'
+import {CachePage} from './pages/cache.js'
+import {ClusterPage} from './pages/cluster.js'
+import {LaunchPage} from './pages/launch.js'
+import {LoginPage} from './pages/login.js'
+import {ModelsPage} from './pages/models.js'
+import {PlaygroundPage} from './pages/playground.js'
+import {RegisterPage} from './pages/register.js'
+import './style.css'
+
+const PAGES = [
+  {href: '/ui/', label: 'Launch'},
+  {href: '/ui/models', label: 'Running models'},
+  {href: '/ui/playground', label: 'Playground'},
+  {href: '/ui/register', label: 'Register'},
+  {href: '/ui/cache', label: 'Cache'},
+  {href: '/ui/cluster', label: 'Cluster'},
+]
+
+function Shell() {
+  const location = useLocation()
+  const [auth, setAuth] = useState<boolean | undefined>(undefined)
+  const [notice, setNotice] = useState<string | undefined>(undefined)
+
+  useEffect(() => {
+    client.request<{auth: boolean}>('GET', '/v1/cluster/auth').then(
+      ({auth}) => setAuth(auth),
+      () => setAuth(false),
+    )
+    return whenUnauthorized(() => {
+      token.clear()
+      setNotice('Your session ended (the token expired or was refused): log in again.')
+      location.route(`/ui/login?next=${encodeURIComponent(window.location.pathname)}`)
+    })
+  }, [])
+
+  const onLogin = location.path === '/ui/login'
+  useEffect(() => {
+    if (auth && !token.get() && !onLogin) location.route(`/ui/login?next=${encodeURIComponent(location.url)}`, true)
+  }, [auth, location.url])
+
+  if (auth === undefined) return <p class="loading">Connecting to the service…</p>
+  if (auth && !token.get() && !onLogin) return null
+  const logOut = () => {
+    token.clear()
+    setNotice('You are logged out.')
+    location.route('/ui/login')
+  }
+
+  return (
+    <>
+      <header>
+        <a class="brand" href="/ui/">
+          service-toolkit
+        </a>
+        {!onLogin && (
+          <nav aria-label="Pages">
+            {PAGES.map(({href, label}) => (
+              <a aria-current={location.path === href || (href !== '/ui/' && location.path.startsWith(href)) ? 'page' : undefined} href={href} key={href}>
+                {label}
+              </a>
+            ))}
+          </nav>
+        )}
+        {auth && token.get() && (
+          <button class="secondary" onClick={logOut} type="button">
+            Log out
+          </button>
+        )}
+      </header>
+      <main>
+        {notice && onLogin && (
+          <p class="notice" role="status">
+            {notice}
+          </p>
+        )}
+        <Router>
+          <Route component={LaunchPage} path="/ui/" />
+          <Route component={ModelsPage} path="/ui/models" />
+          <Route component={PlaygroundPage} path="/ui/playground/:uid?" />
+          <Route component={RegisterPage} path="/ui/register" />
+          <Route component={CachePage} path="/ui/cache" />
+          <Route component={ClusterPage} path="/ui/cluster" />
+          <Route component={() => <LoginPage onLogin={() => setNotice(undefined)} />} path="/ui/login" />
+          <Route component={NotFound} default />
+        </Router>
+      </main>
+    </>
+  )
+}
+
+function NotFound() {
+  return (
+    <section>
+      <h1>No such page</h1>
+      <p>
+        <a href="/ui/">Go to the catalogue</a>.
+      </p>
+    </section>
+  )
+}
+
+render(
+  <LocationProvider scope="/ui">
+    <Shell />
+  </LocationProvider>,
+  document.querySelector('#app')!,
+)

@@ -1,0 +1,77 @@
+/** Pieces every page shares: loading data with its error, an error line, byte and duration formats. */
+import {useCallback, useEffect, useRef, useState} from 'preact/hooks'
+
+import {describeError} from './api.js'
+
+/** Loads `load()` now, again on `reload()`, and every `everyMs` while the page is shown when given. */
+export function useLoad<T>(load: () => Promise<T>, dependencies: unknown[] = [], everyMs?: number) {
+  const [data, setData] = useState<T | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const latest = useRef(load)
+  latest.current = load
+  const reload = useCallback(async () => {
+    try {
+      setData(await latest.current())
+      setError(undefined)
+    } catch (failure) {
+      setError(describeError(failure))
+    }
+  }, [])
+  useEffect(() => {
+    void reload()
+    if (!everyMs) return
+    const timer = setInterval(() => void reload(), everyMs)
+    return () => clearInterval(timer)
+  }, dependencies)
+  return {data, error, reload}
+}
+
+export function ErrorLine({error}: {error?: string}) {
+  if (!error) return null
+  return (
+    <p class="error" role="alert">
+      {error}
+    </p>
+  )
+}
+
+const UNITS = ['B', 'kB', 'MB', 'GB', 'TB']
+
+export function formatBytes(bytes: number): string {
+  let value = bytes
+  let unit = 0
+  while (value >= 1000 && unit < UNITS.length - 1) {
+    value /= 1000
+    unit++
+  }
+
+  return `${value < 10 && unit > 0 ? value.toFixed(1) : Math.round(value)} ${UNITS[unit]}`
+}
+
+export function formatSeconds(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '—'
+  if (seconds < 60) return `${Math.ceil(seconds)} s`
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${Math.ceil(seconds % 60)} s`
+  return `${Math.floor(seconds / 3600)} h ${Math.ceil((seconds % 3600) / 60)} min`
+}
+
+/** Runs an action, keeping its error for the page to show; answers whether it succeeded. */
+export function useAction() {
+  const [error, setError] = useState<string | undefined>(undefined)
+  const [busy, setBusy] = useState(false)
+  const run = async (action: () => Promise<unknown>): Promise<boolean> => {
+    setBusy(true)
+    setError(undefined)
+    try {
+      await action()
+      return true
+    } catch (failure) {
+      setError(describeError(failure))
+      return false
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  return {busy, error, run, setError}
+}
