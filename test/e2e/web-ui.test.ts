@@ -1,0 +1,172 @@
+/**
+ * The web interface at /ui of a real `service-local`, in headless Chromium (test/helpers/browser.ts fails a test on
+ * any console error or request to another host): how the files are served, launching tiny-random-llm from the
+ * catalogue to ready, a streamed chat, terminating it, registering and unregistering a custom model, and the
+ * login, the refusal naming the missing permission, and the logout when access control is on.
+ */
+import {expect} from 'chai'
+
+import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
+import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
+import {callApi, closedPort, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+
+describe('web interface (service-local, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    // Every hub points at a closed port: the page and the model need nothing from the network.
+    const unreachable = `http://127.0.0.1:${await closedPort()}`
+    service = await startService({env: {HF_ENDPOINT: unreachable, MODELSCOPE_ENDPOINT: unreachable}})
+  })
+
+  afterEach(async () => {
+    try {
+      browser?.check()
+    } finally {
+      await browser?.close()
+      browser = undefined
+    }
+  })
+
+  after(async () => service?.stop())
+
+  it('serves the app at /ui: / redirects there, deep links get the app, hashed assets are immutable and compressed', async () => {
+    const root = await fetch(`${service.url}/`, {redirect: 'manual'})
+    expect(root.status).to.equal(302)
+    expect(root.headers.get('location')).to.equal('/ui/')
+
+    const deepLink = await fetch(`${service.url}/ui/playground/some-model`)
+    expect(deepLink.status).to.equal(200)
+    expect(deepLink.headers.get('content-type')).to.equal('text/html; charset=utf-8')
+    expect(deepLink.headers.get('cache-control')).to.equal('no-cache')
+    const html = await deepLink.text()
+    const assets = [...html.matchAll(/(?:src|href)="(\/ui\/assets\/[^"]+)"/g)].map((match) => match[1])
+    expect(assets.some((asset) => asset.endsWith('.js'))).to.equal(true)
+    expect(assets.some((asset) => asset.endsWith('.css'))).to.equal(true)
+    for (const asset of assets) {
+      const response = await fetch(`${service.url}${asset}`, {headers: {'accept-encoding': 'gzip'}})
+      expect(response.status, asset).to.equal(200)
+      expect(response.headers.get('cache-control')).to.equal('max-age=31536000,immutable')
+      expect(response.headers.get('content-encoding')).to.equal('gzip')
+      expect(response.headers.get('content-type')).to.match(asset.endsWith('.js') ? /^text\/javascript/ : /^text\/css/)
+    }
+
+    expect((await fetch(`${service.url}/ui/assets/index-gone.js`)).status).to.equal(404)
+    // The API is unchanged beside it.
+    expect((await callApi(service, 'GET', '/v1/nothing-here')).body.error.code).to.equal('not_found')
+  })
+
+  it('launches tiny-random-llm from the catalogue, shows its progress reach ready, chats with it streaming, and terminates it', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/`)
+    await page.getByRole('searchbox', {name: 'Search'}).fill('tiny')
+    await page.getByRole('button', {name: 'Configure tiny-random-llm'}).click()
+    const form = page.getByRole('form', {name: 'Launch tiny-random-llm'})
+    await form.getByText(/Memory estimate: \d[\d.]* (kB|MB)/).waitFor()
+    await form.getByRole('button', {name: 'Launch'}).click()
+    await page.locator('[data-stage="ready"]').waitFor({timeout: 60_000})
+
+    await page.getByRole('link', {name: 'Open playground'}).click()
+    await page.waitForURL(`${service.url}/ui/playground/tiny-random-llm`)
+    await page.getByRole('spinbutton', {name: 'Max tokens'}).fill('16')
+    await page.getByRole('textbox', {name: 'Message'}).fill('Hello there')
+    const streamed = page.waitForResponse((response) => response.url().endsWith('/v1/chat/completions'))
+    await page.getByRole('button', {name: 'Send'}).click()
+    expect((await streamed).headers()['content-type']).to.match(/^text\/event-stream/)
+    const reply = page.locator('.messages li.assistant:not(.streaming)')
+    await reply.waitFor()
+    expect((await reply.textContent())!.replace(/^assistant/, '').trim()).to.not.equal('')
+    await page.getByText('Code for this request').click()
+    expect(await page.locator('.snippet pre').textContent()).to.contain('"model": "tiny-random-llm"').and.contain('"stream": true')
+
+    await page.getByRole('link', {name: 'Running models'}).click()
+    await page.getByRole('button', {name: 'Events'}).click()
+    await page.getByRole('region', {name: 'Events of tiny-random-llm'}).getByText('ready', {exact: true}).waitFor()
+    await page.getByRole('button', {name: 'Terminate tiny-random-llm'}).click()
+    await page.getByText('No model runs.').waitFor()
+    expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
+  })
+
+  it('registers a custom model with the form, refusing a bad name first, and unregisters it', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/ui/register`)
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('not a name!')
+    await page.getByRole('textbox', {name: /^Size in billions/}).fill('0_5')
+    await page.getByRole('combobox', {name: 'Where'}).selectOption('hub')
+    await page.getByRole('textbox', {name: 'Repository (owner/name)'}).fill('someone/custom-GGUF')
+    await page.getByRole('textbox', {name: /^File name template/}).fill('custom-{quantization}.gguf')
+    await page.getByRole('button', {name: 'Register'}).click()
+    await page.getByText('model_name must be letters, digits').waitFor()
+    expect(await page.getByRole('textbox', {exact: true, name: 'Name'}).getAttribute('aria-invalid')).to.equal('true')
+
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('my-custom-llm')
+    expect(JSON.parse(await page.getByRole('textbox', {name: /^JSON sent to/}).inputValue())).to.deep.include({model_name: 'my-custom-llm'})
+    await page.getByRole('button', {name: 'Register'}).click()
+    await page.getByText('Registered my-custom-llm as a LLM model').waitFor()
+    const registered = await callApi(service, 'GET', '/v1/model_registrations/LLM/my-custom-llm')
+    expect(registered.body.model_specs).to.deep.equal([
+      {model_file_name_template: 'custom-{quantization}.gguf', model_format: 'ggufv2', model_hub: 'huggingface', model_id: 'someone/custom-GGUF', model_size_in_billions: '0_5', quantization: 'q4_k_m'},
+    ])
+
+    await page.getByRole('button', {name: 'Unregister my-custom-llm'}).click()
+    await page.getByText('None yet.').waitFor()
+    expect((await callApi(service, 'GET', '/v1/model_registrations/LLM/my-custom-llm')).status).to.equal(404)
+  })
+})
+
+describe('web interface with access control (service-local --auth-config, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    service = await startService({args: ['--auth-config', await writeTestAuthConfig(await temporaryDirectory())]})
+  })
+
+  after(async () => {
+    await browser?.close()
+    await service?.stop()
+  })
+
+  it('serves the app without credentials while the API still asks for them', async () => {
+    expect((await fetch(`${service.url}/ui/models`)).status).to.equal(200)
+    expect((await fetch(`${service.url}/v1/models`)).status).to.equal(401)
+    expect((await fetch(`${service.url}/v1/models`, {headers: {authorization: `Bearer ${apiKeyOf('root')}`}})).status).to.equal(200)
+  })
+
+  it('sends a visitor to the login page, logs in, names the permission an action lacks, and logs out', async () => {
+    browser = await openBrowser(service.url, {expectedStatuses: [403]})
+    const {page} = browser
+    await page.goto(`${service.url}/ui/models`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fmodels`)
+    const user = 'all-but-models:register'
+    await page.getByRole('textbox', {name: 'Username'}).fill(user)
+    await page.getByLabel('Password').fill(passwordOf(user))
+    await page.getByRole('button', {name: 'Log in'}).click()
+    await page.waitForURL(`${service.url}/ui/models`)
+    await page.getByText('No model runs.').waitFor()
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal(['service-toolkit.token'])
+
+    await page.getByRole('link', {name: 'Register'}).click()
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('refused-llm')
+    await page.getByRole('textbox', {name: /^Size in billions/}).fill('7')
+    await page.getByRole('textbox', {name: /^File/}).fill('/models/refused.gguf')
+    await page.getByRole('button', {name: 'Register'}).click()
+    const refusal = await page.getByRole('alert').textContent()
+    expect(refusal).to.contain('Permission denied').and.contain(`user "${user}" does not have the permission models:register`)
+    browser.check()
+
+    await page.getByRole('button', {name: 'Log out'}).click()
+    await page.waitForURL(`${service.url}/ui/login`)
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal([])
+    await page.goto(`${service.url}/ui/cache`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fcache`)
+    browser.check()
+  })
+})
