@@ -8,7 +8,7 @@ import {expect} from 'chai'
 
 import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
-import {callApi, closedPort, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, closedPort, type RunningService, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('web interface (service-local, headless Chromium)', function () {
   this.timeout(120_000)
@@ -57,6 +57,38 @@ describe('web interface (service-local, headless Chromium)', function () {
     expect((await fetch(`${service.url}/ui/assets/index-gone.js`)).status).to.equal(404)
     // The API is unchanged beside it.
     expect((await callApi(service, 'GET', '/v1/nothing-here')).body.error.code).to.equal('not_found')
+  })
+
+  it('is served by a supervisor too, from the same package', async () => {
+    const supervisor = await startProgram('service-supervisor', ['-H', '127.0.0.1', '-p', '0'], {})
+    try {
+      const response = await fetch(`${supervisor.url}/ui/cluster`)
+      expect(response.status).to.equal(200)
+      expect(await response.text()).to.contain('<div id="app"></div>')
+    } finally {
+      await supervisor.stop()
+    }
+  })
+
+  it('fits a phone-sized screen without sideways scrolling, and is usable with the keyboard alone', async () => {
+    browser = await openBrowser(service.url, {viewport: {height: 844, width: 390}})
+    const {page} = browser
+    for (const path of ['/ui/', '/ui/models', '/ui/register', '/ui/cache', '/ui/cluster', '/ui/playground']) {
+      await page.goto(`${service.url}${path}`)
+      await page.locator('h1').first().waitFor()
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), path).to.be.at.most(390)
+    }
+
+    await page.setViewportSize({height: 800, width: 1280})
+    await page.goto(`${service.url}/ui/`)
+    await page.getByRole('button', {name: 'Configure tiny-random-llm'}).waitFor()
+    for (let presses = 0; presses < 80; presses++) {
+      await page.keyboard.press('Tab')
+      if (await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Configure tiny-random-llm')) break
+    }
+
+    await page.keyboard.press('Enter')
+    await page.getByRole('form', {name: 'Launch tiny-random-llm'}).waitFor()
   })
 
   it('launches tiny-random-llm from the catalogue, shows its progress reach ready, chats with it streaming, and terminates it', async () => {
