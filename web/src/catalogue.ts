@@ -65,8 +65,9 @@ export const specQuantizations = (spec: ModelSpec): string[] => [
 const unique = (values: string[]) => [...new Set(values)].sort()
 export const bySize = (a: string, b: string) => Number(a.replace('_', '.')) - Number(b.replace('_', '.'))
 
-export async function catalogueOf(modelType: string, engines: EngineInfo[]): Promise<CatalogueEntry[]> {
-  const families = await client.request<Family[]>('GET', `/v1/model_registrations/${encodeURIComponent(modelType)}?detailed=true`)
+export const familiesOf = (modelType: string) => client.request<Family[]>('GET', `/v1/model_registrations/${encodeURIComponent(modelType)}?detailed=true`)
+
+export function catalogueOf(modelType: string, families: Family[], engines: EngineInfo[]): CatalogueEntry[] {
   return families.map((family) => {
     const specs = family.model_specs ?? []
     const formats = unique(specs.map((spec) => spec.model_format))

@@ -4,7 +4,7 @@
  */
 import {render} from 'preact'
 import {useEffect, useState} from 'preact/hooks'
-import {LocationProvider, Route, Router, useLocation} from 'preact-iso'
+import {lazy, LocationProvider, Route, Router, useLocation} from 'preact-iso'
 
 import {client, token, whenUnauthorized} from './api.js'
 import {CachePage} from './pages/cache.js'
@@ -12,9 +12,11 @@ import {ClusterPage} from './pages/cluster.js'
 import {LaunchPage} from './pages/launch.js'
 import {LoginPage} from './pages/login.js'
 import {ModelsPage} from './pages/models.js'
-import {PlaygroundPage} from './pages/playground.js'
-import {RegisterPage} from './pages/register.js'
 import './style.css'
+
+// The first page (Launch) loads alone; the playgrounds, with the Markdown and highlighting libraries, load when opened.
+const PlaygroundPage = lazy(() => import('./pages/playground.js').then((module) => module.PlaygroundPage))
+const RegisterPage = lazy(() => import('./pages/register.js').then((module) => module.RegisterPage))
 
 const PAGES = [
   {href: '/ui/', label: 'Launch'},

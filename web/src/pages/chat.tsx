@@ -1,7 +1,7 @@
 /**
  * The chat playground: a conversation streamed from `POST /v1/chat/completions`, rendered as Markdown, with a
  * system prompt, sampling parameters, stop, regenerate and the request as code. Tokens arrive faster than
- * the screen refreshes; they are gathered and drawn once a frame, so typing stays responsive while a long reply streams.
+ * the screen needs them; they are gathered and drawn every REDRAW_MS, so typing stays responsive while a long reply streams.
  */
 import {useRef, useState} from 'preact/hooks'
 
@@ -15,6 +15,9 @@ import {ErrorLine} from '../ui.js'
 import {SamplingControls, type Sampling, samplingBody} from './sampling.js'
 
 type Turn = {role: 'user' | 'assistant'; content: string}
+
+/** How often a streaming reply is drawn: often enough to read as live, rarely enough that each redraw (a Markdown parse of the whole reply) leaves the page idle for input. */
+const REDRAW_MS = 80
 
 export function ChatPlayground({uid}: {uid: string}) {
   const [system, setSystem] = useState('')
@@ -35,20 +38,20 @@ export function ChatPlayground({uid}: {uid: string}) {
     const abort = new AbortController()
     controller.current = abort
     let text = ''
-    let frame: number | undefined
+    let pending: ReturnType<typeof setTimeout> | undefined
     setReply('')
     try {
       for await (const chunk of client.model(uid).chatStream(messages, options, abort.signal)) {
         text += chunk.choices[0]?.delta?.content ?? ''
-        frame ??= requestAnimationFrame(() => {
-          frame = undefined
+        pending ??= setTimeout(() => {
+          pending = undefined
           setReply(text)
-        })
+        }, REDRAW_MS)
       }
     } catch (failure) {
       if (!isAbort(failure)) setError(describeError(failure))
     } finally {
-      if (frame !== undefined) cancelAnimationFrame(frame)
+      clearTimeout(pending)
       controller.current = undefined
       setReply(undefined)
       setTurns([...history, {content: text, role: 'assistant'}])

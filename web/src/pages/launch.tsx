@@ -1,7 +1,7 @@
 /** Launch: the catalogue of every model type the service lists, searchable and filtered, and the launch form of the chosen model. */
 import {useMemo, useState} from 'preact/hooks'
 
-import {bySize, type CatalogueEntry, catalogueOf, type Filters, matches, NO_FILTERS, pluginsInfo, sizeLabel} from '../catalogue.js'
+import {bySize, type CatalogueEntry, catalogueOf, familiesOf, type Filters, matches, NO_FILTERS, pluginsInfo, sizeLabel} from '../catalogue.js'
 import {ErrorLine, useLoad} from '../ui.js'
 import {LaunchForm} from './launch-form.js'
 
@@ -17,18 +17,19 @@ export function LaunchPage() {
   const plugins = useLoad(pluginsInfo)
   const types = plugins.data?.model_types.map((type) => type.name).sort((a, b) => (a === 'LLM' ? -1 : b === 'LLM' ? 1 : a.localeCompare(b))) ?? []
   const [chosenType, setType] = useState<string | undefined>(undefined)
-  const modelType = chosenType ?? types[0]
-  const catalogue = useLoad(async () => (modelType && plugins.data ? catalogueOf(modelType, plugins.data.engines) : []), [modelType, plugins.data])
+  // LLM's catalogue is asked for at once, beside the list of types, rather than after it: the first page shows sooner.
+  const modelType = chosenType ?? (plugins.data ? types[0] : 'LLM')
+  const families = useLoad(async () => (modelType ? familiesOf(modelType) : []), [modelType])
   const [filters, setFilters] = useState<Filters>(NO_FILTERS)
   const [chosen, setChosen] = useState<string | undefined>(undefined)
-  const entries = catalogue.data ?? []
+  const entries = useMemo(() => (modelType && families.data && plugins.data ? catalogueOf(modelType, families.data, plugins.data.engines) : []), [families.data, plugins.data])
   const shown = useMemo(() => entries.filter((entry) => matches(entry, filters)), [entries, filters])
   const selected = entries.find((entry) => entry.family.model_name === chosen)
 
   return (
     <section>
       <h1>Launch a model</h1>
-      <ErrorLine error={plugins.error ?? catalogue.error} />
+      <ErrorLine error={plugins.error ?? families.error} />
       <div aria-label="Model type" class="tabs" role="tablist">
         {types.map((type) => (
           <button
