@@ -68,13 +68,25 @@ try {
   // The baseline: the same typing with nothing streaming, on a machine whose two cores the model shares.
   const idle = await typeAndMeasure(page, async (typed) => typed < 40)
   await page.getByRole('textbox', {name: 'Message'}).fill('Tell me a long story.')
+  // Chromium's own count of the renderer's main-thread time (scripts, style, layout), through the DevTools protocol.
+  const devtools = await page.context().newCDPSession(page)
+  await devtools.send('Performance.enable')
+  const busy = async () => {
+    const {metrics} = await devtools.send('Performance.getMetrics')
+    const value = (name: string) => (metrics.find((metric) => metric.name === name)?.value ?? 0) * 1000
+    return {layout: value('LayoutDuration') + value('RecalcStyleDuration'), script: value('ScriptDuration'), task: value('TaskDuration')}
+  }
+
+  const before = await busy()
   const started = performance.now()
   await page.getByRole('button', {name: 'Send'}).click()
   await page.locator('.messages li.streaming').waitFor()
   const streaming = await typeAndMeasure(page, async () => (await page.locator('.messages li.streaming').count()) > 0)
   const streamMs = performance.now() - started
+  const after = await busy()
   const reply = (await page.locator('.messages li.assistant').last().textContent()) ?? ''
   console.log(`${options.tokens}-token streamed reply (${reply.length} characters) in ${ms(streamMs)}`)
+  console.log(`  the page's main thread meanwhile: busy ${ms(after.task - before.task)} (scripts ${ms(after.script - before.script)}, style and layout ${ms(after.layout - before.layout)})`)
   console.log(`  typing while it streams: ${streaming}`)
   console.log(`  typing with nothing streaming: ${idle}`)
   if (options.screenshots) await screenshots(options.screenshots, page)
