@@ -91,7 +91,7 @@ describe('web interface (service-local, headless Chromium)', function () {
     await page.getByRole('form', {name: 'Launch tiny-random-llm'}).waitFor()
   })
 
-  it('launches tiny-random-llm from the catalogue, shows its progress reach ready, chats with it streaming, and terminates it', async () => {
+  it('launches tiny-random-llm from the catalogue, shows its progress reach ready, chats with it streaming, shows why it crashed, and terminates it', async () => {
     browser = await openBrowser(service.url)
     const {page} = browser
     await page.goto(`${service.url}/`)
@@ -117,7 +117,15 @@ describe('web interface (service-local, headless Chromium)', function () {
 
     await page.getByRole('link', {name: 'Running models'}).click()
     await page.getByRole('button', {name: 'Events'}).click()
-    await page.getByRole('region', {name: 'Events of tiny-random-llm'}).getByText('ready', {exact: true}).waitFor()
+    const events = page.getByRole('region', {name: 'Events of tiny-random-llm'})
+    await events.getByText('ready', {exact: true}).waitFor()
+
+    // A crash shows why, in the list and among the events.
+    const {pid} = (await callApi(service, 'GET', '/v1/models/tiny-random-llm')).body
+    process.kill(pid, 'SIGKILL')
+    await page.locator('.status.error').waitFor()
+    expect(await page.getByRole('row', {name: /^tiny-random-llm/}).textContent()).to.match(/error.*(exit|signal|SIGKILL|died|crash)/i)
+    await events.getByText('crash', {exact: true}).waitFor()
     await page.getByRole('button', {name: 'Terminate tiny-random-llm'}).click()
     await page.getByText('No model runs.').waitFor()
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])

@@ -5,13 +5,13 @@
  */
 import {expect} from 'chai'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {dirname, join, relative} from 'node:path'
 import {gzipSync} from 'node:zlib'
 import Koa from 'koa'
 
 import {listen, type Listening} from '../../src/server/listen.js'
 import {serveWebUi, WEB_UI_ROOT} from '../../src/server/web-ui.js'
-import {temporaryDirectory} from '../helpers/service.js'
+import {ROOT, temporaryDirectory} from '../helpers/service.js'
 
 const BUDGET_BYTES = 300_000
 
@@ -80,6 +80,18 @@ describe('web interface serving', () => {
     } finally {
       await unbuilt.close()
     }
+  })
+})
+
+describe('web interface imports', () => {
+  it('reach the service only through the client library, the protocol types and the error vocabulary', async () => {
+    const web = join(ROOT, 'web', 'src')
+    const files = (await readdir(web, {recursive: true})).filter((name) => /\.tsx?$/.test(name))
+    const reached = new Set<string>()
+    for (const file of files)
+      for (const [, target] of (await readFile(join(web, file), 'utf8')).matchAll(/from '((?:\.\.\/)+src\/[^']+)'/g)) reached.add(relative(ROOT, join(web, dirname(file), target)))
+    expect([...reached].filter((target) => !/^src\/(client\/|protocol\/|kernel\/errors\.js$)/.test(target))).to.deep.equal([])
+    expect(reached.has('src/client/client.js')).to.equal(true)
   })
 })
 
