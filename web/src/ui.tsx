@@ -1,4 +1,5 @@
 /** Pieces every page shares: loading data with its error, an error line, byte and duration formats. */
+import type {ComponentChildren} from 'preact'
 import {useCallback, useEffect, useRef, useState} from 'preact/hooks'
 
 import {describeError} from './api.js'
@@ -74,4 +75,24 @@ export function useAction() {
   }
 
   return {busy, error, run, setError}
+}
+
+/** A table with column headings, scrolling sideways inside itself on a narrow screen rather than widening the page. */
+export function Table({children, headings}: {headings: string[]; children: ComponentChildren}) {
+  return (
+    <div class="table-scroll">
+      <table>
+        <thead>
+          <tr>
+            {headings.map((title, index) => (
+              <th key={index} scope="col">
+                {title}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  )
 }

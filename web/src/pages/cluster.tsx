@@ -1,6 +1,6 @@
 /** Cluster: the mode, and each worker with its state, resources and models. */
 import {client} from '../api.js'
-import {ErrorLine, formatBytes, useLoad} from '../ui.js'
+import {ErrorLine, formatBytes, Table, useLoad} from '../ui.js'
 
 const REFRESH_MS = 5000
 
@@ -25,42 +25,29 @@ export function ClusterPage() {
         </p>
       )}
       {workers.data && (
-        <div class="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                {['Worker', 'Address', 'State', 'CPUs', 'Memory free', 'GPUs', 'Models', 'Last seen'].map((title) => (
-                  <th key={title} scope="col">
-                    {title}
-                  </th>
-                ))}
+        <Table headings={['Worker', 'Address', 'State', 'CPUs', 'Memory free', 'GPUs', 'Models', 'Last seen']}>
+          {workers.data.map((worker) => {
+            const resources = worker.resources as Resources
+            return (
+              <tr key={worker.id}>
+                <th scope="row">{worker.id}</th>
+                <td>{worker.address ?? 'in this process'}</td>
+                <td>
+                  <span class={`status ${worker.state}`}>{worker.state}</span>
+                </td>
+                <td>{resources.cpu_count ?? '—'}</td>
+                <td>{resources.memory_total_bytes ? `${formatBytes(resources.memory_free_bytes ?? 0)} of ${formatBytes(resources.memory_total_bytes)}` : '—'}</td>
+                <td>
+                  {resources.gpus?.length
+                    ? resources.gpus.map((gpu) => `${gpu.index ?? ''} ${gpu.name ?? 'GPU'} ${gpu.memory_total_bytes ? formatBytes(gpu.memory_total_bytes) : ''}`).join('; ')
+                    : 'none'}
+                </td>
+                <td>{worker.models.join(', ') || '—'}</td>
+                <td>{new Date(worker.last_seen).toLocaleTimeString()}</td>
               </tr>
-            </thead>
-            <tbody>
-              {workers.data.map((worker) => {
-                const resources = worker.resources as Resources
-                return (
-                  <tr key={worker.id}>
-                    <th scope="row">{worker.id}</th>
-                    <td>{worker.address ?? 'in this process'}</td>
-                    <td>
-                      <span class={`status ${worker.state}`}>{worker.state}</span>
-                    </td>
-                    <td>{resources.cpu_count ?? '—'}</td>
-                    <td>{resources.memory_total_bytes ? `${formatBytes(resources.memory_free_bytes ?? 0)} of ${formatBytes(resources.memory_total_bytes)}` : '—'}</td>
-                    <td>
-                      {resources.gpus?.length
-                        ? resources.gpus.map((gpu) => `${gpu.index ?? ''} ${gpu.name ?? 'GPU'} ${gpu.memory_total_bytes ? formatBytes(gpu.memory_total_bytes) : ''}`).join('; ')
-                        : 'none'}
-                    </td>
-                    <td>{worker.models.join(', ') || '—'}</td>
-                    <td>{new Date(worker.last_seen).toLocaleTimeString()}</td>
-                  </tr>
-                )
-              })}
-            </tbody>
-          </table>
-        </div>
+            )
+          })}
+        </Table>
       )}
     </section>
   )

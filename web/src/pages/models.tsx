@@ -5,7 +5,7 @@ import type {ModelEvent} from '../../../src/protocol/events.js'
 
 import {client} from '../api.js'
 import {sizeLabel} from '../catalogue.js'
-import {ErrorLine, useAction, useLoad} from '../ui.js'
+import {ErrorLine, Table, useAction, useLoad} from '../ui.js'
 
 const REFRESH_MS = 2000
 
@@ -25,56 +25,43 @@ export function ModelsPage() {
         </p>
       )}
       {list.length > 0 && (
-        <div class="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                {['Uid', 'Type', 'Engine', 'Format', 'Size', 'Quantization', 'Status', 'Worker', 'Replicas', 'Actions'].map((title) => (
-                  <th key={title} scope="col">
-                    {title}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((model) => (
-                <tr key={model.id}>
-                  <th scope="row">{model.id}</th>
-                  <td>{model.model_type}</td>
-                  <td>{model.model_engine}</td>
-                  <td>{model.model_format}</td>
-                  <td>{sizeLabel(model.model_size_in_billions)}</td>
-                  <td>{model.quantization}</td>
-                  <td>
-                    <span class={`status ${model.status}`}>{model.stage && model.status === 'launching' ? `${model.status} (${model.stage})` : model.status}</span>
-                    {(model.error || model.last_error) && <p class="error">{model.error ?? model.last_error}</p>}
-                  </td>
-                  <td>{model.worker}</td>
-                  <td>{model.replica}</td>
-                  <td class="actions">
-                    {model.status === 'ready' && (
-                      <a class="button" href={`/ui/playground/${encodeURIComponent(model.id)}`}>
-                        Playground
-                      </a>
-                    )}
-                    <button aria-expanded={eventsOf === model.id} class="secondary" onClick={() => setEventsOf(eventsOf === model.id ? undefined : model.id)} type="button">
-                      Events
-                    </button>
-                    <button
-                      aria-label={`Terminate ${model.id}`}
-                      class="danger"
-                      disabled={terminate.busy}
-                      onClick={() => void terminate.run(() => client.terminate(model.id)).then(() => models.reload())}
-                      type="button"
-                    >
-                      Terminate
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table headings={['Uid', 'Type', 'Engine', 'Format', 'Size', 'Quantization', 'Status', 'Worker', 'Replicas', 'Actions']}>
+          {list.map((model) => (
+            <tr key={model.id}>
+              <th scope="row">{model.id}</th>
+              <td>{model.model_type}</td>
+              <td>{model.model_engine}</td>
+              <td>{model.model_format}</td>
+              <td>{sizeLabel(model.model_size_in_billions)}</td>
+              <td>{model.quantization}</td>
+              <td>
+                <span class={`status ${model.status}`}>{model.stage && model.status === 'launching' ? `${model.status} (${model.stage})` : model.status}</span>
+                {(model.error || model.last_error) && <p class="error">{model.error ?? model.last_error}</p>}
+              </td>
+              <td>{model.worker}</td>
+              <td>{model.replica}</td>
+              <td class="actions">
+                {model.status === 'ready' && (
+                  <a class="button" href={`/ui/playground/${encodeURIComponent(model.id)}`}>
+                    Playground
+                  </a>
+                )}
+                <button aria-expanded={eventsOf === model.id} class="secondary" onClick={() => setEventsOf(eventsOf === model.id ? undefined : model.id)} type="button">
+                  Events
+                </button>
+                <button
+                  aria-label={`Terminate ${model.id}`}
+                  class="danger"
+                  disabled={terminate.busy}
+                  onClick={() => void terminate.run(() => client.terminate(model.id)).then(() => models.reload())}
+                  type="button"
+                >
+                  Terminate
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {eventsOf && <ModelEvents uid={eventsOf} />}
     </section>
