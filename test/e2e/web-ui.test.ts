@@ -1,13 +1,17 @@
 /**
  * The web interface at /ui of a real `service-local`, in headless Chromium (test/helpers/browser.ts fails a test on
  * any console error or request to another host): how the files are served, launching tiny-random-llm from the
- * catalogue to ready, a streamed chat, terminating it, registering and unregistering a custom model, and the
- * login, the refusal naming the missing permission, and the logout when access control is on.
+ * catalogue to ready, a streamed chat, a crash's reason, terminating it, registering and unregistering a custom
+ * model, a download's progress (from a local hub) and its cancel, and the login, the refusal naming the missing
+ * permission, and the logout when access control is on.
  */
 import {expect} from 'chai'
+import {join} from 'node:path'
 
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
+import {FakeHub} from '../helpers/fake-hub.js'
 import {callApi, closedPort, type RunningService, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
 
 describe('web interface (service-local, headless Chromium)', function () {
@@ -208,5 +212,54 @@ describe('web interface with access control (service-local --auth-config, headle
     await page.goto(`${service.url}/ui/cache`)
     await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fcache`)
     browser.check()
+  })
+})
+
+describe('web interface launch progress (service-local with a local hub, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let hub: FakeHub
+  let half: number
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    const file = join(await temporaryDirectory(), 'tiny.gguf')
+    half = Math.floor((await writeRandomLlamaGguf(file)).bytes / 2)
+    hub = await FakeHub.start()
+    await hub.addRepo('test-org/web-GGUF', {'web-q4_0.gguf': file})
+    service = await startService({env: {HF_ENDPOINT: hub.url, MODELSCOPE_ENDPOINT: hub.url}})
+    const model = {
+      context_length: 2048,
+      model_ability: ['chat'],
+      model_name: 'web-tiny',
+      model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_5', model_src: {huggingface: {model_file_name_template: 'web-{quantization}.gguf', model_id: 'test-org/web-GGUF', quantizations: ['q4_0']}}}],
+    }
+    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model, persist: false})).status).to.equal(200)
+  })
+
+  after(async () => {
+    await browser?.close()
+    await service?.stop()
+    await hub?.stop()
+  })
+
+  it('shows a download with its bytes, speed and time left, and cancels it', async () => {
+    const hold = hub.hold('web-q4_0.gguf', half)
+    try {
+      browser = await openBrowser(service.url)
+      const {page} = browser
+      await page.goto(`${service.url}/ui/`)
+      await page.getByRole('button', {name: 'Configure web-tiny'}).click()
+      await page.getByRole('form', {name: 'Launch web-tiny'}).getByRole('button', {name: 'Launch'}).click()
+      await page.locator('[data-stage="downloading"]').waitFor()
+      await page.getByText(/[\d.]+ kB of [\d.]+ kB · [\d.]+ k?B\/s · .+ left · huggingface: test-org\/web-GGUF/).waitFor()
+      await page.getByRole('button', {name: 'Cancel launch'}).click()
+      await page.locator('[data-stage="cancelled"]').waitFor()
+      expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
+      browser.check()
+    } finally {
+      hold.release()
+    }
   })
 })
