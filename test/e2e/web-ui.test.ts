@@ -135,6 +135,29 @@ describe('web interface (service-local, headless Chromium)', function () {
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
   })
 
+  it('renders a reply as Markdown with highlighted code, and drops what could run script or load a file from elsewhere', async () => {
+    expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm'})).status).to.equal(200)
+    try {
+      browser = await openBrowser(service.url)
+      const {page} = browser
+      // Random weights cannot be asked for a given reply: this one stream is written here, in the service's format.
+      const reply = '# Title\n\nSome *text*.\n\n```python\nprint("hi")\n```\n\n<img src="http://elsewhere.example/x.png" onerror="window.hacked = 1"><script>window.hacked = 2</script>'
+      const chunks = reply.match(/[\s\S]{1,12}/g)!.map((content) => `data: ${JSON.stringify({choices: [{delta: {content}, finish_reason: null, index: 0}], id: 'x', model: 'tiny-random-llm', object: 'chat.completion.chunk'})}\n\n`)
+      await page.route('**/v1/chat/completions', (route) => route.fulfill({body: `${chunks.join('')}data: [DONE]\n\n`, contentType: 'text/event-stream'}))
+      await page.goto(`${service.url}/ui/playground/tiny-random-llm`)
+      await page.getByRole('textbox', {name: 'Message'}).fill('Show me')
+      await page.getByRole('button', {name: 'Send'}).click()
+      const markdown = page.locator('.messages li.assistant:not(.streaming) .markdown')
+      await markdown.locator('h1', {hasText: 'Title'}).waitFor()
+      expect(await markdown.locator('em').textContent()).to.equal('text')
+      await markdown.locator('pre code.hljs .hljs-string').waitFor()
+      expect(await markdown.locator('img, script').count()).to.equal(0)
+      expect(await page.evaluate(() => (window as unknown as {hacked?: number}).hacked)).to.equal(undefined)
+    } finally {
+      await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')
+    }
+  })
+
   it('registers a custom model with the form, refusing a bad name first, and unregisters it', async () => {
     browser = await openBrowser(service.url)
     const {page} = browser

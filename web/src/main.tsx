@@ -44,13 +44,16 @@ function Shell() {
     })
   }, [])
 
-  const onLogin = location.path === '/ui/login'
+  const atLogin = location.path === '/ui/login'
   useEffect(() => {
-    if (auth && !token.get() && !onLogin) location.route(`/ui/login?next=${encodeURIComponent(location.url)}`, true)
+    if (!atLogin) setNotice(undefined)
+  }, [atLogin])
+  useEffect(() => {
+    if (auth && !token.get() && !atLogin) location.route(`/ui/login?next=${encodeURIComponent(location.url)}`, true)
   }, [auth, location.url])
 
   if (auth === undefined) return <p class="loading">Connecting to the service…</p>
-  if (auth && !token.get() && !onLogin) return null
+  if (auth && !token.get() && !atLogin) return null
   const logOut = () => {
     token.clear()
     setNotice('You are logged out.')
@@ -63,7 +66,7 @@ function Shell() {
         <a class="brand" href="/ui/">
           service-toolkit
         </a>
-        {!onLogin && (
+        {!atLogin && (
           <nav aria-label="Pages">
             {PAGES.map(({href, label}) => (
               <a aria-current={location.path === href || (href !== '/ui/' && location.path.startsWith(href)) ? 'page' : undefined} href={href} key={href}>
@@ -79,7 +82,7 @@ function Shell() {
         )}
       </header>
       <main>
-        {notice && onLogin && (
+        {notice && atLogin && (
           <p class="notice" role="status">
             {notice}
           </p>
@@ -91,7 +94,7 @@ function Shell() {
           <Route component={RegisterPage} path="/ui/register" />
           <Route component={CachePage} path="/ui/cache" />
           <Route component={ClusterPage} path="/ui/cluster" />
-          <Route component={() => <LoginPage onLogin={() => setNotice(undefined)} />} path="/ui/login" />
+          <Route component={LoginPage} path="/ui/login" />
           <Route component={NotFound} default />
         </Router>
       </main>

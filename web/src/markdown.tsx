@@ -1,6 +1,6 @@
 /**
- * A reply rendered as Markdown: marked parses it, DOMPurify removes any HTML that could run script (a model's
- * reply is untrusted text), and highlight.js colours code blocks once the reply is complete (while it streams,
+ * A reply rendered as Markdown: marked parses it, DOMPurify removes any HTML that could run script or load a file (a
+ * model's reply is untrusted text), and highlight.js colours code blocks once the reply is complete (while it streams,
  * code stays plain, so each new token costs one parse and no highlighting).
  */
 import DOMPurify from 'dompurify'
@@ -21,7 +21,10 @@ hljs.registerAliases(['sh', 'shell'], {languageName: 'bash'})
 
 const marked = new Marked({breaks: true, gfm: true})
 
-export const renderMarkdown = (text: string) => DOMPurify.sanitize(marked.parse(text, {async: false}))
+/** No images, media or styles either: a reply naming an image elsewhere would make the page load it from another host. */
+const SANITIZE = {FORBID_TAGS: ['audio', 'img', 'picture', 'source', 'style', 'video']}
+
+export const renderMarkdown = (text: string) => DOMPurify.sanitize(marked.parse(text, {async: false}), SANITIZE)
 
 export function Markdown({streaming = false, text}: {text: string; streaming?: boolean}) {
   const html = useMemo(() => renderMarkdown(text), [text])

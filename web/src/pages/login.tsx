@@ -4,7 +4,7 @@ import {useLocation} from 'preact-iso'
 
 import {client, describeError, token} from '../api.js'
 
-export function LoginPage({onLogin}: {onLogin: () => void}) {
+export function LoginPage() {
   const location = useLocation()
   const [error, setError] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState(false)
@@ -17,7 +17,6 @@ export function LoginPage({onLogin}: {onLogin: () => void}) {
     try {
       const {access_token: accessToken} = await client.login(String(form.get('username')), String(form.get('password')))
       token.set(accessToken)
-      onLogin()
       const next = location.query.next
       location.route(next?.startsWith('/ui') && !next.startsWith('/ui/login') ? next : '/ui/', true)
     } catch (failure) {
