@@ -3,6 +3,8 @@ import {useState} from 'preact/hooks'
 
 import type {Snippets} from './snippets.js'
 
+import {Tabs} from './ui.js'
+
 const LANGUAGES: Array<[keyof Snippets, string]> = [
   ['curl', 'curl'],
   ['python', 'Python (OpenAI SDK)'],
@@ -15,13 +17,7 @@ export function SnippetView({snippets}: {snippets?: Snippets}) {
   return (
     <details class="snippet">
       <summary>Code for this request</summary>
-      <div aria-label="Language" class="tabs" role="tablist">
-        {LANGUAGES.map(([key, label]) => (
-          <button aria-selected={key === language} key={key} onClick={() => setLanguage(key)} role="tab" type="button">
-            {label}
-          </button>
-        ))}
-      </div>
+      <Tabs label="Language" onChange={(key) => setLanguage(key as keyof Snippets)} options={LANGUAGES} value={language} />
       <pre>
         <code>{snippets[language]}</code>
       </pre>

@@ -96,3 +96,30 @@ export function Table({children, headings}: {headings: string[]; children: Compo
     </div>
   )
 }
+
+/**
+ * Tabs as the WAI-ARIA pattern has them: one stop for Tab (the selected tab), arrow keys, Home and End to move
+ * between them. `options` are [value, label] pairs.
+ */
+export function Tabs({label, onChange, options, value}: {label: string; options: Array<[string, string]>; value: string | undefined; onChange: (value: string) => void}) {
+  const list = useRef<HTMLDivElement>(null)
+  const onKeyDown = (event: KeyboardEvent) => {
+    const index = options.findIndex(([option]) => option === value)
+    const next = {ArrowLeft: index - 1, ArrowRight: index + 1, End: options.length - 1, Home: 0}[event.key]
+    if (next === undefined) return
+    event.preventDefault()
+    const target = (next + options.length) % options.length
+    onChange(options[target][0])
+    list.current?.querySelectorAll<HTMLElement>('[role="tab"]')[target]?.focus()
+  }
+
+  return (
+    <div aria-label={label} class="tabs" onKeyDown={onKeyDown} ref={list} role="tablist">
+      {options.map(([option, text]) => (
+        <button aria-selected={option === value} key={option} onClick={() => onChange(option)} role="tab" tabIndex={option === value ? 0 : -1} type="button">
+          {text}
+        </button>
+      ))}
+    </div>
+  )
+}

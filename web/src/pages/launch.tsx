@@ -2,7 +2,7 @@
 import {useMemo, useState} from 'preact/hooks'
 
 import {bySize, type CatalogueEntry, catalogueOf, familiesOf, type Filters, matches, NO_FILTERS, pluginsInfo, sizeLabel} from '../catalogue.js'
-import {ErrorLine, useLoad} from '../ui.js'
+import {ErrorLine, Tabs, useLoad} from '../ui.js'
 import {LaunchForm} from './launch-form.js'
 
 const FILTERS: Array<{key: keyof Filters; label: string; values: (entry: CatalogueEntry) => string[]; show?: (value: string) => string}> = [
@@ -30,23 +30,16 @@ export function LaunchPage() {
     <section>
       <h1>Launch a model</h1>
       <ErrorLine error={plugins.error ?? families.error} />
-      <div aria-label="Model type" class="tabs" role="tablist">
-        {types.map((type) => (
-          <button
-            aria-selected={type === modelType}
-            key={type}
-            onClick={() => {
-              setType(type)
-              setChosen(undefined)
-              setFilters(NO_FILTERS)
-            }}
-            role="tab"
-            type="button"
-          >
-            {type}
-          </button>
-        ))}
-      </div>
+      <Tabs
+        label="Model type"
+        onChange={(type) => {
+          setType(type)
+          setChosen(undefined)
+          setFilters(NO_FILTERS)
+        }}
+        options={types.map((type) => [type, type])}
+        value={modelType}
+      />
       <form class="filters" onSubmit={(event) => event.preventDefault()} role="search">
         <label>
           Search

@@ -5,7 +5,7 @@ import {useLocation} from 'preact-iso'
 import type {RunningModel} from '../../../src/client/client.js'
 
 import {client} from '../api.js'
-import {ErrorLine, useLoad} from '../ui.js'
+import {ErrorLine, Tabs, useLoad} from '../ui.js'
 import {ChatPlayground} from './chat.js'
 import {ImagePlayground, SpeechPlayground, TranscriptionPlayground} from './media.js'
 import {CompletionPlayground, EmbeddingPlayground, RerankPlayground} from './retrieval.js'
@@ -59,13 +59,7 @@ export function PlaygroundPage({uid}: {uid?: string}) {
       {models.data && uid && !model && <p class="error">No ready model has the uid {uid}.</p>}
       {model && playgrounds.length === 0 && <p>This model ({model.model_type}, abilities {model.model_ability.join(', ')}) has no playground here yet.</p>}
       {playgrounds.length > 1 && (
-        <div aria-label="Playground" class="tabs" role="tablist">
-          {playgrounds.map((playground) => (
-            <button aria-selected={playground === shown} key={playground.label} onClick={() => setTab(playground.label)} role="tab" type="button">
-              {playground.label}
-            </button>
-          ))}
-        </div>
+        <Tabs label="Playground" onChange={setTab} options={playgrounds.map(({label}) => [label, label])} value={shown?.label} />
       )}
       {shown && <div key={`${uid}/${shown.label}`}>{shown.view()}</div>}
     </section>
