@@ -165,6 +165,21 @@ describe('web interface (service-local, headless Chromium)', function () {
     }
   })
 
+  it('lists the worker of the cluster, and the cached versions with their size, deleting one', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/ui/cluster`)
+    expect(await page.getByRole('row', {name: /^local/}).textContent()).to.contain('in this process').and.contain('ready')
+
+    await page.getByRole('link', {name: 'Cache'}).click()
+    const version = 'tiny-random-llm--0_0001B--ggufv2--f32'
+    const row = page.getByRole('row', {name: new RegExp(`^${version}`)})
+    expect(await row.textContent()).to.match(/tiny-random-llm.*ggufv2.*f32\d[\d.]* kB.*generated.*complete.*local/)
+    await page.getByRole('button', {name: `Delete ${version}`}).click()
+    await page.getByText('No weights are cached yet').waitFor()
+    expect((await callApi(service, 'GET', '/v1/cache/models')).body.list).to.deep.equal([])
+  })
+
   it('registers a custom model with the form, refusing a bad name first, and unregisters it', async () => {
     browser = await openBrowser(service.url)
     const {page} = browser
