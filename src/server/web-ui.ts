@@ -17,9 +17,11 @@ export const WEB_UI_PATH = '/ui'
 /** Vite names every asset with a hash of its content: a changed file gets a new name, so a cached one never goes stale. */
 const HASHED_ASSETS = `${WEB_UI_PATH}/assets/`
 const YEAR_MS = 365 * 24 * 3600 * 1000
+/** The service's root, and /v1/ui for whoever appends /ui to the address an OpenAI client is given. */
+const REDIRECTED = new Set(['/', WEB_UI_PATH, '/v1/ui'])
 
 /**
- * Answers GET and HEAD of `/`, `/ui` and everything under it; any other request goes on to the API. A path under
+ * Answers GET and HEAD of `/`, `/v1/ui`, `/ui` and everything under it; any other request goes on to the API. A path under
  * /ui that names no file gets the app's index.html, whose router shows the page (deep links work); index.html
  * itself is revalidated on every load, so a new build is picked up at once.
  */
@@ -29,8 +31,9 @@ export function serveWebUi(root = WEB_UI_ROOT): Koa.Middleware {
   const available = existsSync(root)
   return async (ctx, next) => {
     const inside = ctx.path === WEB_UI_PATH || ctx.path.startsWith(`${WEB_UI_PATH}/`)
-    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || (ctx.path !== '/' && !inside)) return next()
-    if (ctx.path === '/' || ctx.path === WEB_UI_PATH) {
+    const redirected = REDIRECTED.has(ctx.path)
+    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || (!redirected && !inside)) return next()
+    if (redirected) {
       ctx.redirect(`${WEB_UI_PATH}/`)
       return
     }

@@ -38,8 +38,8 @@ describe('web interface serving', () => {
 
   const get = (path: string, init: RequestInit = {}) => fetch(`${server.url}${path}`, {redirect: 'manual', ...init})
 
-  it('redirects / and /ui to /ui/', async () => {
-    for (const path of ['/', '/ui']) {
+  it('redirects /, /ui and /v1/ui to /ui/', async () => {
+    for (const path of ['/', '/ui', '/v1/ui']) {
       const response = await get(path)
       expect(response.status, path).to.equal(302)
       expect(response.headers.get('location')).to.equal('/ui/')
