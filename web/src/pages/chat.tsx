@@ -82,7 +82,7 @@ export function ChatPlayground({uid}: {uid: string}) {
         <SamplingControls onChange={setSampling} value={sampling} />
       </aside>
       <div class="conversation">
-        <ol aria-label="Conversation" aria-live="polite" class="messages">
+        <ol aria-busy={streaming} aria-label="Conversation" aria-live="polite" class="messages">
           {turns.map((turn, index) => (
             <li class={turn.role} key={index}>
               <span class="role">{turn.role}</span>
