@@ -303,6 +303,19 @@ describe('web interface with access control (service-local --auth-config, headle
     await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fcache`)
     browser.check()
   })
+
+  it('asks for a login again when the service refuses the token (expired, or signed before a restart with another secret)', async () => {
+    await browser?.close()
+    browser = await openBrowser(service.url, {expectedStatuses: [401]})
+    const {page} = browser
+    await page.goto(`${service.url}/ui/login`)
+    await page.evaluate(() => sessionStorage.setItem('service-toolkit.token', 'not-a-token-the-service-signed'))
+    await page.goto(`${service.url}/ui/models`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fmodels`)
+    await page.getByText('Your session ended').waitFor()
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal([])
+    browser.check()
+  })
 })
 
 describe('web interface launch progress (service-local with a local hub, headless Chromium)', function () {
