@@ -10,7 +10,7 @@ import type {ModelRegistry} from '../../kernel/registry.js'
 import type {ModelService} from '../../protocol/services.js'
 
 import {parseFamily} from '../../kernel/catalogue.js'
-import {badRequest, notFound, ServiceError} from '../../kernel/errors.js'
+import {notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
 import {cachedModelListSchema} from '../../protocol/cache.js'
@@ -57,20 +57,8 @@ const tokenSchema = s.object(
   {title: 'TokenRequest'},
 )
 
-/** A yes/no query parameter (`?wait_ready=false`), with its default when absent. */
-function flag(query: Record<string, string | string[] | undefined>, name: string, fallback: boolean): boolean {
-  const value = query[name]
-  if (value === undefined) return fallback
-  if (value === 'true' || value === '1') return true
-  if (value === 'false' || value === '0') return false
-  throw badRequest(`query parameter \`${name}\` must be true or false (got ${JSON.stringify(value)}).`, name)
-}
-
-function requiredQuery(query: Record<string, string | string[] | undefined>, name: string): string {
-  const value = query[name]
-  if (typeof value !== 'string' || value === '') throw badRequest(`query parameter \`${name}\` is required.`, name)
-  return value
-}
+/** A yes/no query parameter (`?wait_ready=false`), checked against the route's declaration: its default when absent. */
+const flag = (query: Record<string, string | string[] | undefined>, name: string, fallback: boolean) => (query[name] === undefined ? fallback : query[name] === 'true' || query[name] === '1')
 
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
   return typeof model === 'string' ? parseFamily(model, '`model` is a string but', 'model') : (model as ModelFamily)
@@ -143,7 +131,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       async handler({query}) {
-        const version = requiredQuery(query, 'model_version')
+        const version = query.model_version as string
         const entries = (await supervisor.cachedModels()).filter((entry) => entry.model_version === version)
         if (entries.length === 0) throw notFound(`there is no cached model version named ${version}; \`servicectl cached\` lists them.`, 'not_found', 'model_version')
         return json({model_version: version, paths: entries.flatMap((entry) => entry.files.map((file) => file.path)), workers: entries.map((entry) => entry.worker)})
@@ -158,7 +146,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       async handler({query}) {
-        return json({...(await supervisor.removeCachedModel(requiredQuery(query, 'model_version'))), result: true})
+        return json({...(await supervisor.removeCachedModel(query.model_version as string)), result: true})
       },
       method: 'DELETE',
       path: '/v1/cache/models',
@@ -204,7 +192,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       async handler({params, query}) {
-        const detailed = query.detailed === 'true'
+        const detailed = flag(query, 'detailed', false)
         return json(
           registry
             .list(params.model_type)
