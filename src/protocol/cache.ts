@@ -12,14 +12,11 @@ const cachedModelFields = {
   model_name: s.string(),
   model_size_in_billions: s.string(),
   model_version: s.string(),
-  /** Bytes of unfinished downloads (`.part` files) a launch would resume. */
   partial_bytes: s.number({description: 'Bytes of unfinished downloads (`.part` files) a launch would resume.', minimum: 0}),
-  /** The entry's folder. */
   path: s.string({description: "The entry's folder."}),
   quantization: s.string(),
   repo: s.nullable(s.string()),
   revision: s.nullable(s.string()),
-  /** Bytes of complete files. */
   size_bytes: s.number({description: 'Bytes of complete files.', minimum: 0}),
 }
 

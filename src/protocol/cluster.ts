@@ -8,10 +8,8 @@ export const clusterInfoSchema = s.object(
   {
     heartbeat_interval_s: s.nullable(s.number({description: 'Seconds between heartbeats; null in local mode.'})),
     lost_timeout_s: s.nullable(s.number({description: 'Seconds without a heartbeat before a worker is lost; null in local mode.'})),
-    /** `local`: one `service-local` process; `cluster`: a supervisor with workers. */
     mode: s.string({description: '`local`: one `service-local` process; `cluster`: a supervisor with workers.', enum: ['local', 'cluster']}),
     models: s.integer({minimum: 0}),
-    /** The process id of `service-local` or the supervisor. */
     pid: s.integer({description: 'The process id of `service-local` or the supervisor.'}),
     version: s.string(),
     workers: s.object({lost: s.integer({minimum: 0}), ready: s.integer({minimum: 0})}),

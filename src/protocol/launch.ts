@@ -84,14 +84,12 @@ const bytes = (description: string) => s.number({description, minimum: 0})
 export const launchProgressSchema = s.object(
   {
     downloaded_bytes: bytes('Bytes of weights downloaded so far.'),
-    /** Why the launch failed or was cancelled, or why the model's process died after it was ready. */
     error: s.nullable(
       s.object({code: s.string(), message: s.string(), status: s.integer()}, {description: "Why the launch failed or was cancelled, or why the model's process died after it was ready."}),
     ),
     files: s.array(s.object({downloaded_bytes: bytes('Bytes downloaded.'), name: s.string(), total_bytes: bytes('Size of the file.')}, {title: 'DownloadedFile'})),
     hub: s.nullable(s.string()),
     model_uid: s.string(),
-    /** The whole launch, from 0 to 1; it never goes back, and reaches 1 when the model is ready. */
     progress: s.number({description: 'The whole launch, from 0 to 1; it never goes back, and reaches 1 when the model is ready.', maximum: 1, minimum: 0}),
     repo: s.nullable(s.string()),
     stage: s.string({enum: LAUNCH_STAGES}),

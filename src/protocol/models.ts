@@ -12,13 +12,11 @@ export const modelDescriptionSchema = s.object(
   {
     context_length: s.unknown({description: 'Tokens of context, when the model has one.'}),
     created: s.integer({description: 'Seconds since the epoch when it was launched.'}),
-    /** Embedding models: the vector length. */
     dimensions: unknown('Embedding models: the length of their vectors.'),
     engine_parameters: s.record(s.unknown(), {description: 'The engine parameters it was launched with.'}),
     error: s.optional(s.string({description: 'Why it failed.'})),
     id: s.string({description: 'The model uid, which requests name as `model`.'}),
     last_error: s.optional(s.nullable(s.string({description: "The last crash's (or failed relaunch's) reason."}))),
-    /** Embedding and rerank models: the longest input, in tokens. */
     max_tokens: unknown('Embedding and rerank models: the longest input, in tokens.'),
     model_ability: s.array(s.string()),
     model_description: s.unknown(),
@@ -39,7 +37,6 @@ export const modelDescriptionSchema = s.object(
     restarts: s.optional(s.integer({description: 'Relaunches after crashes since it was launched (self-healing).', minimum: 0})),
     stage: s.optional(s.string({description: 'While launching: its stage.'})),
     status: s.string({enum: MODEL_STATUSES}),
-    /** The workers its replicas run on, comma-separated. */
     worker: s.string({description: 'The workers its replicas run on, comma-separated.'}),
   },
   {title: 'ModelDescription', unknownKeys: 'keep'},
