@@ -115,7 +115,9 @@ export function openApiDocument(routes: Routes, version: string) {
   return {
     components: {responses, securitySchemes: SECURITY_SCHEMES},
     info: {
-      description: 'OpenAI- and Anthropic-compatible model serving. OpenAI clients use `/v1` as their base URL, Anthropic clients `/anthropic`.',
+      description:
+        'OpenAI- and Anthropic-compatible model serving. OpenAI clients use `/v1` as their base URL, Anthropic clients `/anthropic`. ' +
+        "With access control on (`--auth-config`), a route needs the credentials its `security` names and the permission its `x-permission` names; with it off, every route is open.",
       title: 'service-toolkit API',
       version,
     },
