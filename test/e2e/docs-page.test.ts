@@ -67,7 +67,7 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
   })
 
   it('renders every operation with no console error and no request off the service, and "Try it out" lists the models', async function () {
-    this.timeout(60_000)
+    this.timeout(120_000)
     const problems: string[] = []
     const {context, page} = await launchChromium(new URL(service.url).origin, problems)
     try {
@@ -85,7 +85,7 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
   })
 
   it('with access control on, is refused until authorized by a pasted API key, then by a login with username and password', async function () {
-    this.timeout(60_000)
+    this.timeout(120_000)
     const problems: string[] = []
     const {context, page} = await launchChromium(new URL(secured.url).origin, problems)
     try {

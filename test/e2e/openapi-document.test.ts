@@ -35,6 +35,7 @@ const OPENAI_ROUTES = [
   {key: 'POST /v1/completions', request: 'CreateCompletionRequest', response: 'CreateCompletionResponse'},
   {key: 'POST /v1/embeddings', request: 'CreateEmbeddingRequest', response: 'CreateEmbeddingResponse'},
   {key: 'GET /v1/models', response: 'ListModelsResponse'},
+  {key: 'GET /v1/models/{model_uid}', response: 'Model'},
 ]
 const WEATHER_TOOL = {function: {name: 'get_weather', parameters: {properties: {city: {type: 'string'}}, required: ['city'], type: 'object'}}, type: 'function'}
 
