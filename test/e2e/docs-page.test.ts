@@ -14,17 +14,23 @@ import {callApi, type RunningService, startService, temporaryDirectory} from '..
 const CHROMIUM = '/usr/bin/chromium'
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 
-/** Chromium with a fresh profile; the second argument collects what must not happen: console errors, page errors, requests off the service. */
-async function launchChromium(origin: string, problems: string[]): Promise<{context: BrowserContext; page: Page}> {
+/**
+ * `/docs` of `service` in Chromium with a fresh profile, once its operations show, and `problems`: what must not happen
+ * (console errors, page errors, requests off the service), collected as it happens.
+ */
+async function openDocs(service: RunningService): Promise<{context: BrowserContext; page: Page; problems: string[]}> {
+  const problems: string[] = []
   const context = await chromium.launchPersistentContext(await temporaryDirectory('chromium-profile-'), {args: FLAGS, executablePath: CHROMIUM, headless: true})
   context.on('request', (request) => {
     const url = new URL(request.url())
-    if (url.protocol !== 'data:' && url.origin !== origin) problems.push(`request to another host: ${request.url()}`)
+    if (url.protocol !== 'data:' && url.origin !== new URL(service.url).origin) problems.push(`request to another host: ${request.url()}`)
   })
   const page = context.pages()[0] ?? (await context.newPage())
   page.on('console', (message) => message.type() === 'error' && problems.push(`console error: ${message.text()}`))
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
-  return {context, page}
+  await page.goto(`${service.url}/docs`)
+  await page.locator('.opblock').first().waitFor()
+  return {context, page, problems}
 }
 
 /** Expands GET /v1/models, presses "Try it out" and "Execute", and answers the status and body the page shows. */
@@ -68,11 +74,8 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
 
   it('renders every operation with no console error and no request off the service, and "Try it out" lists the models', async function () {
     this.timeout(120_000)
-    const problems: string[] = []
-    const {context, page} = await launchChromium(new URL(service.url).origin, problems)
+    const {context, page, problems} = await openDocs(service)
     try {
-      await page.goto(`${service.url}/docs`)
-      await page.locator('.opblock').first().waitFor()
       expect(await page.locator('.opblock').count()).to.equal(await operationCount(service))
       expect(await page.locator('#operations-LLM-postV1ChatCompletions').count()).to.equal(1)
       const answer = await tryListingModels(page)
@@ -86,11 +89,8 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
 
   it('with access control on, is refused until authorized by a pasted API key, then by a login with username and password', async function () {
     this.timeout(120_000)
-    const problems: string[] = []
-    const {context, page} = await launchChromium(new URL(secured.url).origin, problems)
+    const {context, page, problems} = await openDocs(secured)
     try {
-      await page.goto(`${secured.url}/docs`)
-      await page.locator('.opblock').first().waitFor()
       expect((await tryListingModels(page)).status).to.equal('401')
 
       const bearer = page.locator('.auth-container', {hasText: 'http, Bearer'})
