@@ -310,6 +310,13 @@ export type RouteResult =
 
 export type ErrorStyle = 'openai' | 'anthropic'
 
+export interface QueryParameter {
+  description: string
+  /** Of the value as text would be parsed: `{type: 'boolean'}` for `?detailed=true`. */
+  schema: JsonSchema
+  required?: boolean
+}
+
 export interface RouteDefinition<Body = unknown> {
   method: 'DELETE' | 'GET' | 'POST' | 'PUT'
   /** Koa-router path, e.g. `/v1/chat/completions`. */
@@ -317,8 +324,14 @@ export interface RouteDefinition<Body = unknown> {
   summary: string
   tag?: string
   body?: Schema<Body>
-  /** JSON Schema of the success response, for /docs. */
+  /** JSON Schema of the success response, for /openapi.json: of its JSON body, or of its text when it `produces` another type. */
   response?: JsonSchema
+  /** The media type of a success response that is not JSON (`text/plain` for /metrics, `text/html` for /docs). */
+  produces?: string
+  /** JSON Schema of each server-sent event's data, for a route that streams (`text/event-stream`) when its request asks to. */
+  events?: JsonSchema
+  /** The query parameters it reads, by name, for /openapi.json and the clients made from it. */
+  query?: Record<string, QueryParameter>
   /**
    * The permission a caller needs when access control is on: `models:list`, `models:read` (inference),
    * `models:register`, `models:unregister`, `models:start`, `models:stop`, `metrics:read` or `admin`; `public` for routes anyone

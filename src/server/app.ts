@@ -16,6 +16,7 @@ import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
+import {checkQuery} from './query.js'
 import {observedModels, reportRequests} from './request-events.js'
 import {assignRequestIds} from './request-id.js'
 import {toServerSentEvents} from './sse.js'
@@ -174,6 +175,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.res.once('close', () => {
         if (!ctx.res.writableFinished) controller.abort()
       })
+      if (definition.query) checkQuery(definition.query, ctx.query)
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
       const request: RouteRequest = {
         body,

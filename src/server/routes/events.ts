@@ -31,6 +31,7 @@ export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
       method: 'GET',
       path: '/v1/launch_history',
       permission: 'models:list',
+      query: {model_name: {description: 'Only the launches of this model.', schema: {type: 'string'}}},
       response: s.array(launchRecordSchema).json,
       summary: 'Past and current launches, newest first (?model_name= for one model): engine, parameters, start, end and outcome; kept across restarts',
       tag: 'models',
