@@ -49,7 +49,8 @@ export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, r
 
 /**
  * A spec the chosen engine cannot run (its format, or its size or quantization among the engine's formats) is
- * refused naming the engines that can run what was asked for, so the person can pick one instead of guessing.
+ * refused naming the engines that can run what was asked for (in alphabetical order, whatever order the plugins
+ * loaded in), so the person can pick one instead of guessing.
  */
 function withEnginesThatCan(error: unknown, engines: EngineDefinition[], entry: CatalogueEntry, query: SpecQuery): unknown {
   if (!(error instanceof ServiceError) || error.status !== 400) return error
@@ -62,7 +63,7 @@ function withEnginesThatCan(error: unknown, engines: EngineDefinition[], entry: 
     }
   })
   if (able.length === 0) return error
-  return badRequest(`${error.message.replace(/\.$/, '')}; the engines that can run it: ${able.map((engine) => engine.name).join(', ')}.`, error.param ?? undefined)
+  return badRequest(`${error.message.replace(/\.$/, '')}; the engines that can run it: ${able.map((engine) => engine.name).sort((x, y) => x.localeCompare(y)).join(', ')}.`, error.param ?? undefined)
 }
 
 function chooseEngine(kernel: Kernel, modelType: string, requested: string | undefined, needsEstimator: boolean): EngineDefinition {

@@ -5,6 +5,7 @@
  * their own copies of libraries, so everything here is structural and crosses the boundary by shape.
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
+import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
@@ -43,6 +44,8 @@ export interface KernelApi {
   external: {
     /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
     openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
+    /** Engine parameters as a Python server's flags: `max_model_len: 4096` → `--max-model-len 4096`. */
+    commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
   }
 }
 

@@ -25,6 +25,7 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
+import {engineModelRoutes} from '../server/routes/engine-models.js'
 import {eventRoutes} from '../server/routes/events.js'
 import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
@@ -118,6 +119,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   })
 
   const routes = [
+    ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),

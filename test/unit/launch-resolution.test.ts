@@ -66,7 +66,7 @@ describe('launch resolution', () => {
 
   it('names the engines that have the size asked for, and those of a quantization format', () => {
     expect(refusal({model_engine: 'llama.cpp', size_in_billions: '7'})).to.include({
-      message: 'size_in_billions "7" is not available for demo; choose one of: 1; the engines that can run it: vllm, sglang.',
+      message: 'size_in_billions "7" is not available for demo; choose one of: 1; the engines that can run it: sglang, vllm.',
       param: 'size_in_billions',
     })
     expect(refusal({model_engine: 'llama.cpp', model_format: 'mlx'}).message).to.match(/; the engines that can run it: MLX\.$/)
