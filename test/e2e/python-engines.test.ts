@@ -36,6 +36,16 @@ describe('Python engines: vLLM, SGLang, MLX (service-local, servicectl)', functi
     expect(body.vllm.map((group: {model_format: string}) => group.model_format)).to.include.members(['pytorch', 'fp8', 'awq'])
   })
 
+  it('leaves out the engines that run none of a model\'s formats, available here or not', async () => {
+    const family = {model_ability: ['chat'], model_name: 'gguf-only', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_src: {huggingface: {model_file_name_template: 'm-{quantization}.gguf', model_id: 'org/m-GGUF', quantizations: ['q4_0']}}}]}
+    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
+    const {exitCode, stderr, stdout} = await cli(['engine', '-n', 'gguf-only'])
+    expect(exitCode, stderr).to.equal(0)
+    expect(stdout).to.match(/gguf-only\s+llama.cpp\s+ggufv2\s+1\s+q4_0/)
+    expect(stderr).not.to.contain('Unavailable here')
+    expect(Object.keys((await callApi(service, 'GET', '/v1/engines/gguf-only')).body)).to.deep.equal(['llama.cpp'])
+  })
+
   it('refuses a launch whose engine cannot run the spec, naming the field and the engines that can', async () => {
     const launched = await cli(['launch', '-n', 'qwen2.5-instruct', '--model-engine', 'vllm', '-f', 'ggufv2', '-s', '0_5'])
     expect(launched.exitCode).to.equal(1)

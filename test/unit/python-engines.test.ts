@@ -62,6 +62,8 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
     it('validates its parameters before anything starts, naming the field', () => {
       const vllm = engine('vllm', VLLM_PARAMETERS)
       expect(engineParameters(vllm, {gpu_memory_utilization: '0.9', max_model_len: '4096', model_name: 'x', trust_remote_code: 'true'} as never)).to.deep.equal({gpu_memory_utilization: 0.9, max_model_len: 4096, trust_remote_code: true})
+      // The launch's quantization picks the spec (AWQ's Int4); vLLM reads the method from the model, so it is not passed on.
+      expect(engineParameters(vllm, {model_name: 'x', quantization: 'Int4'} as never)).to.deep.equal({})
       expect(refusal(vllm, {gpu_memory_utilization: 1.5})).to.include({param: 'gpu_memory_utilization', status: 400})
       expect(refusal(vllm, {dtype: 'float8'})).to.include({param: 'dtype', status: 400})
       const unknown = refusal(vllm, {n_ctx: 4096})

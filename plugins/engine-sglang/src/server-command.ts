@@ -6,7 +6,10 @@ import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequ
 
 type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
 
-/** `launch_server`'s options that a launch may set (`--mem_fraction_static 0.8`), as SGLang names them. */
+/**
+ * `launch_server`'s options that a launch may set (`--mem_fraction_static 0.8`), as SGLang names them. Not
+ * `quantization`: a launch's `quantization` picks the spec, and SGLang reads the method from the model's config.
+ */
 export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   attention_backend: {description: 'Attention kernels (e.g. flashinfer, triton, torch_native).', type: 'string'},
   chat_template: {description: 'Path of a chat template to use instead of the model\'s own.', type: 'string'},
@@ -20,7 +23,6 @@ export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   kv_cache_dtype: {description: 'Data type of the KV cache.', enum: ['auto', 'fp8_e4m3', 'fp8_e5m2'], type: 'string'},
   max_running_requests: {description: 'Requests served at once.', minimum: 1, type: 'integer'},
   mem_fraction_static: {description: 'Fraction of GPU memory for the weights and KV cache, from 0 to 1.', maximum: 1, minimum: 0, type: 'number'},
-  quantization: {description: 'Quantization method of the weights (awq, gptq, fp8, …); by default read from the model\'s config.', type: 'string'},
   random_seed: {description: 'Random seed of the server.', type: 'integer'},
   reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek-r1, qwen3).', type: 'string'},
   tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. qwen25, llama3); the model then has the tools ability.', type: 'string'},

@@ -10,7 +10,11 @@ type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOpt
 
 const DTYPES = ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32']
 
-/** `vllm serve`'s options that a launch may set (`--gpu_memory_utilization 0.9`), as vLLM names them. */
+/**
+ * `vllm serve`'s options that a launch may set (`--gpu_memory_utilization 0.9`), as vLLM names them. Not
+ * `quantization`: a launch's `quantization` picks the spec (AWQ's `Int4`), and vLLM reads the method from the model's
+ * config.
+ */
 export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   chat_template: {description: 'Path of a Jinja chat template to use instead of the model\'s own.', type: 'string'},
   cpu_kvcache_space: {description: 'CPU backend only: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE; vLLM\'s default is 4).', minimum: 1, type: 'integer'},
@@ -24,7 +28,6 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   max_num_batched_tokens: {description: 'Tokens processed in one engine step.', minimum: 1, type: 'integer'},
   max_num_seqs: {description: 'Requests served at once.', minimum: 1, type: 'integer'},
   pipeline_parallel_size: {description: 'Pipeline stages, one per GPU group.', minimum: 1, type: 'integer'},
-  quantization: {description: 'Quantization method of the weights (awq, gptq, fp8, …); by default read from the model\'s config.', type: 'string'},
   reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek_r1, qwen3).', type: 'string'},
   seed: {description: 'Random seed of the engine.', type: 'integer'},
   swap_space: {description: 'GiB of CPU memory per GPU for swapped-out KV cache.', minimum: 0, type: 'number'},
