@@ -4,8 +4,12 @@
  * engines that cannot run on this machine saying why (this machine has no GPU: SGLang and MLX cannot run here).
  */
 import {expect} from 'chai'
+import {existsSync} from 'node:fs'
 
 import {callApi, type RunningService, servicectl, startService} from '../helpers/service.js'
+
+/** SGLang can run only where the NVIDIA driver is loaded; these tests say what the engines do on either kind of machine. */
+const NVIDIA_GPU = existsSync('/proc/driver/nvidia/version')
 
 describe('Python engines: vLLM, SGLang, MLX (service-local, servicectl)', function () {
   let service: RunningService
@@ -28,8 +32,9 @@ describe('Python engines: vLLM, SGLang, MLX (service-local, servicectl)', functi
       /qwen2.5-instruct\s+vllm\s+gptq\s+7\s+Int8/,
     ])
       expect(stdout).to.match(row)
-    expect(stdout).not.to.match(/\s(sglang|MLX)\s/)
-    expect(stderr).to.contain('Unavailable here: sglang: SGLang needs Linux with an NVIDIA GPU')
+    expect(stdout).not.to.match(/\sMLX\s/)
+    if (NVIDIA_GPU) expect(stdout).to.match(/qwen2.5-instruct\s+sglang\s+awq\s+7\s+Int4/)
+    else expect(stderr).to.contain('Unavailable here: sglang: SGLang needs Linux with an NVIDIA GPU')
     expect(stderr).to.contain('Unavailable here: MLX: MLX runs only on Apple silicon Macs (macOS on arm64)')
 
     const {body} = await callApi(service, 'GET', '/v1/engines/qwen3')
@@ -59,11 +64,18 @@ describe('Python engines: vLLM, SGLang, MLX (service-local, servicectl)', functi
     expect(body.error.message).to.match(/the engines that can run it: sglang, vllm\.$/)
   })
 
-  it('refuses an engine that cannot run on this machine before downloading anything, saying why', async () => {
+  it('refuses an engine that cannot run on this machine (MLX elsewhere than on a Mac, SGLang without a GPU) before downloading anything, saying why', async () => {
     const {body, status} = await callApi(service, 'POST', '/v1/models', {model_engine: 'MLX', model_name: 'qwen2.5-instruct', model_size_in_billions: '0_5'})
     expect(status).to.equal(400)
     expect(body.error).to.include({code: 'unsupported', param: 'model_engine'})
     expect(body.error.message).to.match(/^engine MLX cannot run on worker \S+: MLX runs only on Apple silicon Macs/)
+    // SGLang's PyPI package is built for CUDA, so only a machine with an NVIDIA GPU can run it.
+    if (!NVIDIA_GPU) {
+      const sglang = await callApi(service, 'POST', '/v1/models', {model_engine: 'sglang', model_format: 'pytorch', model_name: 'qwen2.5-instruct', model_size_in_billions: '0_5'})
+      expect(sglang.status).to.equal(400)
+      expect(sglang.body.error.message).to.match(/^engine sglang cannot run on worker \S+: SGLang needs Linux with an NVIDIA GPU: its PyPI package is built for CUDA, and this Linux machine has no NVIDIA GPU/)
+    }
+
     expect((await callApi(service, 'GET', '/v1/cache/models')).body.list).to.deep.equal([])
   })
 
