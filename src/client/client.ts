@@ -15,6 +15,7 @@
  */
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
+import type {VllmSupportedModels} from '../protocol/engine-models.js'
 import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
@@ -210,6 +211,11 @@ export class Client {
 
   engines(modelName: string): Promise<Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>> {
     return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
+  }
+
+  /** The LLM families the vLLM engine can serve, by ability (Xinference's `vllm-models`). */
+  vllmModels(): Promise<VllmSupportedModels> {
+    return this.request('GET', '/v1/models/vllm-supported')
   }
 
   /** The cluster's workers (admin): address, state, resources and models. */

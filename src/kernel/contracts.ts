@@ -5,11 +5,13 @@
  * their own copies of libraries, so everything here is structural and crosses the boundary by shape.
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
+import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
+import type {PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -42,6 +44,8 @@ export interface KernelApi {
   external: {
     /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
     openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
+    /** Engine parameters as a Python server's flags: `max_model_len: 4096` → `--max-model-len 4096`. */
+    commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
   }
 }
 
@@ -107,6 +111,12 @@ export interface EngineDefinition {
    * as `ExternalEngine<LlmOperations>` (its model type's operations) to have its operations checked.
    */
   external?: ExternalEngine
+  /**
+   * The Python packages an `external` engine's program needs. Before the program starts, the kernel creates (or
+   * reuses) a virtual environment holding them, with the registration's `virtualenv` settings merged over them, and
+   * gives its interpreter to `external.command()` as `context.python`.
+   */
+  python?: PythonRequirements
   /**
    * Environment variables each model instance's process starts with, for settings a runtime reads only at
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.

@@ -74,9 +74,10 @@ export const LAUNCH_FIELDS: ReadonlySet<string> = new Set(Object.keys(launchFiel
 
 /**
  * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
- * loading → ready; or error / cancelled.
+ * installing (an engine that runs Python, when its virtual environment does not exist yet) → loading → ready; or
+ * error / cancelled.
  */
-export const LAUNCH_STAGES = ['pending', 'downloading', 'generating', 'loading', 'ready', 'error', 'cancelled'] as const
+export const LAUNCH_STAGES = ['pending', 'downloading', 'generating', 'installing', 'loading', 'ready', 'error', 'cancelled'] as const
 export type LaunchStage = (typeof LAUNCH_STAGES)[number]
 
 const bytes = (description: string) => s.number({description, minimum: 0})

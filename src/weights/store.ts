@@ -27,6 +27,7 @@ import {formatBytes} from '../util/format.js'
 import {generateIntoCache} from './generated-weights.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
+import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
 import {downloadFile, partPath} from './transfer.js'
 
 export {cacheEntryName} from './cache.js'
@@ -113,14 +114,16 @@ export class WeightStore {
     const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
-    if (!(await this.cache.has(version, names))) {
+    const repository = isRepositorySpec(spec)
+    if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
       const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names)
       await this.follow(job, modelName, {onProgress, signal})
     }
 
-    return this.cache.filePath(version, names[0])
+    // A repository is loaded as its folder (config, tokenizer and shards side by side), a GGUF model from its first file.
+    return repository ? this.cache.entryDir(version) : this.cache.filePath(version, names[0])
   }
 
   /** Where a spec's weights can be read without downloading them (for memory estimates from the header). */
@@ -153,7 +156,7 @@ export class WeightStore {
 
   private entryOf(modelName: string, spec: ResolvedSpec) {
     const names = specFileNames(spec)
-    if (names.length === 0)
+    if (names.length === 0 && !isRepositorySpec(spec))
       throw badRequest(`${modelName} names no weight file for ${spec.quantization}; its registration needs model_file_name_template or model_uri.`, 'model_name')
     const version = cacheEntryName(modelName, spec)
     for (const name of names) this.cache.filePath(version, name)
@@ -268,12 +271,53 @@ export class WeightStore {
     }
   }
 
+  /**
+   * The files of a whole repository (see repository.ts); its safetensors index, when it has one, is fetched first to
+   * learn the shards, and `fetched` is told of it so that a failure cleans it up too.
+   */
+  private async repositoryFiles(hub: Hub, snapshot: RepoSnapshot, version: string, signal: AbortSignal, fetched: string[]): Promise<RemoteFile[]> {
+    const index = snapshot.files.get(SAFETENSORS_INDEX)
+    if (!index) return repositoryFiles(snapshot)
+    fetched.push(index.path)
+    await this.transfer(hub, snapshot, index, version, signal, () => {})
+    return repositoryFiles(snapshot, await indexedShards(this.cache.filePath(version, index.path), snapshot.repo))
+  }
+
+  private transfer(hub: Hub, snapshot: RepoSnapshot, file: RemoteFile, version: string, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<void> {
+    return downloadFile({
+      ...this.tuning,
+      fetch: this.options.fetch,
+      hub,
+      log: this.options.log,
+      onBytes,
+      sha256: file.sha256,
+      signal,
+      size: file.size,
+      target: this.cache.filePath(version, file.path),
+      url: hub.fileUrl(snapshot, file.path),
+    })
+  }
+
   private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[]): Promise<void> {
+    const fetched: string[] = []
+    try {
+      await this.fetchAll(job, version, modelName, spec, names, fetched)
+    } catch (error) {
+      if (job.controller.signal.aborted || !resumable(error)) await this.cache.discard(version, fetched)
+      throw error
+    }
+  }
+
+  /**
+   * `names` are the spec's files, or none for a whole repository. `fetched` gathers what a failure must clean up: the
+   * files being transferred (a refusal before the transfers begins keeps an earlier download's `.part` files).
+   */
+  private async fetchAll(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[], fetched: string[]): Promise<void> {
     const {log} = this.options
     const {signal} = job.controller
     const hub = this.hub(spec)
     const snapshot = await this.snapshot(hub, spec, signal)
-    const remote = this.remoteFiles(hub, snapshot, names)
+    const remote = names.length > 0 ? this.remoteFiles(hub, snapshot, names) : await this.repositoryFiles(hub, snapshot, version, signal, fetched)
     const present = await Promise.all(
       remote.map(async (file) => {
         const target = this.cache.filePath(version, file.path)
@@ -308,44 +352,29 @@ export class WeightStore {
     publish()
     log.info(`downloading ${modelName} (${version}) from ${hub.name} ${snapshot.repo}@${snapshot.commit ?? snapshot.revision}: ${remote.map((f) => f.path).join(', ')} (${formatBytes(total)}, ${formatBytes(needed)} to fetch)`)
     const started = performance.now()
-    try {
-      for (const [index, file] of remote.entries()) {
-        if (present[index] === file.size && (await sizeOf(this.cache.filePath(version, file.path))) === file.size) continue
-        await downloadFile({
-          ...this.tuning,
-          fetch: this.options.fetch,
-          hub,
-          log,
-          onBytes(bytes) {
-            progress.files[index].downloadedBytes = bytes
-            publish()
-          },
-          sha256: file.sha256,
-          signal,
-          size: file.size,
-          target: this.cache.filePath(version, file.path),
-          url: hub.fileUrl(snapshot, file.path),
-        })
-      }
-
-      const manifest: CacheManifest = {
-        commit: snapshot.commit,
-        downloaded_at: new Date().toISOString(),
-        files: remote.map((file) => ({name: file.path, sha256: file.sha256, size: file.size, url: hub.fileUrl(snapshot, file.path)})),
-        hub: hub.name,
-        model_format: spec.model_format,
-        model_name: modelName,
-        model_size_in_billions: spec.model_size_in_billions,
-        model_version: version,
-        quantization: spec.quantization,
-        repo: snapshot.repo,
-        revision: snapshot.revision,
-      }
-      await this.cache.writeManifest(manifest)
-    } catch (error) {
-      if (signal.aborted || !resumable(error)) await this.cache.discard(version, names)
-      throw error
+    fetched.splice(0, fetched.length, ...remote.map((file) => file.path))
+    for (const [index, file] of remote.entries()) {
+      if (present[index] === file.size && (await sizeOf(this.cache.filePath(version, file.path))) === file.size) continue
+      await this.transfer(hub, snapshot, file, version, signal, (bytes) => {
+        progress.files[index].downloadedBytes = bytes
+        publish()
+      })
     }
+
+    const manifest: CacheManifest = {
+      commit: snapshot.commit,
+      downloaded_at: new Date().toISOString(),
+      files: remote.map((file) => ({name: file.path, sha256: file.sha256, size: file.size, url: hub.fileUrl(snapshot, file.path)})),
+      hub: hub.name,
+      model_format: spec.model_format,
+      model_name: modelName,
+      model_size_in_billions: spec.model_size_in_billions,
+      model_version: version,
+      quantization: spec.quantization,
+      repo: snapshot.repo,
+      revision: snapshot.revision,
+    }
+    await this.cache.writeManifest(manifest)
 
     const seconds = (performance.now() - started) / 1000
     log.info(`downloaded ${modelName} (${version}): ${formatBytes(needed)} in ${seconds.toFixed(1)} s (${formatBytes(needed / Math.max(seconds, 0.001))}/s)`)
