@@ -9,7 +9,7 @@ import {join} from 'node:path'
 import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
-import type {PythonEnvironment, VirtualEnvSettings} from '../kernel/virtualenv.js'
+import type {PythonEnvironment, PythonEnvRequest, VirtualEnvSettings} from '../kernel/virtualenv.js'
 import type {PythonEnvironments} from '../python-env/environments.js'
 import type {CachedModel} from '../weights/cache.js'
 
@@ -106,12 +106,14 @@ export class LocalWorker implements WorkerApi {
     let modelPath: string
     let python: PythonEnvironment | undefined
     try {
+      const makeEnvironment = (request: PythonEnvRequest, environmentSignal: AbortSignal) => this.makeEnvironment(engine, request, logFile, onProgress, environmentSignal)
       modelPath = await this.options.weights.resolve(load, {
         onGenerating: () => onProgress?.({stage: 'generating'}),
         onProgress: (download) => onProgress?.({download, stage: 'downloading'}),
+        python: (requirements, generationSignal) => makeEnvironment(mergeVirtualEnv(requirements, undefined), generationSignal),
         signal,
       })
-      python = await this.pythonEnvironment(engine, load, logFile, onProgress, signal)
+      if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
       throw error
@@ -210,12 +212,10 @@ export class LocalWorker implements WorkerApi {
     return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
   }
 
-  /** The virtual environment an engine that runs Python needs, made on the first launch that needs it. */
-  private async pythonEnvironment(engine: EngineDefinition, load: InstanceLaunch['load'], logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
-    if (!engine.external || !engine.python) return undefined
+  /** A virtual environment an engine (or the generator of its weights) needs, made on the first launch that needs it. */
+  private async makeEnvironment(engine: EngineDefinition, request: PythonEnvRequest, logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
     const environments = this.options.pythonEnvironments
     if (!environments) throw new ServiceError(400, 'unsupported', `worker ${this.id} cannot make Python environments, which engine ${engine.name} needs.`, 'model_engine')
-    const request = mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined)
     try {
       return await environments.ensure(request, {logFile, onInstalling: () => onProgress?.({stage: 'installing'}), signal})
     } catch (error) {
