@@ -166,6 +166,38 @@ describe('Python virtual environments for engines that run Python (engine-python
       expect(setup.service.output()).to.match(/stopped creating Python environment py[\d.]+-[\da-f]+: every launch waiting for it was cancelled/)
     })
 
+    it('servicectl virtualenvs lists each environment with the models using it; remove-virtualenv refuses while one does, then deletes', async () => {
+      const cli = (args: string[], input?: string) => servicectl([...args, '-e', setup.service.url], {input})
+      const listed = await cli(['virtualenvs', '--json'])
+      expect(listed.exitCode, listed.stderr).to.equal(0)
+      const environments = JSON.parse(listed.stdout) as Array<{name: string; models: string[]; packages: string[]; installer: string; size_bytes: number; worker: string; path: string}>
+      const six = environments.find((environment) => environment.packages.join() === 'six')!
+      expect(six).to.deep.include({installer: 'uv', models: ['six-a', 'six-b'], path: join(setup.home, 'virtualenv', six.name), worker: 'local'})
+      expect(six.size_bytes).to.be.above(10_000)
+      expect(environments.find((environment) => environment.packages.join() === 'idna,six')?.models).to.deep.equal(['both-1', 'both-2', 'both-3'])
+      const table = await cli(['virtualenvs'])
+      expect(table.stdout).to.match(new RegExp(`${six.name}\\s+\\d+\\.\\d+\\.\\d+\\s+uv\\s+.*six-a, six-b\\s+local\\s+six`))
+
+      const refused = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(refused.exitCode).not.to.equal(0)
+      expect(refused.stderr).to.contain(`Python environment ${six.name} is in use by models six-a, six-b on worker local; terminate them first.`)
+      for (const uid of ['six-a', 'six-b']) expect((await setup.api('DELETE', `/v1/models/${uid}`)).status).to.equal(200)
+      const declined = await cli(['remove-virtualenv', '-n', six.name], 'n\n')
+      expect(declined.exitCode).to.equal(1)
+      expect(declined.stderr).to.contain('Nothing was deleted.')
+      const removed = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(removed.exitCode, removed.stderr).to.equal(0)
+      expect(removed.stdout).to.contain(`Deleted ${six.name}`)
+      expect(await setup.environments()).not.to.include(six.name)
+      const unknown = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(unknown.stderr).to.contain(`there is no Python environment named ${six.name}`)
+
+      // The next launch that needs the packages makes the environment again.
+      expect((await setup.launch('py-six', 'six-c')).status).to.equal(200)
+      expect(await kinds(setup, 'six-c')).to.include('installing')
+      expect(await setup.environments()).to.include(six.name)
+    })
+
     it('a registration whose virtualenv is not usable is refused with a 400 naming the field', async () => {
       const option = await setup.register('py-bad', {packages: ['--index-url=http://elsewhere']})
       expect(option.status).to.equal(400)
