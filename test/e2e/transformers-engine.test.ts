@@ -93,6 +93,31 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
     expect(reply.choices[0].message.content).to.be.a('string')
   })
 
+  it('serves embeddings and rerank with tiny-random-embedding and tiny-random-rerank as safetensors, made the same way', async function () {
+    this.timeout(600_000)
+    for (const name of ['tiny-random-embedding', 'tiny-random-rerank']) {
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_format: 'pytorch', model_name: name})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    }
+
+    const embeddings = await openai.embeddings.create({input: ['hello there', 'a second text'], model: 'tiny-random-embedding'})
+    expect(embeddings.data.map((item) => item.index)).to.deep.equal([0, 1])
+    for (const {embedding} of embeddings.data) {
+      expect(embedding).to.have.length(64)
+      expect(Math.hypot(...embedding)).to.be.closeTo(1, 1e-4)
+    }
+
+    expect(embeddings.data[0].embedding).not.to.deep.equal(embeddings.data[1].embedding)
+    // [CLS] and [SEP] around one token per byte.
+    expect(embeddings.usage).to.deep.include({prompt_tokens: 13 + 15})
+
+    const ranked = await callApi(service, 'POST', '/v1/rerank', {documents: ['one document', 'another one', 'a third'], model: 'tiny-random-rerank', query: 'which one?'})
+    expect(ranked.status, JSON.stringify(ranked.body)).to.equal(200)
+    expect(ranked.body.results.map((result: {index: number}) => result.index).sort()).to.deep.equal([0, 1, 2])
+    for (const result of ranked.body.results) expect(result.relevance_score).to.be.within(0, 1)
+    for (const name of ['tiny-random-embedding', 'tiny-random-rerank']) expect((await callApi(service, 'DELETE', `/v1/models/${name}`)).status).to.equal(200)
+  })
+
   it('terminate stops the program, leaving the environment for the next launch', async () => {
     expect((await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')).status).to.equal(200)
     await rm(join(service.home, 'cache'), {force: true, recursive: true})

@@ -1,7 +1,8 @@
 /**
  * The random-weight models this engine makes for the catalogue's `generated` pytorch specs (`tiny-random-llm -f
  * pytorch`): python/make_tiny_model.py has transformers build each from a config with a fixed seed and save it as
- * safetensors with its tokenizer, in the engine's virtual environment. The spec names the files, in this order.
+ * safetensors with its tokenizer, in the engine's virtual environment; likewise `tiny-random-embedding` and
+`tiny-random-rerank`. The spec names the files, in this order.
  */
 import type {WeightsGenerationRequest} from 'service-toolkit'
 
@@ -12,6 +13,8 @@ const MAKER = fileURLToPath(new URL('../python/make_tiny_model.py', import.meta.
 
 /** The files of each recipe, in the order the catalogue spec's parts name them. */
 export const RECIPE_FILES: Record<string, string[]> = {
+  'tiny-random-bert-embedding': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
+  'tiny-random-bert-reranker': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
   'tiny-random-llama': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'],
 }
 
