@@ -16,6 +16,7 @@ import {join} from 'node:path'
 import type {Logger} from '../kernel/contracts.js'
 import type {PythonEnvironment, PythonEnvRequest} from '../kernel/virtualenv.js'
 import type {SpawnProgram} from '../model-process/program-spawner.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
 import {conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {programSpawner} from '../model-process/program-spawner.js'
@@ -42,16 +43,8 @@ export interface EnvironmentRecord {
   created_at: string
 }
 
-/** An environment as listings show it. */
-export interface EnvironmentSummary {
-  name: string
-  path: string
-  python: string
-  installer: string
-  packages: string[]
-  size_bytes: number
-  created_at: string
-}
+/** An environment as listings show it, before the worker adds the models using it. */
+export type EnvironmentSummary = Omit<VirtualEnvironment, 'models'>
 
 /** Bytes of the files under a folder (links counted as themselves). */
 async function folderSize(folder: string): Promise<number> {
