@@ -104,7 +104,7 @@ describe('Python virtual environments for engines that run Python (engine-python
       expect(record.packages).to.deep.equal(['six'])
       const log = await setup.modelLog('six-a')
       expect(log).to.contain(`imported six from ${join(setup.home, 'virtualenv', environment)}`)
-      expect(log).to.contain(`with prefix ${join(setup.home, 'virtualenv', environment)}`)
+      expect(log).to.contain(`with prefix ${join(setup.home, 'virtualenv', environment)}, VIRTUAL_ENV ${join(setup.home, 'virtualenv', environment)}`)
       expect(await kinds(setup, 'six-a')).to.include.members(['installing', 'loading', 'ready'])
 
       const openai = new OpenAI({apiKey: 'unused', baseURL: `${setup.service.url}/v1`, maxRetries: 0})
