@@ -95,10 +95,11 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
 
   it('serves embeddings and rerank with tiny-random-embedding and tiny-random-rerank as safetensors, made the same way', async function () {
     this.timeout(600_000)
-    for (const name of ['tiny-random-embedding', 'tiny-random-rerank']) {
-      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_format: 'pytorch', model_name: name})
-      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
-    }
+    // Launched side by side: each imports torch twice (to make its weights, then to serve them), on two cores.
+    const launches = await Promise.all(
+      ['tiny-random-embedding', 'tiny-random-rerank'].map((name) => callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_format: 'pytorch', model_name: name})),
+    )
+    for (const launched of launches) expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
 
     const embeddings = await openai.embeddings.create({input: ['hello there', 'a second text'], model: 'tiny-random-embedding'})
     expect(embeddings.data.map((item) => item.index)).to.deep.equal([0, 1])
