@@ -20,6 +20,7 @@ import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
@@ -165,6 +166,16 @@ export class Client {
 
   removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}> {
     return this.request('DELETE', `/v1/cache/models?model_version=${encodeURIComponent(version)}`)
+  }
+
+  /** The Python environments of engines that run Python, on every worker (admin). */
+  async virtualEnvironments(): Promise<Array<VirtualEnvironment & {worker: string}>> {
+    return (await this.request<{list: Array<VirtualEnvironment & {worker: string}>}>('GET', '/v1/virtualenvs')).list
+  }
+
+  /** Deletes a Python environment; refused while a model uses it (admin). */
+  removeVirtualEnvironment(name: string): Promise<{name: string; paths: string[]}> {
+    return this.request('DELETE', `/v1/virtualenvs/${encodeURIComponent(name)}`)
   }
 
   estimateMemory(options: LaunchEstimateRequest): Promise<MemoryEstimate> {

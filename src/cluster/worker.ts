@@ -4,13 +4,14 @@
  * interface on the network.
  */
 import {availableParallelism, freemem, totalmem} from 'node:os'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
-import type {PythonEnvironment, VirtualEnvSettings} from '../kernel/virtualenv.js'
+import type {PythonEnvironment, PythonEnvRequest, VirtualEnvSettings} from '../kernel/virtualenv.js'
 import type {PythonEnvironments} from '../python-env/environments.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import type {CachedModel} from '../weights/cache.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
@@ -37,6 +38,10 @@ export interface WorkerApi {
   cachedModels(): Promise<CachedModel[]>
   /** Deletes a model version from the cache, unless a model running (or launching) here uses it. */
   removeCachedModel(version: string): Promise<string[]>
+  /** The Python environments on this worker, with the models using each. */
+  virtualEnvironments(): Promise<VirtualEnvironment[]>
+  /** Deletes a Python environment, unless a model running (or launching) here uses it; answers its path. */
+  removeVirtualEnvironment(name: string): Promise<string>
   /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
   estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
   status(): WorkerStatus
@@ -72,6 +77,8 @@ export class LocalWorker implements WorkerApi {
   private readonly running = new Map<string, ExternalProgram | InstanceProcess>()
   /** The cache entry each model launching or running here uses, by uid. */
   private readonly versions = new Map<string, string>()
+  /** The Python environments each model launching or running here uses, by uid. */
+  private readonly environments = new Map<string, Set<string>>()
   private readonly launches = new Map<string, InstanceLaunch>()
   /** Aborted by `dispose`: launches in progress stop, and none starts after. */
   private readonly closing = new AbortController()
@@ -106,14 +113,17 @@ export class LocalWorker implements WorkerApi {
     let modelPath: string
     let python: PythonEnvironment | undefined
     try {
+      const makeEnvironment = (request: PythonEnvRequest, environmentSignal: AbortSignal) => this.makeEnvironment(engine, load.modelUid, request, logFile, onProgress, environmentSignal)
       modelPath = await this.options.weights.resolve(load, {
         onGenerating: () => onProgress?.({stage: 'generating'}),
         onProgress: (download) => onProgress?.({download, stage: 'downloading'}),
+        python: (requirements, generationSignal) => makeEnvironment(mergeVirtualEnv(requirements, undefined), generationSignal),
         signal,
       })
-      python = await this.pythonEnvironment(engine, load, logFile, onProgress, signal)
+      if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
+      this.environments.delete(load.modelUid)
       throw error
     }
 
@@ -141,6 +151,7 @@ export class LocalWorker implements WorkerApi {
     } catch (error) {
       this.running.delete(load.modelUid)
       this.versions.delete(load.modelUid)
+      this.environments.delete(load.modelUid)
       this.launches.delete(load.modelUid)
       await instance.dispose(1000)
       throw error
@@ -155,6 +166,7 @@ export class LocalWorker implements WorkerApi {
     if (!instance) throw notFound(`model ${uid} is not running on worker ${this.id}.`, 'model_not_found')
     this.running.delete(uid)
     this.versions.delete(uid)
+    this.environments.delete(uid)
     this.launches.delete(uid)
     await instance.dispose()
     this.options.log.info(`model ${uid} terminated`)
@@ -184,6 +196,21 @@ export class LocalWorker implements WorkerApi {
     return removed
   }
 
+  async virtualEnvironments(): Promise<VirtualEnvironment[]> {
+    const records = (await this.options.pythonEnvironments?.list()) ?? []
+    return records.map((record) => ({...record, models: [...this.environments].filter(([, names]) => names.has(record.name)).map(([uid]) => uid)}))
+  }
+
+  async removeVirtualEnvironment(name: string): Promise<string> {
+    const users = [...this.environments].filter(([, names]) => names.has(name)).map(([uid]) => uid)
+    if (users.length > 0)
+      throw conflict(`Python environment ${name} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'name')
+    if (!this.options.pythonEnvironments) throw notFound(`worker ${this.id} has no Python environments.`, 'not_found', 'name')
+    const path = await this.options.pythonEnvironments.remove(name)
+    this.options.log.info(`removed Python environment ${name}`)
+    return path
+  }
+
   async estimateMemory({engine: engineName, load}: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate> {
     const engine = this.options.kernel.engine(engineName)?.definition
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
@@ -210,14 +237,14 @@ export class LocalWorker implements WorkerApi {
     return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
   }
 
-  /** The virtual environment an engine that runs Python needs, made on the first launch that needs it. */
-  private async pythonEnvironment(engine: EngineDefinition, load: InstanceLaunch['load'], logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
-    if (!engine.external || !engine.python) return undefined
+  /** A virtual environment an engine (or the generator of its weights) needs, made on the first launch that needs it. */
+  private async makeEnvironment(engine: EngineDefinition, uid: string, request: PythonEnvRequest, logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
     const environments = this.options.pythonEnvironments
     if (!environments) throw new ServiceError(400, 'unsupported', `worker ${this.id} cannot make Python environments, which engine ${engine.name} needs.`, 'model_engine')
-    const request = mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined)
     try {
-      return await environments.ensure(request, {logFile, onInstalling: () => onProgress?.({stage: 'installing'}), signal})
+      const made = await environments.ensure(request, {logFile, onInstalling: () => onProgress?.({stage: 'installing'}), signal})
+      this.environments.set(uid, new Set([...(this.environments.get(uid) ?? []), basename(made.envDir)]))
+      return made
     } catch (error) {
       // A worker shutting down says so rather than that the launch was cancelled.
       throw signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error

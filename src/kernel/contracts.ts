@@ -11,7 +11,7 @@ import type {ExternalEngine} from './external-engine.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
-import type {PythonRequirements} from './virtualenv.js'
+import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -253,6 +253,12 @@ export interface WeightsGenerator {
   /** What it can make, by the name a spec's `model_id` gives. */
   recipes: string[]
   /**
+   * Python packages the generator runs with (a generator that has a Python library build the model): the kernel
+   * makes or reuses their virtual environment first, as for an engine's `python`, and gives it as `request.python`.
+   * Declare the same packages as the engine that runs the files, and both use one environment.
+   */
+  python?: PythonRequirements
+  /**
    * Writes the recipe's files to `files`, in the order the spec names them. The kernel gives temporary paths in the
    * model's cache folder and renames them into place once this resolves, so a crash never leaves a half-made model.
    */
@@ -265,6 +271,8 @@ export interface WeightsGenerationRequest {
   files: string[]
   /** Aborted when every launch waiting for the files has been cancelled. */
   signal: AbortSignal
+  /** The virtual environment of the generator's `python` packages, when it declares some. */
+  python?: PythonEnvironment
 }
 
 // --------------------------------------------------------------------------------------------- catalogue

@@ -25,7 +25,8 @@ export interface ExternalLaunchContext {
   devices: number[]
   /**
    * The virtual environment made for the engine's `python` packages (and the registration's `virtualenv`); present
-   * only when the engine declares `python`. Run the program with `python.executable`.
+   * only when the engine declares `python`. Run the program with `python.executable`; its environment is activated
+   * (`VIRTUAL_ENV`, and `PATH` starting with `python.binDir`), so what it runs by name comes from there too.
    */
   python?: PythonEnvironment
 }

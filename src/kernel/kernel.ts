@@ -164,6 +164,12 @@ export class Kernel {
       return
     }
 
+    const pythonProblem = generator.python === undefined ? undefined : pythonRequirementsProblem(generator.python, true)
+    if (pythonProblem) {
+      this.report(plugin, `weights generator for ${generator.format}: ${pythonProblem}`)
+      return
+    }
+
     const existing = this.weightsGenerators.get(generator.format.toLowerCase())
     if (existing) this.report(plugin, `weights generator for ${generator.format} is already provided by ${existing.plugin}`)
     else this.weightsGenerators.set(generator.format.toLowerCase(), {definition: generator, plugin})

@@ -5,6 +5,7 @@
  * program that dies after it was ready fails every request in flight and later ones with a 503 saying why; a stop
  * is SIGTERM, a grace period, then SIGKILL.
  */
+import {delimiter} from 'node:path'
 import {setTimeout as delay} from 'node:timers/promises'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
@@ -73,8 +74,10 @@ export class ExternalProgram {
   /** Starts the program and resolves once it answers its health check. */
   async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     this.port = await (this.options.freePort ?? getFreePort)()
-    const env = {...this.options.env, ...gpuEnvironment(request.devices)}
     const {python} = this.options
+    // As `source bin/activate` would: what the program runs by name (python, its console scripts) is the environment's.
+    const activated: Record<string, string> = python ? {PATH: [python.binDir, this.options.env?.PATH ?? process.env.PATH].filter(Boolean).join(delimiter), VIRTUAL_ENV: python.envDir} : {}
+    const env: Record<string, string> = {...this.options.env, ...activated, ...gpuEnvironment(request.devices)}
     const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port, ...(python ? {python} : {})}
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())

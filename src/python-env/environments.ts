@@ -10,14 +10,15 @@
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {lstat, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {Logger} from '../kernel/contracts.js'
 import type {PythonEnvironment, PythonEnvRequest} from '../kernel/virtualenv.js'
 import type {SpawnProgram} from '../model-process/program-spawner.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
-import {ServiceError} from '../kernel/errors.js'
+import {conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {programSpawner} from '../model-process/program-spawner.js'
 import {installSteps, type InstallStep} from './install-steps.js'
 import {readPipSources} from './pip-config.js'
@@ -27,6 +28,9 @@ import {execaProbe, findToolchain, type ProbeProgram, type Toolchain, type Toolc
 /** Written last into a finished environment: what it holds, for listing it. */
 export const MARKER = 'service-environment.json'
 const TEMPORARY = '.creating-'
+const REMOVING = '.removing-'
+/** What `environmentName` makes: nothing else in the folder is an environment (or may be removed as one). */
+const NAME = /^py\d+\.\d+\.\d+-[\da-f]{16}$/
 const REPORTED_LINES = 5
 const STOP_GRACE_MS = 3000
 
@@ -37,6 +41,19 @@ export interface EnvironmentRecord {
   packages: string[]
   request: PythonEnvRequest
   created_at: string
+}
+
+/** An environment as listings show it, before the worker adds the models using it. */
+export type EnvironmentSummary = Omit<VirtualEnvironment, 'models'>
+
+/** Bytes of the files under a folder (links counted as themselves). */
+async function folderSize(folder: string): Promise<number> {
+  let total = 0
+  for (const entry of await readdir(folder, {recursive: true, withFileTypes: true})) {
+    if (entry.isFile()) total += (await lstat(join(entry.parentPath, entry.name))).size
+  }
+
+  return total
 }
 
 export interface PythonEnvironmentsOptions extends ToolchainSettings {
@@ -213,21 +230,36 @@ export class PythonEnvironments {
   /** Temporary folders of services that died while making an environment. */
   private async removeAbandoned(): Promise<void> {
     for (const entry of await readdir(this.options.root)) {
-      const pid = Number(entry.startsWith(TEMPORARY) ? entry.slice(TEMPORARY.length).split('-')[0] : Number.NaN)
+      const prefix = [TEMPORARY, REMOVING].find((start) => entry.startsWith(start))
+      const pid = Number(prefix ? entry.slice(prefix.length).split('-')[0] : Number.NaN)
       if (Number.isInteger(pid) && pid !== process.pid && !pidAlive(pid)) await rm(join(this.options.root, entry), {force: true, recursive: true})
     }
   }
 
-  /** The finished environments, with what their markers say. */
-  async list(): Promise<EnvironmentRecord[]> {
+  /** The finished environments, with what their markers say and their size on disk. */
+  async list(): Promise<EnvironmentSummary[]> {
     const entries = existsSync(this.options.root) ? await readdir(this.options.root) : []
-    const records = await Promise.all(
-      entries.filter((entry) => !entry.startsWith('.')).map(async (entry) => {
-        const text = await readFile(join(this.options.root, entry, MARKER), 'utf8').catch(() => undefined)
-        return text ? (JSON.parse(text) as EnvironmentRecord) : undefined
+    const summaries = await Promise.all(
+      entries.filter((entry) => NAME.test(entry)).map(async (entry): Promise<EnvironmentSummary | undefined> => {
+        const path = join(this.options.root, entry)
+        const text = await readFile(join(path, MARKER), 'utf8').catch(() => undefined)
+        if (!text) return undefined
+        const {created_at, installer, name, packages, python} = JSON.parse(text) as EnvironmentRecord
+        return {created_at, installer, name, packages, path, python, size_bytes: await folderSize(path)}
       }),
     )
-    return records.filter((record) => record !== undefined)
+    return summaries.filter((summary) => summary !== undefined).sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  /** Deletes a finished environment (moved aside first, so it is never half there); answers where it was. */
+  async remove(name: string): Promise<string> {
+    const path = join(this.options.root, name)
+    if (this.flights.has(name)) throw conflict(`Python environment ${name} is being made by a launch; cancel that launch first.`, 'name')
+    if (!NAME.test(name) || !existsSync(join(path, MARKER))) throw notFound(`there is no Python environment named ${name}; \`servicectl virtualenvs\` lists them.`, 'not_found', 'name')
+    const aside = join(this.options.root, `${REMOVING}${process.pid}-${randomBytes(4).toString('hex')}-${name}`)
+    await rename(path, aside)
+    await rm(aside, {force: true, recursive: true})
+    return path
   }
 }
 

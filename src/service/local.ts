@@ -30,6 +30,7 @@ import {eventRoutes} from '../server/routes/events.js'
 import {openApiDocument} from '../server/openapi.js'
 import {docsRoutes} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
+import {virtualEnvironmentRoutes} from '../server/routes/virtualenvs.js'
 import {ServiceMetrics} from '../server/metrics.js'
 import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
 import {discoverGpus} from '../cluster/devices.js'
@@ -125,6 +126,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
+    ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined

@@ -24,7 +24,7 @@ import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {checkModelUri} from '../kernel/model-files.js'
 import {formatBytes} from '../util/format.js'
-import {generateIntoCache} from './generated-weights.js'
+import {generateIntoCache, type PythonEnvironmentMaker} from './generated-weights.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
 import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
@@ -37,6 +37,8 @@ export interface ResolveOptions {
   onProgress?(progress: DownloadProgress): void
   /** Told when the weights are about to be made here (a `generated` spec that is not cached yet). */
   onGenerating?(): void
+  /** Makes or reuses the virtual environment of a generator that runs Python (`WeightsGenerator.python`). */
+  python?: PythonEnvironmentMaker
 }
 
 /** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
@@ -110,7 +112,7 @@ export class WeightStore {
   }
 
   /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
-  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, signal}: ResolveOptions = {}): Promise<string> {
+  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, python, signal}: ResolveOptions = {}): Promise<string> {
     const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
@@ -118,7 +120,7 @@ export class WeightStore {
     if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
-      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names)
+      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names, python)
       await this.follow(job, modelName, {onProgress, signal})
     }
 
@@ -203,11 +205,11 @@ export class WeightStore {
     })
   }
 
-  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[]): DownloadJob {
+  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[], python?: PythonEnvironmentMaker): DownloadJob {
     const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
     const fill =
       spec.model_hub === GENERATED_HUB
-        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, signal: job.controller.signal, spec, version})
+        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, python, signal: job.controller.signal, spec, version})
         : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names))
     job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.

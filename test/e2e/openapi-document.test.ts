@@ -37,6 +37,8 @@ const OPENAI_ROUTES = [
   {key: 'GET /v1/models', response: 'ListModelsResponse'},
   {key: 'GET /v1/models/{model_uid}', response: 'Model'},
 ]
+/** Routes whose success needs what this test does not make (a Python environment), checked against this document where it is made. */
+const SUCCEEDS_ELSEWHERE: Record<string, string> = {'DELETE /v1/virtualenvs/{name}': 'test/e2e/python-environments.test.ts'}
 const WEATHER_TOOL = {function: {name: 'get_weather', parameters: {properties: {city: {type: 'string'}}, required: ['city'], type: 'object'}}, type: 'function'}
 
 describe('the OpenAPI document against real answers of every route (service-local, access control, a supervisor)', function () {
@@ -102,6 +104,8 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(400, 'POST', '/v1/model_registrations/{model_type}', {body: {model: {model_name: 'x'}, persist: 'yes'}, params: {model_type: 'LLM'}})
     await ok('GET', '/v1/engines/{model_name}', {params: {model_name: LLM}})
     await ok('GET', '/v1/models/vllm-supported')
+    await ok('GET', '/v1/virtualenvs')
+    await refused(404, 'DELETE', '/v1/virtualenvs/{name}', {params: {name: 'py3.11.7-0000000000000000'}})
     await refused(400, 'GET', '/v1/engines/{model_name}', {params: {model_name: 'no-such-model'}})
   })
 
@@ -257,7 +261,7 @@ ${lines.join('\n')}
     const operations = new Set([...local.operations(), ...(supervisorChecker?.operations() ?? [])])
     expect(operations.size).to.be.at.least(38)
     expect([...operations].filter((operation) => !answered.has(operation)), 'routes no test called').to.deep.equal([])
-    const succeeded = (key: string) => local.answered.get(key)?.has(200) || supervisorChecker?.answered.get(key)?.has(200)
+    const succeeded = (key: string) => key in SUCCEEDS_ELSEWHERE || local.answered.get(key)?.has(200) || supervisorChecker?.answered.get(key)?.has(200)
     expect([...operations].filter((operation) => !succeeded(operation)), 'routes never answered 200').to.deep.equal([])
   })
 })

@@ -14,6 +14,7 @@ import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import OpenAI from 'openai'
 
+import {type OpenApiDocument, OpenApiChecker} from '../helpers/openapi-checker.js'
 import {uvFromPyPI} from '../helpers/python-tools.js'
 import {callApi, ROOT, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
@@ -104,7 +105,7 @@ describe('Python virtual environments for engines that run Python (engine-python
       expect(record.packages).to.deep.equal(['six'])
       const log = await setup.modelLog('six-a')
       expect(log).to.contain(`imported six from ${join(setup.home, 'virtualenv', environment)}`)
-      expect(log).to.contain(`with prefix ${join(setup.home, 'virtualenv', environment)}`)
+      expect(log).to.contain(`with prefix ${join(setup.home, 'virtualenv', environment)}, VIRTUAL_ENV ${join(setup.home, 'virtualenv', environment)}`)
       expect(await kinds(setup, 'six-a')).to.include.members(['installing', 'loading', 'ready'])
 
       const openai = new OpenAI({apiKey: 'unused', baseURL: `${setup.service.url}/v1`, maxRetries: 0})
@@ -164,6 +165,45 @@ describe('Python virtual environments for engines that run Python (engine-python
       expect(printed).to.contain('cancelled')
       expect(await setup.environments()).to.deep.equal(before)
       expect(setup.service.output()).to.match(/stopped creating Python environment py[\d.]+-[\da-f]+: every launch waiting for it was cancelled/)
+    })
+
+    it('servicectl virtualenvs lists each environment with the models using it; remove-virtualenv refuses while one does, then deletes', async () => {
+      const cli = (args: string[], input?: string) => servicectl([...args, '-e', setup.service.url], {input})
+      const listed = await cli(['virtualenvs', '--json'])
+      expect(listed.exitCode, listed.stderr).to.equal(0)
+      const environments = JSON.parse(listed.stdout) as Array<{name: string; models: string[]; packages: string[]; installer: string; size_bytes: number; worker: string; path: string}>
+      const six = environments.find((environment) => environment.packages.join() === 'six')!
+      expect(six).to.deep.include({installer: 'uv', models: ['six-a', 'six-b'], path: join(setup.home, 'virtualenv', six.name), worker: 'local'})
+      expect(six.size_bytes).to.be.above(10_000)
+      expect(environments.find((environment) => environment.packages.join() === 'idna,six')?.models).to.deep.equal(['both-1', 'both-2', 'both-3'])
+      const table = await cli(['virtualenvs'])
+      expect(table.stdout).to.match(new RegExp(`${six.name}\\s+\\d+\\.\\d+\\.\\d+\\s+uv\\s+.*six-a, six-b\\s+local\\s+six`))
+
+      const refused = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(refused.exitCode).not.to.equal(0)
+      expect(refused.stderr).to.contain(`Python environment ${six.name} is in use by models six-a, six-b on worker local; terminate them first.`)
+      for (const uid of ['six-a', 'six-b']) expect((await setup.api('DELETE', `/v1/models/${uid}`)).status).to.equal(200)
+      const declined = await cli(['remove-virtualenv', '-n', six.name], 'n\n')
+      expect(declined.exitCode).to.equal(1)
+      expect(declined.stderr).to.contain('Nothing was deleted.')
+      const removed = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(removed.exitCode, removed.stderr).to.equal(0)
+      expect(removed.stdout).to.contain(`Deleted ${six.name}`)
+      expect(await setup.environments()).not.to.include(six.name)
+      const unknown = await cli(['remove-virtualenv', '-n', six.name, '--check'])
+      expect(unknown.stderr).to.contain(`there is no Python environment named ${six.name}`)
+
+      // The next launch that needs the packages makes the environment again.
+      expect((await setup.launch('py-six', 'six-c')).status).to.equal(200)
+      expect(await kinds(setup, 'six-c')).to.include('installing')
+      expect(await setup.environments()).to.include(six.name)
+
+      // The routes' answers as /openapi.json declares them, a deletion's success included.
+      const checker = new OpenApiChecker((await setup.api('GET', '/openapi.json')).body as OpenApiDocument)
+      expect((await checker.call(setup.service, 'GET', '/v1/virtualenvs')).status).to.equal(200)
+      expect((await checker.call(setup.service, 'DELETE', '/v1/virtualenvs/{name}', {params: {name: six.name}})).status).to.equal(409)
+      expect((await setup.api('DELETE', '/v1/models/six-c')).status).to.equal(200)
+      expect((await checker.call(setup.service, 'DELETE', '/v1/virtualenvs/{name}', {params: {name: six.name}})).status).to.equal(200)
     })
 
     it('a registration whose virtualenv is not usable is refused with a 400 naming the field', async () => {

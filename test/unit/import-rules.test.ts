@@ -25,7 +25,7 @@ const ALLOWED: Record<string, string[]> = {
   kernel: [],
   'model-process': ['kernel', 'protocol', 'util'],
   protocol: ['kernel/contracts.ts', 'kernel/errors.ts', 'kernel/schema.ts'],
-  'python-env': ['kernel', 'model-process'],
+  'python-env': ['kernel', 'model-process', 'protocol'],
   server: ['auth', 'kernel', 'protocol', 'util'],
   service: ['auth', 'cluster', 'kernel', 'protocol', 'python-env', 'server', 'util', 'weights'],
   util: ['kernel'],
