@@ -57,6 +57,16 @@ export class ModelHealer {
     })
   }
 
+  /** What happens next to a model whose process just crashed, said to whoever meets the crash. */
+  outlook(record: InstanceRecord): string {
+    const {policy} = this.options
+    const healing = healingOf(record, policy)
+    const decision = planRestart(policy, {inARow: healing.inARow, lastReadyAt: healing.lastReadyAt}, this.now())
+    if (!record.replicas[0]?.launch) return 'terminate it and launch it again.'
+    if ('giveUp' in decision) return `it stays failed, as ${decision.giveUp}: terminate it and launch it again.`
+    return `the service relaunches it in ${decision.delayMs / 1000} s (attempt ${decision.attempt} of ${policy.attempts} in a row), and requests wait for it up to ${policy.waitMs / 1000} s.`
+  }
+
   /** Stops the relaunch of a model being terminated; answers once nothing of it runs. */
   async stop(record: InstanceRecord): Promise<void> {
     record.healing?.controller?.abort(new ServiceError(499, 'request_aborted', `model ${record.uid} was terminated while it was being relaunched.`))

@@ -23,7 +23,7 @@ import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
 import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
-import {advance} from './launch-progress.js'
+import {advance, failedProgress} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
 import {ModelHealer} from './self-healing.js'
@@ -293,7 +293,11 @@ export class Supervisor implements ModelDirectory, ModelService {
   markCrashed(instanceUid: string, error: ServiceError, pid?: number): void {
     const failed = this.table.markCrashed(instanceUid, error, pid)
     if (!failed) return
-    this.changed(failed, 'error', error.message)
+    // The crash as the model, its events and later requests show it: what happened, then what happens next.
+    const told = new ServiceError(error.status, error.code, `${error.message.replace(/\.$/, '')}; ${this.healer.outlook(failed)}`)
+    failed.error = told
+    failed.progress = failedProgress(failed.progress, told)
+    this.changed(failed, 'error', told.message)
     this.healer.crashed(failed, error)
   }
 

@@ -284,7 +284,7 @@ export class InstanceProcess {
     this.failure ??= new ServiceError(
       503,
       'model_crashed',
-      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}; terminate it and launch it again.`,
+      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}.`,
     )
     this.state = wasDisposing ? 'disposed' : 'crashed'
     this.readyWaiter?.reject(this.failure)

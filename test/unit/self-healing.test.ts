@@ -71,6 +71,14 @@ describe('self-healing (ModelHealer)', () => {
     expect(states).to.deep.equal([`restarting: ${crash.message}`, 'ready'])
   })
 
+  it('says what follows a crash: the relaunch with its attempt and wait, or why the model stays failed and what to do', () => {
+    expect(healer.outlook(record)).to.equal('the service relaunches it in 1 s (attempt 1 of 3 in a row), and requests wait for it up to 1 s.')
+    record.healing!.inARow = 3
+    expect(healer.outlook(record)).to.equal('it stays failed, as it crashed 4 times in a row and was relaunched 3 times: terminate it and launch it again.')
+    const off = new ModelHealer({changed() {}, log: quiet, policy: {...DEFAULT_RESTART_POLICY, attempts: 0}})
+    expect(off.outlook(record)).to.equal('it stays failed, as self-healing is off (SERVICE_RESTART_ATTEMPTS=0): terminate it and launch it again.')
+  })
+
   it('gives up after the attempts in a row, leaving the model failed with the reason', async () => {
     failLaunch = new ServiceError(400, 'launch_failed', 'not a GGUF file')
     healer.crashed(record, crash)
