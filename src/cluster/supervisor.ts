@@ -14,7 +14,7 @@ import type {CachedModel} from '../protocol/cache.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {ModelService} from '../protocol/services.js'
-import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, ReportedInstance, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
 import type {WorkerApi} from './worker.js'
 
 import {conflict, ServiceError} from '../kernel/errors.js'
@@ -79,6 +79,18 @@ export class Supervisor implements ModelDirectory, ModelService {
   /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
   describeWorkers(): Array<WorkerStatus & {models: string[]}> {
     return this.membership.describe()
+  }
+
+  /** How busy each running instance is, by model and worker, as its worker last measured it (for the metrics). */
+  instanceUsage(): ReportedInstance[] {
+    return this.table.sorted().flatMap((record) =>
+      record.replicas.map((replica) => ({
+        instance: replica.uid,
+        model: record.uid,
+        usage: replica.worker.instances().find((summary) => summary.uid === replica.uid)?.usage ?? {},
+        worker: replica.worker.id,
+      })),
+    )
   }
 
   /**

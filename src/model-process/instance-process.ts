@@ -9,7 +9,7 @@ import type {WriteStream} from 'node:fs'
 
 import {fileURLToPath} from 'node:url'
 
-import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
+import type {LoadedModelInfo, LoadRequest, SequenceUsage} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
@@ -102,6 +102,8 @@ interface Pending {
 export class InstanceProcess {
   state: InstanceState = 'loading'
   info: LoadedModelInfo = {}
+  /** The engine's last report of its sequences and waiting requests, when it makes them. */
+  usage?: SequenceUsage
   operations: string[] = []
   /** Why the process is gone, once it is. */
   failure?: ServiceError
@@ -232,6 +234,11 @@ export class InstanceProcess {
     switch (message.type) {
       case 'load-progress': {
         this.onLoadProgress?.(message.fraction)
+        break
+      }
+
+      case 'usage': {
+        this.usage = message.usage
         break
       }
 
