@@ -1,15 +1,13 @@
 /**
  * Starts an external engine's program (see kernel/external-engine.ts) with execa: each line of its stdout and stderr
- * is appended to the model's log file as a timestamped log line, and its last lines kept for error reports. Each program leads a process group of its
- * own, so a stop reaches the workers it forks too (vLLM's engine core, tensor-parallel ranks), and every group still
+ * is appended to the model's log file as a timestamped log line (output-log.ts), and its last lines kept for error
+ * reports. Each program leads a process group of its own, so a stop reaches the workers it forks too (vLLM's engine core, tensor-parallel ranks), and every group still
  * alive when the service exits is killed with it, even when the service is killed with no chance to clean up.
  */
-import type {WriteStream} from 'node:fs'
-import type {Readable} from 'node:stream'
-
 import {spawn} from 'node:child_process'
 
-import {type LogFormat, logLineFormat, openPrivateLogFile} from '../util/logger.js'
+import {openPrivateLogFile} from '../util/logger.js'
+import {outputLog} from './output-log.js'
 
 export interface ProgramSpawnOptions {
   file: string
@@ -71,47 +69,6 @@ function guardGroup(pid: number): () => void {
   return () => sentinel.kill('SIGKILL')
 }
 
-/** Calls `line` with each whole line of text given in pieces; `end` hands over a last line with no newline. */
-function lineSplitter(line: (text: string) => void) {
-  let partial = ''
-  return {
-    add(text: string) {
-      const pieces = (partial + text).split('\n')
-      partial = pieces.pop() ?? ''
-      for (const piece of pieces) if (piece.trim() !== '') line(piece.replace(/\r$/, ''))
-    },
-    end() {
-      if (partial.trim() !== '') line(partial)
-      partial = ''
-    },
-  }
-}
-
-/**
- * Each line a program writes goes to the model's log as a line of the service's own, timestamped, as text or JSON like
- * a Node model process's (`[program]`, with the stream it came from); its last lines are kept for error reports.
- */
-function programOutput(log: WriteStream, format: LogFormat) {
-  const formatted = logLineFormat('program', format)
-  const tail: string[] = []
-  const write = (stream: 'stderr' | 'stdout' | 'service') => (text: string) => {
-    tail.push(text)
-    tail.splice(0, Math.max(0, tail.length - TAIL_LINES))
-    // The program's lines belong to no request, whichever one its launch came in with.
-    log.write(formatted(stream === 'service' ? 'error' : 'info', text, {request_id: undefined, stream}))
-  }
-
-  const streams = {service: lineSplitter(write('service')), stderr: lineSplitter(write('stderr')), stdout: lineSplitter(write('stdout'))}
-  return {
-    follow(stream: 'stderr' | 'stdout', readable: Readable) {
-      readable.on('data', (chunk: Buffer) => streams[stream].add(chunk.toString()))
-      readable.on('end', () => streams[stream].end())
-    },
-    lines: () => [...tail],
-    service: (text: string) => streams.service.add(`${text}\n`),
-  }
-}
-
 /** The real spawner. execa is loaded by the first launch of an external engine rather than at start. */
 export async function programSpawner(): Promise<SpawnProgram> {
   const {execa} = await import('execa')
@@ -122,7 +79,7 @@ export async function programSpawner(): Promise<SpawnProgram> {
     const {pid} = child
     if (pid !== undefined) liveGroups.add(pid)
     const unguard = pid === undefined ? () => {} : guardGroup(pid)
-    const output = programOutput(log, env.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text')
+    const output = outputLog(log, {format: env.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text', name: 'program', tailLines: TAIL_LINES})
     output.follow('stdout', child.stdout)
     output.follow('stderr', child.stderr)
     const exited = child.then(async (result) => {
