@@ -303,7 +303,10 @@ export class Supervisor implements ModelDirectory, ModelService {
 
   /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched (by self-healing, or an operator). */
   markCrashed(instanceUid: string, error: ServiceError, pid?: number): void {
+    const held = this.table.replicaOf(instanceUid)
     const failed = this.table.markCrashed(instanceUid, error, pid)
+    // One replica of several died and left the rotation: the others serve while it is relaunched.
+    if (!failed && held && held.record.status === 'ready' && !held.record.replicas.includes(held.replica)) this.healer.replicaCrashed(held.record, held.replica, error)
     if (!failed) return
     // The crash as the model, its events and later requests show it: what happened, then what happens next.
     const told = new ServiceError(error.status, error.code, `${error.message.replace(/\.$/, '')}; ${this.healer.outlook(failed)}`)
