@@ -84,7 +84,9 @@ describe('cluster observability (supervisor and worker as real processes, fake h
     const workerId = (await api('GET', '/v1/workers')).body.list[0].id as string
     const families = await until(async () => {
       const scraped = await scrapeMetrics(supervisor.url)
-      return sampleValue(scraped, 'service_model_sequences_total', {model_name: 'pair'}) === 4 ? scraped : undefined
+      // The series appear with the first heartbeat that carries the engines' reports.
+      const reported = scraped.get('service_model_sequences_total')?.metrics.some((sample) => sample.labels?.model_name === 'pair')
+      return reported && sampleValue(scraped, 'service_model_sequences_total', {model_name: 'pair'}) === 4 ? scraped : undefined
     }, "the worker's heartbeat to carry the engines' sequences")
     const at = {worker: workerId}
     expect(sampleValue(families, 'service_worker_downloads_total', {...at, hub: 'huggingface', outcome: 'completed'})).to.equal(1)
