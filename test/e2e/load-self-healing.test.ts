@@ -141,7 +141,8 @@ describe('64 streams for 60 s with the model process killed in the middle (servi
     expect(relaunched).to.include({restarts: 1, status: 'ready'})
     expect(relaunched.last_error).to.contain('killed by SIGKILL')
     // The requests in flight when the process died get its error, saying what follows; none fails any other way.
-    const serviceErrors = service.output().split('\n').filter((line) => / error /.test(line) && !line.includes('SIGKILL'))
+    const modelLog = await readFile(`${service.home}/logs/models/${MODEL}.log`, 'utf8')
+    const serviceErrors = [...service.output().split('\n'), ...modelLog.split('\n')].filter((line) => / error /.test(line) && !line.includes('SIGKILL'))
     for (const error of errors) expect(error.message, `a clear error: ${error.message}; the service logged: ${serviceErrors.join('\n')}`).to.match(/killed by SIGKILL|being relaunched/)
     expect(errors.length, 'only the requests in flight, at most, fail').to.be.at.most(STREAMS)
     expect((after - warm) / warm, 'memory growth after warm-up').to.be.lessThan(0.1)
