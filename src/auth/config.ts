@@ -8,6 +8,7 @@ import {readFile} from 'node:fs/promises'
 import {resolve} from 'node:path'
 
 import {ServiceError} from '../kernel/errors.js'
+import {describeJsonMistake} from '../kernel/json-text.js'
 import {isPermission, type Permission, PERMISSIONS} from '../kernel/permissions.js'
 
 export const ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const
@@ -52,9 +53,9 @@ export async function loadAuthConfig(path: string): Promise<AuthConfig> {
   let value: unknown
   try {
     value = JSON.parse(text)
-  } catch (error) {
-    // The parser's message quotes the text around the mistake, which may be a password: keep only the cause.
-    throw invalid(file, [`it is not valid JSON (${(error as Error).message.replace(/,? (\.\.\.)?".*$/s, '')})`])
+  } catch {
+    // The parser's message quotes the text around the mistake, which may be a password: the mistake is located instead.
+    throw invalid(file, [`it is not valid JSON: ${describeJsonMistake(text)}`])
   }
 
   return parseAuthConfig(value, file)

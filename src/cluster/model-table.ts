@@ -195,6 +195,16 @@ export class ModelTable {
     return emptied
   }
 
+  /** The model a running instance (a replica) belongs to, and the replica. */
+  replicaOf(instanceUid: string): {record: InstanceRecord; replica: Replica} | undefined {
+    for (const record of this.records.values()) {
+      const replica = record.replicas.find((candidate) => candidate.uid === instanceUid)
+      if (replica) return {record, replica}
+    }
+
+    return undefined
+  }
+
   /**
    * Marks a model whose process died on its own (that with `pid`, when told); requests to it get the same error until
    * it is relaunched. Answers the model when it is now failed (not when a replica of several died).

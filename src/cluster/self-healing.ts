@@ -7,10 +7,10 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {Logger} from '../kernel/contracts.js'
 import type {ModelState} from '../kernel/observability.js'
-import type {InstanceRecord} from './model-table.js'
+import type {InstanceRecord, Replica} from './model-table.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {planRestart, type RestartPolicy} from './restart-policy.js'
+import {planRestart, type RestartHistory, type RestartPolicy} from './restart-policy.js'
 
 /** A model's self-healing so far, kept on its record. */
 export interface Healing {
@@ -25,6 +25,8 @@ export interface Healing {
   /** Settles when the relaunch in progress is over (ready, or failed for good). */
   settled?: Promise<void>
   waitMs: number
+  /** Relaunches of single replicas of a model with several, which keeps serving meanwhile: aborted by a terminate. */
+  replicas?: {controller: AbortController; running: Set<Promise<void>>; inARow: Map<string, RestartHistory>}
 }
 
 export interface ModelHealerOptions {
@@ -57,10 +59,68 @@ export class ModelHealer {
     })
   }
 
+  /** What happens next to a model whose process just crashed, said to whoever meets the crash. */
+  outlook(record: InstanceRecord): string {
+    const {policy} = this.options
+    const healing = healingOf(record, policy)
+    const decision = planRestart(policy, {inARow: healing.inARow, lastReadyAt: healing.lastReadyAt}, this.now())
+    if (!record.replicas[0]?.launch) return 'terminate it and launch it again.'
+    if ('giveUp' in decision) return `it stays failed, as ${decision.giveUp}: terminate it and launch it again.`
+    return `the service relaunches it in ${decision.delayMs / 1000} s (attempt ${decision.attempt} of ${policy.attempts} in a row), and requests wait for it up to ${policy.waitMs / 1000} s.`
+  }
+
+  /**
+   * One replica of a model with several crashed: it left the rotation and the others serve, while it is relaunched on
+   * its worker with the same backoff and limit as a whole model; once ready it rejoins the rotation.
+   */
+  replicaCrashed(record: InstanceRecord, replica: Replica, error: ServiceError): void {
+    const healing = healingOf(record, this.options.policy)
+    healing.lastError = error.message
+    if (!replica.launch) return
+    healing.replicas ??= {controller: new AbortController(), inARow: new Map(), running: new Set()}
+    const {replicas} = healing
+    const relaunch = this.healReplica(record, replica, healing, replicas.controller.signal).finally(() => replicas.running.delete(relaunch))
+    replicas.running.add(relaunch)
+  }
+
   /** Stops the relaunch of a model being terminated; answers once nothing of it runs. */
   async stop(record: InstanceRecord): Promise<void> {
-    record.healing?.controller?.abort(new ServiceError(499, 'request_aborted', `model ${record.uid} was terminated while it was being relaunched.`))
-    await record.healing?.settled
+    const reason = new ServiceError(499, 'request_aborted', `model ${record.uid} was terminated while it was being relaunched.`)
+    record.healing?.controller?.abort(reason)
+    record.healing?.replicas?.controller.abort(reason)
+    await Promise.all([record.healing?.settled, ...(record.healing?.replicas?.running ?? [])])
+  }
+
+  private async healReplica(record: InstanceRecord, replica: Replica, healing: Healing, signal: AbortSignal): Promise<void> {
+    const {log, policy} = this.options
+    const history = healing.replicas!.inARow
+    for (;;) {
+      const decision = planRestart(policy, history.get(replica.uid) ?? {inARow: 0}, this.now())
+      if ('giveUp' in decision) {
+        if (policy.attempts > 0) log.error(`replica ${replica.uid} of model ${record.uid} stays out of the rotation: ${decision.giveUp}; last error: ${healing.lastError}`)
+        return
+      }
+
+      history.set(replica.uid, {...history.get(replica.uid), inARow: decision.attempt})
+      healing.restarts++
+      log.warn(`replica ${replica.uid} of model ${record.uid} crashed; the other replicas serve, and it is relaunched in ${decision.delayMs} ms (attempt ${decision.attempt} of ${policy.attempts} in a row)`)
+      this.options.changed(record, 'restarting', healing.lastError, {attempt: decision.attempt, delay_ms: decision.delayMs, replica: replica.uid, restarts: healing.restarts})
+      try {
+        await this.wait(decision.delayMs, signal)
+        await replica.worker.terminate(replica.uid).catch(() => {})
+        const summary = await replica.worker.launch(replica.launch!, {signal})
+        replica.pid = summary.pid
+        history.set(replica.uid, {inARow: decision.attempt, lastReadyAt: this.now()})
+        record.replicas = [...record.replicas, replica].sort((a, b) => a.uid.localeCompare(b.uid))
+        log.info(`replica ${replica.uid} of model ${record.uid} is back in the rotation (pid ${summary.pid})`)
+        this.options.changed(record, 'ready')
+        return
+      } catch (error) {
+        if (signal.aborted) return
+        healing.lastError = `relaunch of replica ${replica.uid} failed: ${(error as Error).message}`
+        log.warn(healing.lastError)
+      }
+    }
   }
 
   private async heal(record: InstanceRecord, healing: Healing, signal: AbortSignal): Promise<void> {

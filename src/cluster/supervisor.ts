@@ -15,7 +15,7 @@ import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../prot
 import type {ModelDescription} from '../protocol/models.js'
 import type {ModelService} from '../protocol/services.js'
 import type {VirtualEnvironment, VirtualEnvironmentService} from '../protocol/virtualenvs.js'
-import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
+import type {InstanceLaunch, InstanceSummary, LaunchStep, ReportedInstance, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
 import type {WorkerApi} from './worker.js'
 
 import {conflict, ServiceError} from '../kernel/errors.js'
@@ -25,7 +25,7 @@ import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-
 import {describeEngines, describeRecord} from './descriptions.js'
 import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
-import {advance} from './launch-progress.js'
+import {advance, failedProgress} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
 import {ModelHealer} from './self-healing.js'
@@ -81,6 +81,18 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
   describeWorkers(): Array<WorkerStatus & {models: string[]}> {
     return this.membership.describe()
+  }
+
+  /** How busy each running instance is, by model and worker, as its worker last measured it (for the metrics). */
+  instanceUsage(): ReportedInstance[] {
+    return this.table.sorted().flatMap((record) =>
+      record.replicas.map((replica) => ({
+        instance: replica.uid,
+        model: record.uid,
+        usage: replica.worker.instances().find((summary) => summary.uid === replica.uid)?.usage ?? {},
+        worker: replica.worker.id,
+      })),
+    )
   }
 
   /**
@@ -301,9 +313,16 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
 
   /** Marks a model whose process died on its own; requests to it get the same error until it is relaunched (by self-healing, or an operator). */
   markCrashed(instanceUid: string, error: ServiceError, pid?: number): void {
+    const held = this.table.replicaOf(instanceUid)
     const failed = this.table.markCrashed(instanceUid, error, pid)
+    // One replica of several died and left the rotation: the others serve while it is relaunched.
+    if (!failed && held && held.record.status === 'ready' && !held.record.replicas.includes(held.replica)) this.healer.replicaCrashed(held.record, held.replica, error)
     if (!failed) return
-    this.changed(failed, 'error', error.message)
+    // The crash as the model, its events and later requests show it: what happened, then what happens next.
+    const told = new ServiceError(error.status, error.code, `${error.message.replace(/\.$/, '')}; ${this.healer.outlook(failed)}`)
+    failed.error = told
+    failed.progress = failedProgress(failed.progress, told)
+    this.changed(failed, 'error', told.message)
     this.healer.crashed(failed, error)
   }
 

@@ -54,6 +54,7 @@ export class SupervisorLink {
 
   private async register() {
     const {address, version, worker} = this.options
+    await this.measure()
     const response = await this.send('POST', '/v1/cluster/workers', {address, instances: worker.instances(), resources: worker.status().resources, version})
     const answer = (await response.json()) as {heartbeat_interval_ms: number; worker_id: string}
     this.heartbeatMs = answer.heartbeat_interval_ms
@@ -68,6 +69,7 @@ export class SupervisorLink {
   private async beat() {
     const {address, worker} = this.options
     try {
+      await this.measure()
       await this.send('POST', '/v1/cluster/workers/heartbeat', {address, instances: worker.instances(), resources: worker.status().resources})
       if (!this.connected) this.options.log.info(`the supervisor at ${this.options.endpoint} answers again`)
       this.connected = true
@@ -80,6 +82,11 @@ export class SupervisorLink {
         this.options.log.warn(`${(error as Error).message}; the models here keep running, and the worker keeps trying`)
       }
     }
+  }
+
+  /** Its processes' memory and CPU, measured just before they are reported; a failed measure reports none. */
+  private async measure() {
+    await this.options.worker.measure?.().catch((error: Error) => this.options.log.debug(`could not measure the worker's processes: ${error.message}`))
   }
 
   private async send(method: string, path: string, body?: unknown): Promise<Response> {

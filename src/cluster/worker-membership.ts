@@ -80,6 +80,16 @@ export class WorkerMembership {
     return noWorkerError(this.all().map((worker) => worker.id))
   }
 
+  /**
+   * A worker rejoined late with a copy of a model that runs (or is being launched) elsewhere with all its replicas, as
+   * after a restarted supervisor relaunched a model no worker had brought back in time: the copy is stopped, so no
+   * model runs twice.
+   */
+  private stopSurplus(worker: WorkerApi, instanceUid: string, uid: string) {
+    this.options.log.warn(`worker ${worker.id} brought back ${instanceUid}, but model ${uid} already runs with all its replicas; stopping that copy`)
+    worker.terminate(instanceUid).catch((error: Error) => this.options.log.warn(`could not stop the surplus copy ${instanceUid} on worker ${worker.id}: ${error.message}`))
+  }
+
   /** Takes an instance a worker reports into the table: a model of its own, or one more replica of one. */
   private adopt(worker: WorkerApi, summary: InstanceSummary) {
     const {launch} = summary
@@ -88,7 +98,9 @@ export class WorkerMembership {
     const replica = {gpus: launch.load.devices, pid: summary.pid, uid: summary.uid, worker}
     const existing = this.table.get(uid)
     if (existing) {
-      if (existing.status !== 'launching' && !existing.replicas.some((r) => r.uid === summary.uid)) existing.replicas.push(replica)
+      if (existing.replicas.some((r) => r.uid === summary.uid && r.worker === worker)) return
+      if (existing.status !== 'launching' && existing.replicas.length < existing.replica && !existing.replicas.some((r) => r.uid === summary.uid)) existing.replicas.push(replica)
+      else this.stopSurplus(worker, summary.uid, uid)
       return
     }
 

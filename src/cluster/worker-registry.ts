@@ -76,7 +76,7 @@ export class WorkerRegistry implements WorkerAdmission {
     remote.heartbeat(resources, instances)
     // A model process that died on the worker is reported in its heartbeats; the model shows it here too.
     for (const instance of instances.filter((summary) => summary.state === 'crashed'))
-      this.options.supervisor.markCrashed(instance.uid, new ServiceError(503, 'model_crashed', instance.error ?? `model ${instance.uid} crashed on worker ${remote.id}; terminate it and launch it again.`), instance.pid)
+      this.options.supervisor.markCrashed(instance.uid, new ServiceError(503, 'model_crashed', instance.error ?? `model ${instance.uid} crashed on worker ${remote.id}.`), instance.pid)
   }
 
   /** Marks workers silent for longer than the lost timeout as lost. */

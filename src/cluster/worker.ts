@@ -21,6 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
+import {WorkerUsage} from './worker-usage.js'
 
 export interface LaunchOptions {
   /** Aborting it cancels the launch; the worker leaves nothing behind (no process, no partial download). */
@@ -45,6 +46,8 @@ export interface WorkerApi {
   /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
   estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
   status(): WorkerStatus
+  /** Measures its processes for the metrics (a local worker's own; a remote one's come in its heartbeats). */
+  measure?(): Promise<void>
   /** Stops using the worker. A local worker ends its models; a remote one keeps running them (they are not ours to end). */
   dispose(): Promise<void>
 }
@@ -65,6 +68,8 @@ export interface LocalWorkerOptions {
   version?: string
   /** This machine's resources; injected by tests. */
   resources?: () => WorkerResources
+  /** What it measures of its processes and downloads, for the metrics. */
+  usage?: WorkerUsage
 }
 
 /** CPU and memory of this machine, and its GPUs as found when the worker started (devices.ts). */
@@ -85,8 +90,11 @@ export class LocalWorker implements WorkerApi {
   /** Launches in progress, settled once each has a process or has left nothing behind. */
   private readonly starting = new Set<Promise<unknown>>()
 
+  private readonly usage: WorkerUsage
+
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
+    this.usage = options.usage ?? new WorkerUsage()
   }
 
   async launch(launch: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
@@ -222,7 +230,12 @@ export class LocalWorker implements WorkerApi {
   }
 
   status(): WorkerStatus {
-    return {address: null, id: this.id, last_seen: Date.now(), resources: (this.options.resources ?? machineResources)(), state: 'ready', version: this.options.version ?? ''}
+    const resources = {...(this.options.resources ?? machineResources)(), ...this.usage.resources()}
+    return {address: null, id: this.id, last_seen: Date.now(), resources, state: 'ready', version: this.options.version ?? ''}
+  }
+
+  async measure(): Promise<void> {
+    await this.usage.measure([...this.running.values()].flatMap((instance) => (instance.pid === undefined ? [] : [instance.pid])))
   }
 
   /** Cancels the launches in progress, then ends every model: each process gets a grace period to exit, then is killed. */
@@ -234,7 +247,12 @@ export class LocalWorker implements WorkerApi {
   }
 
   private summary(instance: ExternalProgram | InstanceProcess): InstanceSummary {
-    return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
+    const engine = instance instanceof InstanceProcess ? instance.usage : undefined
+    const usage = {
+      ...(engine ? {requests_waiting: engine.requestsWaiting, sequences_in_use: engine.sequencesInUse, sequences_total: engine.sequencesTotal} : {}),
+      process: this.usage.of(instance.pid),
+    }
+    return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid, usage}
   }
 
   /** A virtual environment an engine (or the generator of its weights) needs, made on the first launch that needs it. */

@@ -17,6 +17,7 @@ export default class Supervisor extends ServiceProcessCommand {
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
+    'restore-models': Flags.boolean({allowNo: true, description: 'After a restart, relaunch the desired models that no rejoining worker brings back (--no-restore-models, or SERVICE_RESTORE_MODELS=0, turns it off) [default: on].'}),
   }
   static hidden = true
   static program = 'service-supervisor'
@@ -30,7 +31,7 @@ export default class Supervisor extends ServiceProcessCommand {
       this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
     const service = await startLocalService(
       this.config,
-      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
     this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)

@@ -223,6 +223,15 @@ export interface LoadedModel<Ops extends OperationMap<Ops> = UntypedOperations> 
   info: LoadedModelInfo
   operations: Partial<EngineOperations<Ops>>
   dispose(): Promise<void>
+  /** How busy it is now, for the metrics: read every fraction of a second while the model runs, so it must be cheap. */
+  usage?(): SequenceUsage
+}
+
+/** An engine's sequences (llama.cpp's slots, vLLM's running batch) and the requests waiting for one. */
+export interface SequenceUsage {
+  sequencesTotal: number
+  sequencesInUse: number
+  requestsWaiting: number
 }
 
 export interface LoadContext {

@@ -188,7 +188,7 @@ export class ExternalProgram {
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
 
     if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${how} before it was ready${this.lastLines()}.`)
-    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines()}; terminate it and launch it again.`)
+    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines()}.`)
     this.state = 'crashed'
     this.gone.abort(this.failure)
     if (state === 'ready') this.onCrash(this.failure)

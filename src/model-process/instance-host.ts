@@ -47,6 +47,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
 
     model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
     await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
+    reportUsage(model)
   } catch (error) {
     const shaped = toServiceError(error)
     // The real cause matters most on a failed load (a bad GGUF, not enough memory), so it is kept verbatim.
@@ -55,6 +56,23 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
     await send({error: {code: shaped.status === 500 ? 'launch_failed' : shaped.code, message, param: shaped.param, status: shaped.status === 500 ? 500 : shaped.status}, type: 'load-failed'})
     process.exit(1)
   }
+}
+
+/** How often the engine's usage is read; a change is sent to the worker, which the metrics read when scraped. */
+const USAGE_INTERVAL_MS = 250
+
+function reportUsage(loaded: LoadedModel) {
+  if (!loaded.usage) return
+  let last = ''
+  const timer = setInterval(() => {
+    const usage = loaded.usage!()
+    const text = JSON.stringify(usage)
+    if (text === last) return
+    last = text
+    void send({type: 'usage', usage})
+  }, USAGE_INTERVAL_MS)
+  timer.unref()
+  lifetime.signal.addEventListener('abort', () => clearInterval(timer), {once: true})
 }
 
 /** How long, at most, a streaming request's tokens are held (see Outbox); SERVICE_STREAM_INTERVAL_MS, 0 for every decode step. */

@@ -9,12 +9,13 @@ import type {WriteStream} from 'node:fs'
 
 import {fileURLToPath} from 'node:url'
 
-import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
+import type {LoadedModelInfo, LoadRequest, SequenceUsage} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
 import {openPrivateLogFile} from '../util/logger.js'
+import {outputLog} from './output-log.js'
 
 export interface SpawnedProcess {
   pid?: number
@@ -37,14 +38,14 @@ const HOST_ENTRY = fileURLToPath(new URL('instance-host.js', import.meta.url))
 const STDERR_TAIL_LINES = 20
 
 /**
- * The real spawner: a Node child process running instance-host.js, its output appended to the model's log.
+ * The real spawner: a Node child process running instance-host.js, its output appended to the model's log, every line
+ * timestamped (output-log.ts).
  * execa is loaded by the first launch rather than at start, since an idle service spawns nothing.
  */
 export async function instanceSpawner(): Promise<SpawnInstance> {
   const {execaNode} = await import('execa')
   return ({env, logFile}) => {
     const log: WriteStream = openPrivateLogFile(logFile)
-    const tail: string[] = []
     const child = execaNode(HOST_ENTRY, [], {
       buffer: false,
       env,
@@ -55,12 +56,9 @@ export async function instanceSpawner(): Promise<SpawnInstance> {
       stdin: 'ignore',
       stdout: 'pipe',
     })
-    child.stdout.pipe(log, {end: false})
-    child.stderr.on('data', (chunk: Buffer) => {
-      log.write(chunk)
-      tail.push(chunk.toString())
-      if (tail.length > STDERR_TAIL_LINES) tail.shift()
-    })
+    const output = outputLog(log, {format: env?.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text', name: 'model', tailLines: STDERR_TAIL_LINES})
+    output.follow('stdout', child.stdout)
+    output.follow('stderr', child.stderr)
     let connected = true
     const exited = child.then(async (result) => {
       connected = false
@@ -88,7 +86,7 @@ export async function instanceSpawner(): Promise<SpawnInstance> {
         child.sendMessage(message as never).catch(() => {})
         return true
       },
-      stderrTail: () => tail.join(''),
+      stderrTail: () => output.lines().join('\n'),
     }
   }
 }
@@ -102,6 +100,8 @@ interface Pending {
 export class InstanceProcess {
   state: InstanceState = 'loading'
   info: LoadedModelInfo = {}
+  /** The engine's last report of its sequences and waiting requests, when it makes them. */
+  usage?: SequenceUsage
   operations: string[] = []
   /** Why the process is gone, once it is. */
   failure?: ServiceError
@@ -235,6 +235,11 @@ export class InstanceProcess {
         break
       }
 
+      case 'usage': {
+        this.usage = message.usage
+        break
+      }
+
       case 'ready': {
         this.state = 'ready'
         this.info = message.info
@@ -284,7 +289,7 @@ export class InstanceProcess {
     this.failure ??= new ServiceError(
       503,
       'model_crashed',
-      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}; terminate it and launch it again.`,
+      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}.`,
     )
     this.state = wasDisposing ? 'disposed' : 'crashed'
     this.readyWaiter?.reject(this.failure)

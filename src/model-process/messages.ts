@@ -2,7 +2,7 @@
  * Messages between a worker and one model instance process, over the Node IPC channel. Requests are
  * multiplexed by id so one process serves many concurrent requests (its engine batches them).
  */
-import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
+import type {LoadedModelInfo, LoadRequest, SequenceUsage} from '../kernel/contracts.js'
 import type {ServiceErrorShape} from '../kernel/errors.js'
 
 export type ToInstance =
@@ -18,6 +18,8 @@ export type RequestMessage = {type: 'event'; id: number; event: unknown} | {type
 export type FromInstance =
   | {type: 'load-progress'; fraction: number}
   | {type: 'ready'; info: LoadedModelInfo; operations: string[]}
+  /** The engine's sequences and waiting requests, sent when they change. */
+  | {type: 'usage'; usage: SequenceUsage}
   | {type: 'load-failed'; error: ServiceErrorShape}
   | RequestMessage
   /** Several requests' messages at once, in the order they were produced. */

@@ -1,12 +1,13 @@
 /**
- * Starts an external engine's program (see kernel/external-engine.ts) with execa: its stdout and stderr are appended
- * to the model's log file and their last lines kept for error reports. Each program leads a process group of its
- * own, so a stop reaches the workers it forks too (vLLM's engine core, tensor-parallel ranks), and every group still
- * alive when the service exits is killed with it.
+ * Starts an external engine's program (see kernel/external-engine.ts) with execa: each line of its stdout and stderr
+ * is appended to the model's log file as a timestamped log line (output-log.ts), and its last lines kept for error
+ * reports. Each program leads a process group of its own, so a stop reaches the workers it forks too (vLLM's engine core, tensor-parallel ranks), and every group still
+ * alive when the service exits is killed with it, even when the service is killed with no chance to clean up.
  */
-import type {Readable} from 'node:stream'
+import {spawn} from 'node:child_process'
 
 import {openPrivateLogFile} from '../util/logger.js'
+import {outputLog} from './output-log.js'
 
 export interface ProgramSpawnOptions {
   file: string
@@ -50,19 +51,22 @@ function killLiveGroupsOnExit() {
   })
 }
 
-/** Keeps the last lines written to the streams, and any line added by the spawner itself. */
-function tailOf(streams: Readable[]) {
-  const lines: string[] = []
-  let partial = ''
-  const add = (text: string) => {
-    const pieces = (partial + text).split('\n')
-    partial = pieces.pop() ?? ''
-    lines.push(...pieces.filter((line) => line.trim() !== ''))
-    lines.splice(0, Math.max(0, lines.length - TAIL_LINES))
-  }
+/**
+ * The program's group is ended even if the service itself is killed (`kill -9`, out of memory), when no exit hook runs:
+ * a sentinel shell, in a session of its own, reads a pipe from the service that is never written; the kernel closes it
+ * when the service dies however it dies, and the sentinel then stops the group (SIGTERM, then SIGKILL after a grace).
+ * While the program runs normally the sentinel is killed with it, so it never signals a group whose id was reused.
+ */
+const SENTINEL = 'while read -r _; do :; done; kill -TERM -"$1" 2>/dev/null; sleep 5; kill -KILL -"$1" 2>/dev/null'
 
-  for (const stream of streams) stream.on('data', (chunk: Buffer) => add(chunk.toString()))
-  return {add, lines: () => (partial.trim() ? [...lines, partial] : [...lines]).slice(-TAIL_LINES)}
+function guardGroup(pid: number): () => void {
+  const sentinel = spawn('sh', ['-c', SENTINEL, 'program-sentinel', String(pid)], {detached: true, stdio: ['pipe', 'ignore', 'ignore']})
+  sentinel.on('error', () => {})
+  sentinel.stdin?.on('error', () => {})
+  // Neither keeps the service running.
+  sentinel.unref()
+  ;(sentinel.stdin as unknown as {unref?: () => void} | null)?.unref?.()
+  return () => sentinel.kill('SIGKILL')
 }
 
 /** The real spawner. execa is loaded by the first launch of an external engine rather than at start. */
@@ -74,10 +78,12 @@ export async function programSpawner(): Promise<SpawnProgram> {
     const child = execa(file, args, {buffer: false, cwd, detached: true, env, reject: false, stderr: 'pipe', stdin: 'ignore', stdout: 'pipe'})
     const {pid} = child
     if (pid !== undefined) liveGroups.add(pid)
-    child.stdout.pipe(log, {end: false})
-    child.stderr.pipe(log, {end: false})
-    const tail = tailOf([child.stdout, child.stderr])
+    const unguard = pid === undefined ? () => {} : guardGroup(pid)
+    const output = outputLog(log, {format: env.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text', name: 'program', tailLines: TAIL_LINES})
+    output.follow('stdout', child.stdout)
+    output.follow('stderr', child.stderr)
     const exited = child.then(async (result) => {
+      unguard()
       if (pid !== undefined) {
         liveGroups.delete(pid)
         // Whatever the program forked dies with it.
@@ -85,10 +91,7 @@ export async function programSpawner(): Promise<SpawnProgram> {
       }
 
       // A program that cannot be started at all (no such file) says why only here.
-      if (result.failed && result.exitCode === undefined && !result.signal) {
-        log.write(`${result.shortMessage}\n`)
-        tail.add(`${result.shortMessage}\n`)
-      }
+      if (result.failed && result.exitCode === undefined && !result.signal) output.service(result.shortMessage ?? 'the program could not be started')
 
       await new Promise<void>((resolve) => log.end(resolve))
       return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
@@ -96,7 +99,7 @@ export async function programSpawner(): Promise<SpawnProgram> {
     return {
       exited,
       kill: (signal) => (pid === undefined ? child.kill(signal) : killGroup(pid, signal)),
-      outputTail: tail.lines,
+      outputTail: output.lines,
       pid,
     }
   }

@@ -40,6 +40,38 @@ export interface InstanceSummary {
    * restarts (or forgot the worker) can rebuild its table from what the worker reports.
    */
   launch?: InstanceLaunch
+  /** How busy it is, as the worker last measured it (read by the metrics). */
+  usage?: InstanceUsage
+}
+
+/** A process's resident memory and the CPU time it has used so far. */
+export interface ProcessUsage {
+  resident_memory_bytes: number
+  cpu_seconds: number
+}
+
+/** An instance's engine sequences and requests waiting for one (when its engine reports them), and its process. */
+export interface InstanceUsage {
+  sequences_total?: number
+  sequences_in_use?: number
+  requests_waiting?: number
+  process?: ProcessUsage
+}
+
+/** An instance's usage as the supervisor serves it in the metrics: which model it runs, on which worker. */
+export interface ReportedInstance {
+  model: string
+  worker: string
+  instance: string
+  usage: InstanceUsage
+}
+
+/** A worker's downloads of weights so far, by hub and how they ended. */
+export interface DownloadTally {
+  hub: string
+  outcome: 'completed' | 'failed' | 'cancelled'
+  count: number
+  bytes: number
 }
 
 /** A GPU of a worker (see cluster/devices.ts). */
@@ -58,6 +90,9 @@ export interface WorkerResources {
   memory_total_bytes: number
   memory_free_bytes: number
   gpus: GpuDevice[]
+  /** The worker's own service process (its model processes are on their instances). */
+  process?: ProcessUsage
+  downloads?: DownloadTally[]
 }
 
 /** A worker as the supervisor sees it: where it is, what it has, and whether it still answers. */

@@ -11,6 +11,7 @@ import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 
 import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {describeJsonMistake} from '../kernel/json-text.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
@@ -69,12 +70,14 @@ const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === '
 /** koa-body's own failures, reworded for the person who sent the request. */
 function bodyError(error: unknown): ServiceError | undefined {
   if (error instanceof ServiceError) return undefined
-  const candidate = error as {status?: number; type?: string; message?: string; name?: string}
+  const candidate = error as {status?: number; type?: string; message?: string; name?: string; body?: unknown}
   if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
     return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)
-  // The parser quotes the text around the mistake, which may be a password or a key: only the cause is kept.
-  if (candidate?.name === 'SyntaxError' || candidate?.type === 'entity.parse.failed' || /JSON/i.test(candidate?.message ?? ''))
-    return new ServiceError(400, 'invalid_json', `the request body is not valid JSON: ${candidate.message?.replace(/,? (\.\.\.)?".*$/s, '')}. Send a JSON object with Content-Type: application/json.`)
+  // The parser quotes the text around the mistake, which may be a password or a key: the mistake is located instead.
+  if (candidate?.name === 'SyntaxError' || candidate?.type === 'entity.parse.failed' || /JSON/i.test(candidate?.message ?? '')) {
+    const what = typeof candidate.body === 'string' ? describeJsonMistake(candidate.body) : 'it cannot be parsed'
+    return new ServiceError(400, 'invalid_json', `the request body is not valid JSON: ${what}. Send a JSON object with Content-Type: application/json.`)
+  }
   return undefined
 }
 

@@ -8,7 +8,9 @@
 import {collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 
 import type {DownloadFinished, ModelStateChanged, RequestFinished, RequestStarted, ServiceEvents} from '../kernel/observability.js'
-import type {WorkerStatus} from '../protocol/worker.js'
+import type {ReportedInstance, WorkerStatus} from '../protocol/worker.js'
+
+import {usageSeries, waitingByModel} from './usage-metrics.js'
 
 /** Seconds, from a few milliseconds (a token on a small model) to minutes (a long generation). */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160]
@@ -17,9 +19,14 @@ const TOKEN_INTERVAL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 
 /** A worker with its resources as it last reported them (a remote worker in its heartbeats). */
 type ReportedWorker = Pick<WorkerStatus, 'id' | 'resources' | 'state'>
 
+
 export interface MetricsSources {
   events: ServiceEvents
   workers: () => ReportedWorker[]
+  /** Each running instance with its usage as its worker last reported it. */
+  instances?: () => ReportedInstance[]
+  /** Measures what the workers in this process report, before a scrape reads it. */
+  refresh?: () => Promise<void>
 }
 
 /** What `GET /metrics` answers. */
@@ -45,6 +52,7 @@ export class ServiceMetrics implements MetricsExposition {
     const models = this.modelSeries()
     const downloads = this.downloadSeries()
     this.workerSeries()
+    usageSeries(this.registry, {instances: sources.instances ?? (() => []), workers: sources.workers})
     this.listeners = {download: downloads, model: models, request: requests.finished, requestStarted: requests.started}
     const {events} = sources
     events.on('request', this.listeners.request)
@@ -54,6 +62,7 @@ export class ServiceMetrics implements MetricsExposition {
   }
 
   async render(): Promise<{body: string; contentType: string}> {
+    await this.sources.refresh?.()
     return {body: await this.registry.metrics(), contentType: this.registry.contentType}
   }
 
@@ -69,7 +78,21 @@ export class ServiceMetrics implements MetricsExposition {
   private requestSeries() {
     const registers = [this.registry]
     const model = ['model_name']
-    const running = new Gauge({help: 'Number of requests currently running on the model.', labelNames: model, name: 'vllm:num_requests_running', registers})
+    // Requests in flight on each model that has had one, so a model once busy shows 0 rather than nothing.
+    const inFlight = new Map<string, number>()
+    const instances = this.sources.instances ?? (() => [])
+    // Registered with the registry, which reads it on every scrape: the requests in flight less those its engine has waiting.
+    new Gauge({
+      collect() {
+        this.reset()
+        const waiting = waitingByModel(instances())
+        for (const [uid, count] of inFlight) this.set({model_name: uid}, Math.max(0, count - (waiting.get(uid) ?? 0)))
+      },
+      help: 'Number of requests running on the model: in flight, less those waiting for a sequence.',
+      labelNames: model,
+      name: 'vllm:num_requests_running',
+      registers,
+    })
     const success = new Counter({help: 'Count of requests the model answered completely with a success status.', labelNames: model, name: 'vllm:request_success_total', registers})
     const promptTokens = new Counter({help: 'Number of prefill tokens processed.', labelNames: model, name: 'vllm:prompt_tokens_total', registers})
     const generationTokens = new Counter({help: 'Number of generation tokens processed.', labelNames: model, name: 'vllm:generation_tokens_total', registers})
@@ -94,7 +117,7 @@ export class ServiceMetrics implements MetricsExposition {
         if (!event.completed) abandoned.inc({model_name: modelName, route: event.route})
         if (event.modelUid === undefined) return
         const labels = {model_name: event.modelUid}
-        running.dec(labels)
+        inFlight.set(event.modelUid, (inFlight.get(event.modelUid) ?? 1) - 1)
         if (event.promptTokens) promptTokens.inc(labels, event.promptTokens)
         if (event.completionTokens) generationTokens.inc(labels, event.completionTokens)
         if (event.ttftMs !== undefined) ttft.observe(labels, event.ttftMs / 1000)
@@ -106,7 +129,7 @@ export class ServiceMetrics implements MetricsExposition {
         }
       },
       started(event: RequestStarted) {
-        running.inc({model_name: event.modelUid})
+        inFlight.set(event.modelUid, (inFlight.get(event.modelUid) ?? 0) + 1)
       },
     }
   }

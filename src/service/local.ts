@@ -12,6 +12,7 @@ import type {RouteDefinition} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ServiceSettings} from '../kernel/settings.js'
 import type {ClusterTiming} from '../protocol/membership.js'
+import type {LaunchRequest} from '../protocol/launch.js'
 
 import {AccessControl} from '../auth/access-control.js'
 import {ServiceError} from '../kernel/errors.js'
@@ -32,6 +33,7 @@ import {docsRoutes} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
 import {virtualEnvironmentRoutes} from '../server/routes/virtualenvs.js'
 import {ServiceMetrics} from '../server/metrics.js'
+import {restoreClusterModels} from '../cluster/desired-cluster.js'
 import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
@@ -42,6 +44,7 @@ import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
+import {WorkerUsage} from '../cluster/worker-usage.js'
 import {LocalWorker, machineResources} from '../cluster/worker.js'
 
 export interface RunningService {
@@ -80,8 +83,13 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const desired = await DesiredModels.open(events, {file: paths.desiredModels, log})
 
   let supervisor: Supervisor | undefined
-  // In a cluster the workers' resources come from their heartbeats; their downloads stay on the workers.
-  const metrics = new ServiceMetrics({events, workers: () => supervisor?.describeWorkers() ?? []})
+  // In a cluster the workers' resources, usage and downloads come from their heartbeats; here the local worker measures its own.
+  const metrics = new ServiceMetrics({
+    events,
+    instances: () => supervisor?.instanceUsage() ?? [],
+    refresh: async () => Promise.all(workers.map((worker) => worker.measure())).then(() => {}),
+    workers: () => supervisor?.describeWorkers() ?? [],
+  })
   const gpus = cluster ? [] : await discoverGpus(log)
   const workers = cluster
     ? []
@@ -95,6 +103,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
           resources: () => machineResources(gpus),
+          usage: new WorkerUsage(events),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
         }),
@@ -136,9 +145,13 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   await homeLock.announce(listening.url)
   workerRegistry?.start()
   // In the background, once the service answers: a restored model is like any other launch, visible as it loads.
-  // Not in a cluster yet: the workers that rejoin bring their own models, and a launch before any joined would fail.
-  if (settings.restoreModels && !cluster) void restoreDesiredModels(desired, (request) => supervisor.launch(request, {signal: shutdown.signal}), {log, signal: shutdown.signal})
-  else if (!cluster) log.info(`restoring models is off: ${desired.list().length} desired model(s) left as they are`)
+  // In a cluster, after the workers had the time to rejoin with the models they kept running (see desired-cluster.ts).
+  const relaunch = (request: LaunchRequest) => supervisor.launch(request, {signal: shutdown.signal})
+  if (!settings.restoreModels) log.info(`restoring models is off: ${desired.list().length} desired model(s) left as they are`)
+  else if (cluster) {
+    const models = {anyWorkerReady: () => supervisor.describeWorkers().some((worker) => worker.state === 'ready'), launch: relaunch, running: () => supervisor.list().map((model) => model.uid)}
+    void restoreClusterModels(desired, models, {graceMs: cluster.timing.lostMs, log, signal: shutdown.signal})
+  } else void restoreDesiredModels(desired, relaunch, {log, signal: shutdown.signal})
   log.info(`${cluster ? 'supervisor' : 'service'} ${version} listening on ${listening.url} (home ${settings.home})`)
   return {events, kernel, stop, stopped, url: listening.url}
 }

@@ -11,6 +11,7 @@ import type {RunningService} from './local.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
+import {ServiceEvents} from '../kernel/observability.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
@@ -22,6 +23,7 @@ import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
 import {SupervisorLink} from '../cluster/worker-link.js'
 import {workerRoutes} from './worker-routes.js'
+import {WorkerUsage} from '../cluster/worker-usage.js'
 import {LocalWorker, machineResources} from '../cluster/worker.js'
 
 export interface WorkerServiceOptions {
@@ -64,6 +66,8 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
+  // The worker's downloads, which its heartbeats carry to the supervisor's metrics.
+  const downloads = new ServiceEvents(log)
   const worker = new LocalWorker({
     env: {...(process.env as Record<string, string>), SERVICE_LOG_FORMAT: settings.logFormat, SERVICE_LOG_LEVEL: settings.logLevel},
     id: listening.url.replace(/^https?:\/\//, ''),
@@ -72,8 +76,9 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     logDir: paths.logs,
     pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
     resources: () => machineResources(gpus),
+    usage: new WorkerUsage(downloads),
     version,
-    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
+    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events: downloads, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
   })
   const link = new SupervisorLink({address: listening.url, clusterToken, endpoint: endpoint.replace(/\/+$/, ''), log, version, worker})
   try {

@@ -95,15 +95,21 @@ function jsonLine(name: string, level: LogLevel): LineWriter {
   }
 }
 
+/** One log line, as text or JSON, with its fields escaped and the current request's id: what every logger writes. */
+export function logLineFormat(name: string, format: LogFormat = 'text', level: LogLevel = 'info'): (at: LogLevel, message: string, fields?: LogFields) => string {
+  const line = format === 'json' ? jsonLine(name, level) : textLine(name)
+  return (at, message, fields) => line(at, message, lineFields(fields))
+}
+
 /** Writes one line per entry, as text or JSON, to stderr and, when given, appends it to the process's log file. */
 export function createLogger({file, format = 'text', level = 'info', name}: LoggerOptions): FileLogger {
   const threshold = LOG_LEVELS.indexOf(level)
   const stream = file ? openPrivateLogFile(file) : undefined
-  const line = format === 'json' ? jsonLine(name, level) : textLine(name)
+  const line = logLineFormat(name, format, level)
 
   const write = (at: LogLevel, message: string, fields?: LogFields) => {
     if (LOG_LEVELS.indexOf(at) < threshold) return
-    const written = line(at, message, lineFields(fields))
+    const written = line(at, message, fields)
     process.stderr.write(written)
     stream?.write(written)
   }

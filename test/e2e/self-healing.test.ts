@@ -54,6 +54,27 @@ describe('self-healing (service-local, real model processes)', function () {
     expect((await api('DELETE', '/v1/models/healed')).status).to.equal(200)
   })
 
+  it('relaunches a killed replica of a model with two while the other answers, and puts it back in the rotation', async () => {
+    await register('paired')
+    expect((await api('POST', '/v1/models', {...LAUNCH, model_name: 'paired', replica: 2})).status).to.equal(200)
+    const replicas = async () => (await api('GET', '/v1/models/paired')).body.replicas as Array<{model_uid: string; pid: number}>
+    const [killed, kept] = await replicas()
+    process.kill(killed.pid, 'SIGKILL')
+    await until(async () => ((await replicas()).length === 1 ? true : undefined), 'the killed replica to leave the rotation')
+    const chat = await openai.chat.completions.create({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: 'paired'})
+    expect(chat.choices[0].message.role).to.equal('assistant')
+    const back = await until(async () => {
+      const now = await replicas()
+      return now.length === 2 && !now.some((replica) => replica.pid === killed.pid) ? now : undefined
+    }, 'the killed replica to come back')
+    expect(back.map((replica) => replica.model_uid)).to.deep.equal([killed.model_uid, kept.model_uid])
+    expect(back.find((replica) => replica.model_uid === kept.model_uid)!.pid, 'the other replica kept running').to.equal(kept.pid)
+    expect(alive(back.find((replica) => replica.model_uid === killed.model_uid)!.pid)).to.equal(true)
+    expect((await api('GET', '/v1/models/paired')).body).to.include({restarts: 1, status: 'ready'})
+    for (let turn = 0; turn < 2; turn++) expect((await openai.chat.completions.create({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: 'paired'})).choices).to.have.length(1)
+    expect((await api('DELETE', '/v1/models/paired')).status).to.equal(200)
+  })
+
   it('leaves a model that cannot start again failed after the limit, with the reason', async () => {
     const ggufPath = await register('broken')
     expect((await api('POST', '/v1/models', {...LAUNCH, model_name: 'broken'})).status).to.equal(200)

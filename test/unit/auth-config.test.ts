@@ -107,7 +107,7 @@ describe('access-control config', () => {
     const file = join(directory, 'auth.json')
     await writeFile(file, '{"auth_config": {"secret_key": "s3cr3t-s3cr3t"}, "user_config": [{"username": "u", "password": hunter2}]}')
     const error = await loadAuthConfig(file).catch((error_) => error_)
-    expect(error.message).to.match(/has a problem; the service did not start:\n {2}- it is not valid JSON \(Unexpected token 'h'\)$/)
+    expect(error.message).to.match(/has a problem; the service did not start:\n {2}- it is not valid JSON: an unexpected character \(strings need double quotes; true, false and null are lower case\) at line 1 column 96$/)
     expect(error.message).not.to.contain('hunter2')
 
     const leaky = {...valid(), auth_config: {secret_key: 'password1', token_expire_in_minutes: 30}}

@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 
-import type {WorkerStatus} from '../../src/protocol/worker.js'
+import type {ReportedInstance, WorkerStatus} from '../../src/protocol/worker.js'
 
 import {ServiceEvents} from '../../src/kernel/observability.js'
 import {ServiceMetrics} from '../../src/server/metrics.js'
@@ -47,6 +47,22 @@ describe('service metrics (from the observability seam)', () => {
     expect(await samples('service_requests_abandoned_total')).to.deep.equal([{labels: {model_name: 'qwen', route: '/v1/chat/completions'}, value: 1}])
     const perToken = (await samples('vllm:time_per_output_token_seconds')).find(({labels}) => labels.le === 0.005)
     expect(perToken?.value, 'the request spent 20 ms on 4 tokens after its first').to.equal(1)
+  })
+
+  it("counts a request waiting for one of its engine's sequences as waiting, not running, and the sequences in use", async () => {
+    const reported: ReportedInstance[] = [
+      {instance: 'qwen-rep0', model: 'qwen', usage: {requests_waiting: 2, sequences_in_use: 1, sequences_total: 1}, worker: 'a'},
+      {instance: 'qwen-rep1', model: 'qwen', usage: {process: {cpu_seconds: 3, resident_memory_bytes: 5e8}, requests_waiting: 0, sequences_in_use: 1, sequences_total: 1}, worker: 'b'},
+    ]
+    const usage = new ServiceMetrics({events, instances: () => reported, workers: () => []})
+    for (let request = 0; request < 4; request++) events.report('requestStarted', {method: 'POST', modelUid: 'qwen', route: '/v1/chat/completions'})
+    const of = async (name: string) => (await usage.registry.getMetricsAsJSON()).find((metric) => metric.name === name)!.values.map(({labels, value}) => ({labels, value}))
+    expect(await of('vllm:num_requests_running')).to.deep.equal([{labels: {model_name: 'qwen'}, value: 2}])
+    expect(await of('vllm:num_requests_waiting')).to.deep.equal([{labels: {model_name: 'qwen'}, value: 2}])
+    expect(await of('service_model_sequences_in_use')).to.deep.equal([{labels: {model_name: 'qwen'}, value: 2}])
+    expect(await of('service_model_sequences_total')).to.deep.equal([{labels: {model_name: 'qwen'}, value: 2}])
+    expect(await of('service_model_process_resident_memory_bytes')).to.deep.equal([{labels: {instance: 'qwen-rep1', model_name: 'qwen', worker: 'b'}, value: 5e8}])
+    usage.dispose()
   })
 
   it('counts models by their last state, a terminated model not at all', async () => {

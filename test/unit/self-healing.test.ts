@@ -71,6 +71,14 @@ describe('self-healing (ModelHealer)', () => {
     expect(states).to.deep.equal([`restarting: ${crash.message}`, 'ready'])
   })
 
+  it('says what follows a crash: the relaunch with its attempt and wait, or why the model stays failed and what to do', () => {
+    expect(healer.outlook(record)).to.equal('the service relaunches it in 1 s (attempt 1 of 3 in a row), and requests wait for it up to 1 s.')
+    record.healing!.inARow = 3
+    expect(healer.outlook(record)).to.equal('it stays failed, as it crashed 4 times in a row and was relaunched 3 times: terminate it and launch it again.')
+    const off = new ModelHealer({changed() {}, log: quiet, policy: {...DEFAULT_RESTART_POLICY, attempts: 0}})
+    expect(off.outlook(record)).to.equal('it stays failed, as self-healing is off (SERVICE_RESTART_ATTEMPTS=0): terminate it and launch it again.')
+  })
+
   it('gives up after the attempts in a row, leaving the model failed with the reason', async () => {
     failLaunch = new ServiceError(400, 'launch_failed', 'not a GGUF file')
     healer.crashed(record, crash)
@@ -96,6 +104,30 @@ describe('self-healing (ModelHealer)', () => {
     await healer.stop(record)
     expect(launches).to.deep.equal([])
     expect(states).to.deep.equal([`restarting: ${crash.message}`])
+  })
+
+  it('relaunches a crashed replica of a model with several while the others serve, and puts it back in the rotation', async () => {
+    const [first] = record.replicas
+    const second = {...first, launch: {...first.launch!, load: {modelUid: 'demo-rep1'}} as InstanceLaunch, pid: 1001, uid: 'demo-rep1'}
+    const table = new ModelTable()
+    Object.assign(record, {error: undefined, replica: 2, replicas: [{...first, uid: 'demo-rep0'}, second], status: 'ready'})
+    table.add(record)
+    expect(table.markCrashed('demo-rep1', crash, 1001)).to.equal(undefined)
+    expect(record.replicas.map((replica) => replica.uid)).to.deep.equal(['demo-rep0'])
+    healer.replicaCrashed(record, second, crash)
+    expect(record.status, 'the other replica serves meanwhile').to.equal('ready')
+    await Promise.all(record.healing!.replicas!.running)
+    expect(terminated).to.deep.equal(['demo-rep1'])
+    expect(launches.map((launch) => launch.load.modelUid)).to.deep.equal(['demo-rep1'])
+    expect(record.replicas.map((replica) => `${replica.uid}:${replica.pid}`)).to.deep.equal(['demo-rep0:1000', 'demo-rep1:2001'])
+    expect(states).to.deep.equal([`restarting: ${crash.message}`, 'ready'])
+  })
+
+  it('stops the relaunch of a replica on a terminate', async () => {
+    holdBackoff = true
+    healer.replicaCrashed(record, record.replicas[0], crash)
+    await healer.stop(record)
+    expect(launches).to.deep.equal([])
   })
 
   it('ignores a late report of the crashed process once its successor runs (a heartbeat sent before the relaunch)', async () => {

@@ -25,4 +25,17 @@ describe('sequence pool', () => {
     pool.release(first)
     expect(await next).to.equal('only')
   })
+
+  it('reports its sequences in use and the requests waiting, for the metrics', async () => {
+    const pool = new SequencePool(['a', 'b'])
+    expect(pool.usage()).to.deep.equal({requestsWaiting: 0, sequencesInUse: 0, sequencesTotal: 2})
+    const leased = [await pool.acquire(), await pool.acquire()]
+    const waiting = [pool.acquire(), pool.acquire()]
+    expect(pool.usage()).to.deep.equal({requestsWaiting: 2, sequencesInUse: 2, sequencesTotal: 2})
+    pool.release(leased[0])
+    expect(pool.usage()).to.deep.equal({requestsWaiting: 1, sequencesInUse: 2, sequencesTotal: 2})
+    pool.release(leased[1])
+    for (const slot of await Promise.all(waiting)) pool.release(slot)
+    expect(pool.usage()).to.deep.equal({requestsWaiting: 0, sequencesInUse: 0, sequencesTotal: 2})
+  })
 })

@@ -137,7 +137,7 @@ describe('supervisor', () => {
     const {supervisor} = await setup()
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process exited with code 134'))
-    expect(supervisor.describeModel('demo')).to.include({error: 'process exited with code 134', status: 'error'})
+    expect(supervisor.describeModel('demo')).to.include({error: 'process exited with code 134; it stays failed, as self-healing is off (SERVICE_RESTART_ATTEMPTS=0): terminate it and launch it again.', status: 'error'})
     expect(() => supervisor.get('demo').invoke('chat', {}, new AbortController().signal)).to.throw('process exited with code 134')
     await supervisor.terminate('demo')
     expect(supervisor.describeAll()).to.deep.equal([])
@@ -199,7 +199,7 @@ describe('supervisor', () => {
     const {supervisor} = await setup()
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     supervisor.markCrashed('demo', new ServiceError(503, 'model_crashed', 'process was killed by SIGKILL'))
-    expect(supervisor.progress('demo')).to.deep.include({error: {code: 'model_crashed', message: 'process was killed by SIGKILL', status: 503}, stage: 'error'})
+    expect(supervisor.progress('demo')).to.deep.include({error: {code: 'model_crashed', message: 'process was killed by SIGKILL; it stays failed, as self-healing is off (SERVICE_RESTART_ATTEMPTS=0): terminate it and launch it again.', status: 503}, stage: 'error'})
   })
 
   it('a terminate of a uid whose launch is still arriving waits for it and cancels it', async () => {
@@ -281,7 +281,7 @@ describe('supervisor', () => {
     expect(seen.map(({reason, state, uid}) => [uid, state, reason])).to.deep.equal([
       ['demo', 'launching', undefined],
       ['demo', 'ready', undefined],
-      ['demo', 'error', 'process exited with code 134'],
+      ['demo', 'error', 'process exited with code 134; it stays failed, as self-healing is off (SERVICE_RESTART_ATTEMPTS=0): terminate it and launch it again.'],
       ['demo', 'terminated', undefined],
       ['gone', 'launching', undefined],
       ['gone', 'terminated', 'the launch of gone was cancelled.'],

@@ -368,5 +368,6 @@ export async function loadGenerator(options: {
       threads: context.currentThreads,
     },
     operations,
+    usage: () => pool.usage(),
   }
 }

@@ -104,6 +104,7 @@ export async function loadEmbedder({contextSize, log, model, parallel, request, 
     },
     info: {abilities: ['embed'], contextLength: contextSize, dimensions: native, maxTokens, parallel, threads},
     operations: {embed},
+    usage: () => pool.usage(),
   }
 }
 
@@ -145,5 +146,6 @@ export async function loadRanker({contextSize, log, model, parallel, request, th
     },
     info: {abilities: ['rerank'], contextLength: contextSize, maxTokens, parallel, threads},
     operations: {rank},
+    usage: () => pool.usage(),
   }
 }

@@ -16,6 +16,11 @@ export class SequencePool<T> {
     this.order = new Map(slots.map((slot, index) => [slot, index]))
   }
 
+  /** Sequences leased and requests waiting for one, as the model's usage reports them. */
+  usage(): {sequencesTotal: number; sequencesInUse: number; requestsWaiting: number} {
+    return {requestsWaiting: this.waiting.length, sequencesInUse: this.order.size - this.free.length, sequencesTotal: this.order.size}
+  }
+
   acquire(signal?: AbortSignal, affinity?: (slot: T) => number): Promise<T> {
     if (this.free.length > 0) {
       let best = 0
