@@ -335,6 +335,14 @@ export class ModelClient {
     return this.client.request('POST', '/v1/rerank', {...options, documents, model: this.uid, query}, signal)
   }
 
+  /**
+   * Runs a flexible model (`POST /v1/flexible/infers`), as Xinference's `infer(*args, **kwargs)`: for an ONNX model,
+   * its inputs in order as `args` or by name as `kwargs`. Answers the model's JSON (an ONNX model's outputs by name).
+   */
+  infer(args: unknown[] = [], kwargs: Record<string, unknown> = {}, signal?: AbortSignal): Promise<unknown> {
+    return this.client.request('POST', '/v1/flexible/infers', {...kwargs, args, model: this.uid}, signal)
+  }
+
   describe(): Promise<RunningModel> {
     return this.client.get(this.uid)
   }

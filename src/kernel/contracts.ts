@@ -71,6 +71,12 @@ export interface ModelTypeDefinition {
   description: string
   /** What a model of this type can be asked to do when its family names no abilities. */
   defaultAbilities: string[]
+  /**
+   * Turns the type's own registration format into the catalogue's (`model_specs`) before it is validated and stored:
+   * Xinference registers a flexible model as `{model_name, model_uri, launcher, …}`, with no specs. It may throw a
+   * 400 ServiceError naming the field that keeps it from doing so.
+   */
+  normalizeFamily?(family: ModelFamily): ModelFamily
   /** Checks a family submitted for registration; throw a 400 ServiceError naming the field. */
   validateFamily?(family: ModelFamily): void
   /** Columns `servicectl registrations` shows for this type, as [header, family field]. */
