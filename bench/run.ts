@@ -18,6 +18,7 @@ import {execa} from 'execa'
 
 import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
+import {benchFlexibleOnnx} from './flexible-onnx.js'
 import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
 const {values: options} = parseArgs({
@@ -199,6 +200,8 @@ async function main() {
       await callApi(service, 'DELETE', `/v1/models/${name}`)
       await rm(modelPath, {force: true})
     }
+
+    results.flexible_onnx = await benchFlexibleOnnx(service, print)
   } finally {
     await service.stop()
     await rm(work, {force: true, recursive: true})

@@ -51,6 +51,43 @@ export async function writeLinearModel(path: string, weights: number[][]): Promi
   await writeFile(path, onnx.ModelProto.encode(model).finish())
 }
 
+/** Numbers from a fixed seed (a linear congruential generator), so a generated model is the same every time. */
+function seededValues(count: number, seed: number, scale: number): number[] {
+  let state = seed >>> 0
+  return Array.from({length: count}, () => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0
+    return (state / 2 ** 32 - 0.5) * scale
+  })
+}
+
+/**
+ * A multilayer perceptron with random weights, for the benchmark: `x` float32 [N, inputs] through `layers` hidden
+ * layers of `width` (MatMul then Relu) to `y` float32 [N, outputs]. Its work per row grows with width², its
+ * JSON stays small.
+ */
+export async function writeMlpModel(path: string, {inputs, layers, outputs, width}: {inputs: number; width: number; layers: number; outputs: number}): Promise<void> {
+  const FLOAT = onnx.TensorProto.DataType.FLOAT
+  const sizes = [inputs, ...Array.from({length: layers}, () => width), outputs]
+  const initializer = sizes.slice(1).map((size, index) => ({dataType: FLOAT, dims: [sizes[index], size], floatData: seededValues(sizes[index] * size, index + 1, 2 / Math.sqrt(sizes[index])), name: `w${index}`}))
+  const node = initializer.flatMap(({name}, index) => {
+    const input = index === 0 ? 'x' : `h${index}`
+    const last = index === initializer.length - 1
+    return last
+      ? [{input: [input, name], opType: 'MatMul', output: ['y']}]
+      : [
+          {input: [input, name], opType: 'MatMul', output: [`m${index + 1}`]},
+          {input: [`m${index + 1}`], opType: 'Relu', output: [`h${index + 1}`]},
+        ]
+  })
+  const model = onnx.ModelProto.create({
+    graph: {initializer, input: [valueInfo('x', FLOAT, ['N', inputs])], name: 'mlp', node, output: [valueInfo('y', FLOAT, ['N', outputs])]},
+    irVersion: 8,
+    opsetImport: [{domain: '', version: 17}],
+    producerName: 'service-toolkit bench',
+  })
+  await writeFile(path, onnx.ModelProto.encode(model).finish())
+}
+
 /** The same computation in JavaScript, to check the service's answers against. */
 export function linear(x: number[][], weights: number[][], bias: number[]): {y: number[][]; count: number[]} {
   return {
