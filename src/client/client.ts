@@ -19,8 +19,10 @@ import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
+import type {ImageOptions, ImagesResponse, OcrResponse} from '../protocol/media.js'
 
 import {ServiceError} from '../kernel/errors.js'
+import {formFields} from '../protocol/media.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {errorFromReply, sendJson} from './http.js'
 import {readEventData} from './server-sent-events.js'
@@ -341,6 +343,33 @@ export class ModelClient {
    */
   infer(args: unknown[] = [], kwargs: Record<string, unknown> = {}, signal?: AbortSignal): Promise<unknown> {
     return this.client.request('POST', '/v1/flexible/infers', {...kwargs, args, model: this.uid}, signal)
+  }
+
+  /** Images from a prompt (`POST /v1/images/generations`), as Xinference's `text_to_image`. */
+  textToImage(prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
+    return this.client.request('POST', '/v1/images/generations', {...options, model: this.uid, prompt}, signal)
+  }
+
+  /** A picture edited from a prompt (`POST /v1/images/edits`, uploaded), as Xinference's `image_to_image`. */
+  imageToImage(image: Blob, prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
+    const form = formFields(new FormData(), {...options, model: this.uid, prompt})
+    form.append('image', image, 'image')
+    return this.client.request('POST', '/v1/images/edits', form, signal)
+  }
+
+  /** The parts of a picture its mask marks (white) repainted from a prompt (`POST /v1/images/inpainting`). */
+  inpainting(image: Blob, mask: Blob, prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
+    const form = formFields(new FormData(), {...options, model: this.uid, prompt})
+    form.append('image', image, 'image')
+    form.append('mask_image', mask, 'mask')
+    return this.client.request('POST', '/v1/images/inpainting', form, signal)
+  }
+
+  /** The text in a picture (`POST /v1/images/ocr`). */
+  ocr(image: Blob, kwargs: Record<string, unknown> = {}, signal?: AbortSignal): Promise<OcrResponse> {
+    const form = formFields(new FormData(), {kwargs, model: this.uid})
+    form.append('image', image, 'image')
+    return this.client.request('POST', '/v1/images/ocr', form, signal)
   }
 
   describe(): Promise<RunningModel> {
