@@ -7,6 +7,7 @@
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
+import type {MediaKit} from './media-kit.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
@@ -43,6 +44,8 @@ export interface KernelApi {
     /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
     openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
   }
+  /** What the image and video model types share: their families, request checks and url answers. */
+  media: MediaKit
 }
 
 /**

@@ -17,6 +17,7 @@ import type {
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
 import {flattenFamily} from './catalogue.js'
+import {mediaKit} from './media-kit.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
@@ -43,6 +44,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
     errors: errorFactory,
     external: {openAICompatible: openAICompatibleOperations},
     log,
+    media: mediaKit,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
       throw badRequest(

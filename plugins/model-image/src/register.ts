@@ -2,17 +2,17 @@ import type {ModelFamily, RegisterHook} from 'service-toolkit'
 
 import {readFile} from 'node:fs/promises'
 
-import {IMAGE_ABILITIES, normalizeMediaFamily, validateMediaFamily} from './family.js'
-import {MediaStore, mediaFileRoute} from './image-store.js'
 import {imageRoutes} from './routes.js'
+
+const IMAGE_ABILITIES = ['text2image', 'image2image', 'inpainting', 'ocr']
 
 /** `response_format: url` images: kept an hour, 256 MiB at most (the oldest go first). */
 const STORE_BYTES = 256 * 1024 * 1024
 const STORE_TTL_MS = 60 * 60 * 1000
 
 const register: RegisterHook = async ({api}) => {
-  const families = (JSON.parse(await readFile(new URL('../catalogue/image-families.json', import.meta.url), 'utf8')) as ModelFamily[]).map(normalizeMediaFamily)
-  const store = new MediaStore(STORE_BYTES, STORE_TTL_MS)
+  const families = (JSON.parse(await readFile(new URL('../catalogue/image-families.json', import.meta.url), 'utf8')) as ModelFamily[]).map(api.media.normalizeFamily)
+  const store = new api.media.MediaStore(STORE_BYTES, STORE_TTL_MS)
   return {
     catalogue: [{families, modelType: 'image'}],
     modelTypes: [
@@ -21,8 +21,8 @@ const register: RegisterHook = async ({api}) => {
         description: 'Image models: make images from text, edit and repaint them (diffusion pipelines), read text in them (OCR).',
         name: 'image',
         normalizeFamily(family) {
-          validateMediaFamily(api, family, IMAGE_ABILITIES)
-          return normalizeMediaFamily(family)
+          api.media.validateFamily(family, IMAGE_ABILITIES)
+          return api.media.normalizeFamily(family)
         },
         registrationColumns: [
           ['Name', 'model_name'],
@@ -31,7 +31,7 @@ const register: RegisterHook = async ({api}) => {
         ],
       },
     ],
-    routes: [...imageRoutes(api, store), mediaFileRoute(api, store, '/v1/images/files/:id', 'images')],
+    routes: [...imageRoutes(api, store), api.media.mediaFileRoute(store, '/v1/images/files/:id', 'images')],
   }
 }
 

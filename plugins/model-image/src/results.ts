@@ -4,9 +4,7 @@
  * `image_generation.completed` per image. The request's signal reaches the engine, so a client that goes away stops
  * the generation at its next step.
  */
-import type {ImageGenerationPayload, ImageOperations, KernelApi, ModelHandle, RouteRequest, RouteResult} from 'service-toolkit'
-
-import {fileUrl, type MediaStore} from './image-store.js'
+import type {ImageGenerationPayload, ImageOperations, KernelApi, MediaStore, ModelHandle, RouteRequest, RouteResult} from 'service-toolkit'
 
 export type ResponseFormat = 'b64_json' | 'url'
 
@@ -18,6 +16,7 @@ export interface Delivery {
 }
 
 export function answerImages(
+  api: KernelApi,
   request: RouteRequest<unknown>,
   store: MediaStore,
   model: ModelHandle<ImageOperations>,
@@ -28,7 +27,7 @@ export function answerImages(
   const deliver = (png: string) => {
     if (responseFormat === 'b64_json') return {b64_json: png}
     const id = store.put(Buffer.from(png, 'base64'), 'image/png', 'png')
-    return {url: fileUrl(request.headers, `/v1/images/files/${id}`)}
+    return {url: api.media.fileUrl(request.headers, `/v1/images/files/${id}`)}
   }
 
   const events = model.invoke('generate_image', payload, request.signal)

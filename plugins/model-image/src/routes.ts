@@ -4,19 +4,17 @@
  * optional mask), `/v1/images/variations`, `/v1/images/inpainting` (Xinference's: `image` and `mask_image`) and
  * `/v1/images/ocr`. Everything a request says is checked here, before a model is asked.
  */
-import type {ImageGenerationPayload, InputImage, KernelApi, OcrPayload, RouteDefinition, RouteRequest, UploadedFiles} from 'service-toolkit'
+import type {ImageGenerationPayload, InputImage, KernelApi, MediaStore, OcrPayload, RouteDefinition, RouteRequest, UploadedFiles} from 'service-toolkit'
 
-import {type MediaStore} from './image-store.js'
-import {formBoolean, formNumber, parseKwargs, parseSize, uploadedImages} from './inputs.js'
 import {answerImages, imageModel, type ResponseFormat} from './results.js'
 
 /** Uploads of up to 50 MiB each, as OpenAI takes for its image models. */
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 
 /** The fields every generation route takes; `form`: the body is multipart, whose fields are all text. */
-function generationFields(s: KernelApi['schema'], form: boolean) {
-  const integer = (options: {description: string; minimum: number; maximum?: number}) => (form ? formNumber(s, {...options, integer: true}) : s.integer(options))
-  const number = (options: {description: string; minimum: number; maximum?: number}) => (form ? formNumber(s, options) : s.number(options))
+function generationFields({media, schema: s}: KernelApi, form: boolean) {
+  const integer = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber({...options, integer: true}) : s.integer(options))
+  const number = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber(options) : s.number(options))
   return {
     guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt (classifier-free guidance); the model\'s default when absent.', maximum: 100, minimum: 0}))),
     kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the pipeline (Xinference).'}))),
@@ -29,7 +27,7 @@ function generationFields(s: KernelApi['schema'], form: boolean) {
     seed: s.optional(s.nullable(integer({description: 'Makes the result reproducible.', maximum: 2 ** 32 - 1, minimum: 0}))),
     size: s.optional(s.nullable(s.string({description: 'WIDTHxHEIGHT (or Xinference\'s WIDTH*HEIGHT), each side a multiple of 8; auto: the model\'s default.'}))),
     steps: s.optional(s.nullable(integer({description: 'Denoising steps (num_inference_steps); the model\'s default when absent.', maximum: 1000, minimum: 1}))),
-    stream: s.optional(s.nullable(form ? formBoolean(s, 'Send progress (each step done) and the images as server-sent events.') : s.boolean({description: 'Send progress (each step done) and the images as server-sent events.'}))),
+    stream: s.optional(s.nullable(form ? media.formBoolean('Send progress (each step done) and the images as server-sent events.') : s.boolean({description: 'Send progress (each step done) and the images as server-sent events.'}))),
     style: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored.'}))),
     user: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored.'}))),
   }
@@ -38,11 +36,11 @@ function generationFields(s: KernelApi['schema'], form: boolean) {
 type Fields = {[K in keyof ReturnType<typeof generationFields>]?: unknown} & {prompt?: string | null}
 
 function settingsOf(api: KernelApi, body: Fields) {
-  const size = parseSize(api, body.size as string | undefined)
+  const size = api.media.parseSize(body.size as string | undefined)
   return {
     guidance_scale: (body.guidance_scale as number | null) ?? undefined,
     height: size?.height,
-    kwargs: parseKwargs(api, body.kwargs),
+    kwargs: api.media.parseKwargs(body.kwargs),
     n: (body.n as number | null) ?? 1,
     negative_prompt: (body.negative_prompt as string | null) ?? undefined,
     prompt: body.prompt ?? '',
@@ -60,7 +58,7 @@ function sameSize(api: KernelApi, image: InputImage, mask: InputImage, field: st
 }
 
 async function firstImages(api: KernelApi, files: UploadedFiles): Promise<InputImage[]> {
-  const images = [...(await uploadedImages(api, files.image, 'image')), ...(await uploadedImages(api, files['image[]'], 'image[]'))]
+  const images = [...(await api.media.uploadedImages(files.image, 'image')), ...(await api.media.uploadedImages(files['image[]'], 'image[]'))]
   if (images.length === 0) throw api.errors.badRequest('`image` is required: send the picture as a multipart/form-data part named image.', 'image')
   return images
 }
@@ -69,12 +67,12 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const s = api.schema
   const prompt = s.string({description: 'What to draw.', minLength: 1})
   const generations: RouteDefinition<Fields> = {
-    body: s.object({...generationFields(s, false), prompt}, {title: 'CreateImageRequest'}) as never,
+    body: s.object({...generationFields(api, false), prompt}, {title: 'CreateImageRequest'}) as never,
     async handler(request) {
       const {body} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'text2image', 'make images from text')
       const payload: ImageGenerationPayload = {...settingsOf(api, body), task: 'text2image'}
-      return answerImages(request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_generation'))
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_generation'))
     },
     method: 'POST',
     path: '/v1/images/generations',
@@ -84,17 +82,17 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   }
 
   const edits: RouteDefinition<Fields> = {
-    body: s.object({...generationFields(s, true), prompt}, {title: 'CreateImageEditRequest'}) as never,
+    body: s.object({...generationFields(api, true), prompt}, {title: 'CreateImageEditRequest'}) as never,
     async handler(request) {
       const {body, files} = request
       const images = await firstImages(api, files)
-      const [mask] = await uploadedImages(api, files.mask, 'mask')
+      const [mask] = await api.media.uploadedImages(files.mask, 'mask')
       if (mask) sameSize(api, images[0], mask, 'mask')
       const task = mask ? 'inpainting' : 'image2image'
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, task, mask ? 'repaint masked parts of images' : 'edit images')
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, mask, task, width: settings.width ?? images[0].width}
-      return answerImages(request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
     },
     method: 'POST',
     multipart: {files: {image: {description: 'The picture to edit (PNG, JPEG or WebP).'}, 'image[]': {description: 'Pictures to edit, as OpenAI\'s clients send several.'}, mask: {description: 'White where the picture is repainted; the size of the picture.'}}, maxFileBytes: MAX_FILE_BYTES},
@@ -105,14 +103,14 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   }
 
   const variations: RouteDefinition<Fields> = {
-    body: s.object({...generationFields(s, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
+    body: s.object({...generationFields(api, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
     async handler(request) {
       const {body, files} = request
       const images = await firstImages(api, files)
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'image2image', 'make variations of images')
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, task: 'image2image', width: settings.width ?? images[0].width}
-      return answerImages(request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_variation'))
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_variation'))
     },
     method: 'POST',
     multipart: {files: {image: {description: 'The picture to vary.'}, 'image[]': {description: 'Pictures to vary.'}}, maxFileBytes: MAX_FILE_BYTES},
@@ -123,16 +121,16 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   }
 
   const inpainting: RouteDefinition<Fields> = {
-    body: s.object({...generationFields(s, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
+    body: s.object({...generationFields(api, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
     async handler(request) {
       const {body, files} = request
-      const [image] = await uploadedImages(api, files.image, 'image')
-      const [mask] = await uploadedImages(api, files.mask_image, 'mask_image')
+      const [image] = await api.media.uploadedImages(files.image, 'image')
+      const [mask] = await api.media.uploadedImages(files.mask_image, 'mask_image')
       sameSize(api, image, mask, 'mask_image')
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, height: settings.height ?? image.height, images: [image], mask, task: 'inpainting', width: settings.width ?? image.width}
-      return answerImages(request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_inpainting'))
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_inpainting'))
     },
     method: 'POST',
     multipart: {files: {image: {description: 'The picture to repaint.', required: true}, mask_image: {description: 'White where the picture is repainted; the size of the picture.', required: true}}, maxFileBytes: MAX_FILE_BYTES},
@@ -153,9 +151,9 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     body: ocrBody as never,
     async handler(request) {
       const {body, files, signal} = request
-      const [image] = await uploadedImages(api, files.image, 'image')
+      const [image] = await api.media.uploadedImages(files.image, 'image')
       const model = imageModel(api, request as RouteRequest<unknown>, body.model, 'ocr', 'read text from images')
-      const payload: OcrPayload = {image, kwargs: parseKwargs(api, body.kwargs)}
+      const payload: OcrPayload = {image, kwargs: api.media.parseKwargs(body.kwargs)}
       let text = ''
       for await (const event of model.invoke('ocr', payload, signal)) text += event.text
       return {body: {text}, kind: 'json'}
