@@ -19,7 +19,7 @@ import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
-import type {ImageOptions, ImagesResponse, OcrResponse} from '../protocol/media.js'
+import type {ImageOptions, ImagesResponse, OcrResponse, VideoOptions, VideosResponse} from '../protocol/media.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {formFields} from '../protocol/media.js'
@@ -370,6 +370,26 @@ export class ModelClient {
     const form = formFields(new FormData(), {kwargs, model: this.uid})
     form.append('image', image, 'image')
     return this.client.request('POST', '/v1/images/ocr', form, signal)
+  }
+
+  /** Videos from a prompt (`POST /v1/video/generations`), as Xinference's `text_to_video`; MP4 files. */
+  textToVideo(prompt: string, options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
+    return this.client.request('POST', '/v1/video/generations', {response_format: 'b64_json', ...options, model: this.uid, prompt}, signal)
+  }
+
+  /** A picture animated (`POST /v1/video/generations/image`), as Xinference's `image_to_video`. */
+  imageToVideo(image: Blob, prompt = '', options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
+    const form = formFields(new FormData(), {response_format: 'b64_json', ...options, model: this.uid, prompt})
+    form.append('image', image, 'image')
+    return this.client.request('POST', '/v1/video/generations/image', form, signal)
+  }
+
+  /** Videos from a first to a last frame (`POST /v1/video/generations/flf`), as Xinference's `flf_to_video`. */
+  flfToVideo(firstFrame: Blob, lastFrame: Blob, prompt = '', options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
+    const form = formFields(new FormData(), {response_format: 'b64_json', ...options, model: this.uid, prompt})
+    form.append('first_frame', firstFrame, 'first_frame')
+    form.append('last_frame', lastFrame, 'last_frame')
+    return this.client.request('POST', '/v1/video/generations/flf', form, signal)
   }
 
   describe(): Promise<RunningModel> {

@@ -73,8 +73,8 @@ export interface VideoGenerationPayload extends GenerationSettings {
   fps?: number
 }
 
-/** A step done, then each video as it is ready (MP4, base64). */
-export type VideoGenerationEvent = {type: 'progress'; step: number; steps: number} | {type: 'video'; index: number; mp4: string}
+/** A step done, then each video as it is ready: its bytes, base64, and their media type (`video/mp4`). */
+export type VideoGenerationEvent = {type: 'progress'; step: number; steps: number} | {type: 'video'; index: number; data: string; mediaType: string}
 
 export interface VideoOperations {
   generate_video: OperationSpec<VideoGenerationPayload, VideoGenerationEvent>
