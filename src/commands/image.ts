@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
-import {writeGenerated} from '../cli/media-files.js'
+import {generationFlags, writeGenerated} from '../cli/media.js'
 
 export default class Image extends ClientCommand<typeof Image> {
   static description = `Make images with a running image model and write them as PNG files: from a prompt, or from a picture (--image) edited by the prompt, or repainted where a mask (--mask, white) marks it.`
@@ -11,17 +11,13 @@ export default class Image extends ClientCommand<typeof Image> {
     '<%= config.bin %> image -u sd3.5-medium --image photo.png --mask mask.png --prompt "a red door" -o door',
   ]
   static flags = {
+    ...generationFlags,
     'guidance-scale': Flags.string({description: 'How closely to follow the prompt (classifier-free guidance).'}),
     image: Flags.file({description: 'Picture to edit (PNG, JPEG or WebP).', exists: true}),
     mask: Flags.file({dependsOn: ['image'], description: 'Mask of the picture: white where it is repainted.', exists: true}),
-    'model-uid': Flags.string({char: 'u', description: 'Uid of the model.', required: true}),
     n: Flags.integer({char: 'n', default: 1, description: 'How many images to make.', max: 10, min: 1}),
-    'negative-prompt': Flags.string({description: 'What the image should not show.'}),
     output: Flags.string({char: 'o', default: 'image', description: 'File name prefix: writes PREFIX-1.png, PREFIX-2.png, …'}),
     prompt: Flags.string({description: 'What to draw.', required: true}),
-    seed: Flags.integer({description: 'Makes the result reproducible.', min: 0}),
-    size: Flags.string({description: 'WIDTHxHEIGHT (default: the model\'s, or the picture\'s).'}),
-    steps: Flags.integer({description: 'Denoising steps.', min: 1}),
   }
 
   async run(): Promise<{files: string[]}> {

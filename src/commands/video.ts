@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
-import {writeGenerated} from '../cli/media-files.js'
+import {generationFlags, writeGenerated} from '../cli/media.js'
 
 export default class Video extends ClientCommand<typeof Video> {
   static description = 'Make videos with a running video model and write them as MP4 files: from a prompt, from a picture (--image), or between a first and a last frame (--image and --last-frame).'
@@ -11,18 +11,14 @@ export default class Video extends ClientCommand<typeof Video> {
     '<%= config.bin %> video -u Wan2.1-flf2v-14B-720p --image first.png --last-frame last.png -o flight',
   ]
   static flags = {
+    ...generationFlags,
     fps: Flags.integer({description: 'Frames per second of the file.', min: 1}),
     image: Flags.file({description: 'Picture to animate, or the first frame (PNG, JPEG or WebP).', exists: true}),
     'last-frame': Flags.file({dependsOn: ['image'], description: 'The last frame, the size of the first.', exists: true}),
-    'model-uid': Flags.string({char: 'u', description: 'Uid of the model.', required: true}),
     n: Flags.integer({char: 'n', default: 1, description: 'How many videos to make.', max: 4, min: 1}),
-    'negative-prompt': Flags.string({description: 'What the video should not show.'}),
     'num-frames': Flags.integer({description: 'Frames to make.', min: 1}),
     output: Flags.string({char: 'o', default: 'video', description: 'File name prefix: writes PREFIX-1.mp4, PREFIX-2.mp4, …'}),
     prompt: Flags.string({default: '', description: 'What the video shows (required without --image).'}),
-    seed: Flags.integer({description: 'Makes the result reproducible.', min: 0}),
-    size: Flags.string({description: 'WIDTHxHEIGHT (default: the model\'s, or the picture\'s).'}),
-    steps: Flags.integer({description: 'Denoising steps.', min: 1}),
   }
 
   async run(): Promise<{files: string[]}> {

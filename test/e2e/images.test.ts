@@ -6,28 +6,20 @@
  * after every request, and the client library and servicectl.
  */
 import {expect} from 'chai'
-import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {pathToFileURL} from 'node:url'
 import OpenAI, {toFile} from 'openai'
 import {PNG} from 'pngjs'
 import {createHash} from 'node:crypto'
 
 import {Client} from '../../src/client/index.js'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
-import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
-
-const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-image-pattern')
+import {postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
+import {callApi, type RunningService, servicectl, temporaryDirectory, until} from '../helpers/service.js'
 const MODEL = 'pattern-image'
 
 /** The fixture's colour for a prompt, seed and image index. */
 const colourOf = (text: string) => [...createHash('sha256').update(text).digest().subarray(0, 3)]
-
-function solidPng(width: number, height: number, rgba: number[]): Buffer {
-  const png = new PNG({height, width})
-  for (let pixel = 0; pixel < width * height; pixel++) png.data.set(rgba, pixel * 4)
-  return PNG.sync.write(png)
-}
 
 const pixel = (png: PNG, x: number, y: number) => [...png.data.subarray((y * png.width + x) * 4, (y * png.width + x) * 4 + 3)]
 const decode = (base64: string) => PNG.sync.read(Buffer.from(base64, 'base64'))
@@ -38,27 +30,13 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
   let service: RunningService
   let openai: OpenAI
   const api = (method: string, path: string, body?: unknown) => callApi(service, method, path, body)
-  const form = async (path: string, fields: Record<string, string>, files: Record<string, Buffer>) => {
-    const body = new FormData()
-    for (const [name, value] of Object.entries(fields)) body.append(name, value)
-    for (const [name, bytes] of Object.entries(files)) body.append(name, new Blob([bytes]), `${name}.png`)
-    const response = await fetch(`${service.url}${path}`, {body, method: 'POST'})
-    return {body: await response.json(), status: response.status}
-  }
+  const form = (path: string, fields: Record<string, string>, files: Record<string, Buffer>) => postForm(service, path, fields, files)
 
   before(async () => {
-    home = await temporaryDirectory('service-images-')
-    uploads = join(home, 'tmp')
-    await mkdir(uploads)
-    const linked = await servicectl(['plugins', 'link', FIXTURE, '--no-install'], {env: {SERVICE_HOME: home}})
-    expect(linked.exitCode, linked.stderr).to.equal(0)
+    uploads = await temporaryDirectory('service-uploads-')
     // Uploads are written to the temporary folder, which this test watches.
-    service = await startService({env: {TMPDIR: uploads}, home})
+    ;({home, service} = await serviceWithPatternEngine('image', MODEL, ['text2image', 'image2image', 'inpainting', 'ocr'], {TMPDIR: uploads}))
     openai = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
-    const weights = join(home, 'pattern.txt')
-    await writeFile(weights, 'stand-in weights\n')
-    const family = {model_ability: ['text2image', 'image2image', 'inpainting', 'ocr'], model_family: 'pattern', model_name: MODEL, model_specs: [{model_format: 'pattern', model_uri: pathToFileURL(weights).href}]}
-    expect((await api('POST', '/v1/model_registrations/image', {model: family, persist: false})).status).to.equal(200)
     for (const [uid, parameters] of [[MODEL, {}], ['slow-image', {step_delay_ms: 20}]] as const) {
       const launched = await api('POST', '/v1/models', {model_name: MODEL, model_type: 'image', model_uid: uid, ...parameters})
       expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
@@ -68,6 +46,7 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
   after(async () => {
     await service?.stop()
     await rm(home, {force: true, recursive: true})
+    await rm(uploads, {force: true, recursive: true})
   })
 
   it('lists the built-in catalogue: tiny-random-image, SD 1.5, SDXL, SD 3.5, FLUX.1 with their GGUF files, OCR', async () => {

@@ -4,22 +4,14 @@
  * b64_json answers, the built-in catalogue, and bad input refused naming the field.
  */
 import {expect} from 'chai'
-import {readFile, rm, writeFile} from 'node:fs/promises'
+import {readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
-import {pathToFileURL} from 'node:url'
 import {PNG} from 'pngjs'
 
 import {Client} from '../../src/client/index.js'
-import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
-
-const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-image-pattern')
+import {postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
+import {callApi, type RunningService, servicectl, temporaryDirectory} from '../helpers/service.js'
 const MODEL = 'pattern-video'
-
-function solidPng(width: number, height: number, rgb: number[]): Buffer {
-  const png = new PNG({height, width})
-  for (let pixel = 0; pixel < width * height; pixel++) png.data.set([...rgb, 255], pixel * 4)
-  return PNG.sync.write(png)
-}
 
 /** The first pixel of each frame of a film strip. */
 function frames(strip: Buffer, width: number, height: number): number[][] {
@@ -32,23 +24,10 @@ describe('video models (service-local, engine-image-pattern)', function () {
   let home: string
   let service: RunningService
   const api = (method: string, path: string, body?: unknown) => callApi(service, method, path, body)
-  const form = async (path: string, fields: Record<string, string>, files: Record<string, Buffer>) => {
-    const body = new FormData()
-    for (const [name, value] of Object.entries(fields)) body.append(name, value)
-    for (const [name, bytes] of Object.entries(files)) body.append(name, new Blob([bytes]), `${name}.png`)
-    const response = await fetch(`${service.url}${path}`, {body, method: 'POST'})
-    return {body: await response.json(), status: response.status}
-  }
+  const form = (path: string, fields: Record<string, string>, files: Record<string, Buffer>) => postForm(service, path, fields, files)
 
   before(async () => {
-    home = await temporaryDirectory('service-videos-')
-    const linked = await servicectl(['plugins', 'link', FIXTURE, '--no-install'], {env: {SERVICE_HOME: home}})
-    expect(linked.exitCode, linked.stderr).to.equal(0)
-    service = await startService({home})
-    const weights = join(home, 'pattern.txt')
-    await writeFile(weights, 'stand-in weights\n')
-    const family = {model_ability: ['text2video', 'image2video', 'firstlastframe2video'], model_family: 'pattern', model_name: MODEL, model_specs: [{model_format: 'pattern', model_uri: pathToFileURL(weights).href}]}
-    expect((await api('POST', '/v1/model_registrations/video', {model: family, persist: false})).status).to.equal(200)
+    ;({home, service} = await serviceWithPatternEngine('video', MODEL, ['text2video', 'image2video', 'firstlastframe2video']))
     const launched = await api('POST', '/v1/models', {model_name: MODEL, model_type: 'video'})
     expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
   })
