@@ -13,10 +13,10 @@ import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, ROOT, type RunningService, startService} from '../test/helpers/service.js'
 import {median} from './measure.js'
 
-const SIZE = 64
-const STEPS = 20
+const SIZE = 32
+const STEPS = 10
 const THREADS = 2
-const REPEATS = 5
+const REPEATS = 3
 const ENVIRONMENTS = join(TEST_CACHE, 'virtualenv')
 
 /** What a service needs to make the engine's environment with uv, in the cache the tests use too. */
