@@ -170,6 +170,11 @@ export function formNumber(options: Parameters<typeof schema.number>[0] = {}): S
   return {...number, parse: (value, path) => number.parse(typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value, path)}
 }
 
+/** A number field of a route that takes it as JSON or, with `form`, as a multipart form's text. */
+export function numberField(form: boolean, options: Parameters<typeof schema.number>[0] = {}): Schema<number> {
+  return form ? formNumber(options) : schema.number(options)
+}
+
 export function formBoolean(description: string): Schema<boolean> {
   const boolean = schema.boolean({description})
   return {...boolean, parse: (value, path) => boolean.parse(value === 'true' ? true : value === 'false' ? false : value, path)}
@@ -253,6 +258,7 @@ export const mediaKit = {
   formBoolean,
   formNumber,
   imageOf,
+  numberField,
   MediaStore,
   mediaFileRoute,
   normalizeFamily: normalizeMediaFamily,

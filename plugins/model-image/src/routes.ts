@@ -13,8 +13,8 @@ const MAX_FILE_BYTES = 50 * 1024 * 1024
 
 /** The fields every generation route takes; `form`: the body is multipart, whose fields are all text. */
 function generationFields({media, schema: s}: KernelApi, form: boolean) {
-  const integer = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber({...options, integer: true}) : s.integer(options))
-  const number = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber(options) : s.number(options))
+  const integer = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, {...options, integer: true})
+  const number = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, options)
   return {
     guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt (classifier-free guidance); the model\'s default when absent.', maximum: 100, minimum: 0}))),
     kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the pipeline (Xinference).'}))),

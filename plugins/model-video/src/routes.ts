@@ -11,8 +11,8 @@ import type {InputImage, KernelApi, MediaStore, RouteDefinition, RouteRequest, V
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 
 function videoFields({media, schema: s}: KernelApi, form: boolean) {
-  const integer = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber({...options, integer: true}) : s.integer(options))
-  const number = (options: {description: string; minimum: number; maximum?: number}) => (form ? media.formNumber(options) : s.number(options))
+  const integer = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, {...options, integer: true})
+  const number = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, options)
   return {
     fps: s.optional(s.nullable(integer({description: 'Frames per second of the file (the model\'s default when absent).', maximum: 120, minimum: 1}))),
     guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt.', maximum: 100, minimum: 0}))),
