@@ -18,6 +18,8 @@ import {execa} from 'execa'
 
 import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
+import {benchFlexibleOnnx} from './flexible-onnx.js'
+import {benchImageDiffusers, diffusersServiceEnv} from './image-diffusers.js'
 import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
 const {values: options} = parseArgs({
@@ -132,7 +134,7 @@ async function wallTime(args: string[], env: Record<string, string>): Promise<nu
 
 async function main() {
   const work = await temporaryDirectory('service-bench-')
-  const service = await startService()
+  const service = await startService({env: await diffusersServiceEnv()})
   const env = {SERVICE_ENDPOINT: service.url}
   const results: Record<string, unknown> = {cpus: cpus().length, max_tokens: MAX_TOKENS, node: process.version, repeats}
   const lines: string[] = []
@@ -199,6 +201,9 @@ async function main() {
       await callApi(service, 'DELETE', `/v1/models/${name}`)
       await rm(modelPath, {force: true})
     }
+
+    results.flexible_onnx = await benchFlexibleOnnx(service, print)
+    results.image_diffusers = await benchImageDiffusers(service, print)
   } finally {
     await service.stop()
     await rm(work, {force: true, recursive: true})

@@ -25,3 +25,4 @@ export type {LaunchRecord, ModelEvent, ModelEventKind} from '../protocol/events.
 export type {LaunchProgress, LaunchStage} from '../protocol/launch.js'
 export type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 export type {VirtualEnvironment} from '../protocol/virtualenvs.js'
+export type {GenerationOptions, ImageOptions, ImagesResponse, OcrResponse, VideoOptions, VideosResponse} from '../protocol/media.js'

@@ -29,7 +29,7 @@ export interface LaunchCatalogue {
 /** Resolves a launch; `needsEstimator` keeps to the engines that can estimate memory (for `POST /v1/models/memory`). */
 export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, request: LaunchRequest, {needsEstimator = false} = {}): ResolvedLaunch {
   const entry = registry.find(request.model_name, request.model_type)
-  const engine = chooseEngine(kernel, entry.modelType, request.model_engine, needsEstimator)
+  const engine = chooseEngine(kernel, entry, request.model_engine, needsEstimator)
   const size = request.size_in_billions ?? request.model_size_in_billions
   const query: SpecQuery = {
     hub: request.download_hub ?? defaultHub,
@@ -66,13 +66,18 @@ function withEnginesThatCan(error: unknown, engines: EngineDefinition[], entry: 
   return badRequest(`${error.message.replace(/\.$/, '')}; the engines that can run it: ${able.map((engine) => engine.name).sort((x, y) => x.localeCompare(y)).join(', ')}.`, error.param ?? undefined)
 }
 
-function chooseEngine(kernel: Kernel, modelType: string, requested: string | undefined, needsEstimator: boolean): EngineDefinition {
+/**
+ * The requested engine, or else the first one installed for the model's type that runs one of its formats (a flexible
+ * ONNX model and a Python one have different engines), falling back to the first of its type so a mismatch is named.
+ */
+function chooseEngine(kernel: Kernel, {family, modelType}: CatalogueEntry, requested: string | undefined, needsEstimator: boolean): EngineDefinition {
   const candidates = kernel.enginesFor(modelType).filter((engine) => !needsEstimator || engine.estimatorModule)
   const names = candidates.map((engine) => engine.name).join(', ') || '(none installed)'
   if (!requested) {
     if (modelType === 'LLM' && !needsEstimator) throw badRequest(`model_engine is required for LLM models; choose one of: ${names}.`, 'model_engine')
     if (candidates.length === 0) throw badRequest(`no engine for ${modelType} models is installed.`, 'model_engine')
-    return candidates[0]
+    const formats = new Set((family.model_specs ?? []).map((spec) => spec.model_format))
+    return candidates.find((engine) => engine.formats.some((format) => formats.has(format))) ?? candidates[0]
   }
 
   const engine = kernel.engine(requested)?.definition

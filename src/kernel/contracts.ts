@@ -8,6 +8,7 @@ import type {ModelFamily, ResolvedSpec} from './catalogue.js'
 import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
+import type {MediaKit} from './media-kit.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
@@ -47,6 +48,8 @@ export interface KernelApi {
     /** Engine parameters as a Python server's flags: `max_model_len: 4096` → `--max-model-len 4096`. */
     commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
   }
+  /** What the image and video model types share: their families, request checks and url answers. */
+  media: MediaKit
 }
 
 /**
@@ -75,6 +78,12 @@ export interface ModelTypeDefinition {
   description: string
   /** What a model of this type can be asked to do when its family names no abilities. */
   defaultAbilities: string[]
+  /**
+   * Turns the type's own registration format into the catalogue's (`model_specs`) before it is validated and stored:
+   * Xinference registers a flexible model as `{model_name, model_uri, launcher, …}`, with no specs. It may throw a
+   * 400 ServiceError naming the field that keeps it from doing so.
+   */
+  normalizeFamily?(family: ModelFamily): ModelFamily
   /** Checks a family submitted for registration; throw a 400 ServiceError naming the field. */
   validateFamily?(family: ModelFamily): void
   /** Columns `servicectl registrations` shows for this type, as [header, family field]. */

@@ -20,6 +20,7 @@ import {flattenFamily} from './catalogue.js'
 import {commandLineFlags} from './command-line-flags.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
+import {mediaKit} from './media-kit.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
@@ -45,6 +46,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
     errors: errorFactory,
     external: {commandLineFlags, openAICompatible: openAICompatibleOperations},
     log,
+    media: mediaKit,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
       throw badRequest(

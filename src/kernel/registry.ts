@@ -56,7 +56,7 @@ export class ModelRegistry {
         if (!file.endsWith('.json')) continue
         const path = join(this.directory, typeDir.name, file)
         try {
-          const family = parseFamily(await readFile(path, 'utf8'), 'the file')
+          const family = this.normalize(typeDir.name, parseFamily(await readFile(path, 'utf8'), 'the file'))
           await this.validate(typeDir.name, family)
           this.checkConflicts(family)
           this.customOf(this.typeName(typeDir.name)).set(family.model_name, family)
@@ -105,8 +105,9 @@ export class ModelRegistry {
     )
   }
 
-  async register(modelType: string, family: ModelFamily, persist = true): Promise<void> {
+  async register(modelType: string, submitted: ModelFamily, persist = true): Promise<void> {
     const type = this.typeName(modelType)
+    const family = this.normalize(type, submitted)
     await this.validate(type, family)
     await this.names.acquire(family.model_name, async () => {
       this.checkConflicts(family)
@@ -149,6 +150,11 @@ export class ModelRegistry {
     let map = this.custom.get(type)
     if (!map) this.custom.set(type, (map = new Map()))
     return map
+  }
+
+  private normalize(modelType: string, family: ModelFamily): ModelFamily {
+    const normalizeFamily = this.kernel.modelType(modelType)?.definition.normalizeFamily
+    return normalizeFamily && typeof family === 'object' && family !== null ? normalizeFamily(family) : family
   }
 
   private async validate(modelType: string, family: ModelFamily): Promise<void> {

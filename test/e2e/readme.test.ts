@@ -14,6 +14,8 @@ import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
 import {FakeHub} from '../helpers/fake-hub.js'
+import {writeLinearModel} from '../helpers/onnx-models.js'
+import {diffusersServiceEnv} from '../../bench/image-diffusers.js'
 import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
@@ -85,6 +87,30 @@ describe('README examples', () => {
     expect(embedded.stdout).to.match(/my-embedder\s+embedding\s+my-embedder\s+llama.cpp\s+q8_0\s+64\s+127\s+ready/)
     // The generated embedding model has 64 dimensions where bge-small has 384.
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
+  })
+
+  it('runs the flexible block on an ONNX graph the test writes', async () => {
+    const model = join(directory, 'linear.onnx')
+    await writeLinearModel(model, [[1, 2], [3, 4], [5, 6]])
+    const script = (await readmeBlock('flexible')).replace('/path/to/linear.onnx', model).replaceAll('http://127.0.0.1:9997', service.url)
+    const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env, reject: false})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.contain('Registered my-linear (flexible).')
+    expect(run.stdout).to.match(/\n\[2\]\n\[2\]$/)
+  })
+
+  it('runs the images block on the tiny random pipelines (the diffusers engine\'s environment, cached)', async function () {
+    this.timeout(900_000)
+    const media = await startService({env: await diffusersServiceEnv()})
+    try {
+      const run = await execa('bash', ['-euo', 'pipefail', '-c', (await readmeBlock('images')).replaceAll('http://127.0.0.1:9997', media.url)], {cwd: directory, env: {...env, SERVICE_ENDPOINT: media.url}, reject: false})
+      expect(run.exitCode, run.stderr).to.equal(0)
+      expect(run.stdout).to.contain(`Wrote night-1.png`)
+      expect(run.stdout).to.contain(`Wrote waves-1.mp4`)
+      expect((await readFile(join(directory, 'lighthouse.png'))).subarray(1, 4).toString('latin1')).to.equal('PNG')
+    } finally {
+      await media.stop()
+    }
   })
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {

@@ -24,6 +24,7 @@ export interface OpenApiOperation {
   responses: Record<string, Reply>
   security?: Array<Record<string, string[]>>
   'x-permission': string
+  'x-plugin': string
 }
 export interface OpenApiDocument {
   components: {responses: Record<string, Reply>; securitySchemes: Record<string, Schema>}
@@ -97,6 +98,12 @@ export class OpenApiChecker {
   }
 
   /** Every operation of the document, as `METHOD path`. */
+  /** The document's operation for a key such as `GET /v1/models`. */
+  operation(key: string): OpenApiOperation {
+    const [method, path] = key.split(' ')
+    return this.document.paths[path][method.toLowerCase()]
+  }
+
   operations(): string[] {
     return Object.entries(this.document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => operationKey(method, path)))
   }

@@ -1,0 +1,248 @@
+"""One image or video model served over HTTP on 127.0.0.1 for the diffusers engine (plugins/engine-diffusers): the
+kernel starts it in the model's virtual environment, waits for GET /health, and sends each operation as a POST of its
+payload. Answers stream as JSON lines: {"type": "progress", "step", "steps"} after each denoising step, then the
+results; a refusal before anything was made is a 400 {"error": {"message", "param"}}. A client that goes away stops the
+generation at its next step: the progress line written then fails, and the pipeline is told to stop."""
+import argparse
+import base64
+import io
+import json
+import os
+import sys
+import tempfile
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import torch
+from PIL import Image, UnidentifiedImageError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_pipelines import RECIPES  # noqa: E402
+
+
+class Refusal(Exception):
+    def __init__(self, message, param=None):
+        super().__init__(message)
+        self.param = param
+
+
+def check_gpu_memory(family):
+    """A model whose card says it needs more GPU memory than this machine has is refused before anything loads."""
+    needed = family.get("min_gpu_memory_gb")
+    if not needed:
+        return
+    name = family["model_name"]
+    if not torch.cuda.is_available():
+        sys.exit(f"{name} needs a GPU with {needed} GB of memory (min_gpu_memory_gb); this machine has no CUDA GPU. Launch it on a worker with one.")
+    total = max(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())) / 1024**3
+    if total < needed:
+        sys.exit(f"{name} needs a GPU with {needed} GB of memory (min_gpu_memory_gb); the largest here, {torch.cuda.get_device_name(0)}, has {total:.0f} GB.")
+
+
+class Model:
+    def __init__(self, request):
+        self.family = request["family"]
+        self.model_type = request["modelType"]
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        config = dict(self.family.get("default_model_config") or {})
+        self.default_size = (config.pop("width", None), config.pop("height", None))
+        self.defaults = dict(self.family.get("default_generate_config") or {})
+        self.lock = threading.Lock()
+        threads = request["parameters"].get("cpu_threads")
+        if threads:
+            torch.set_num_threads(int(threads))
+        path = request["modelPath"]
+        if path.endswith(".json"):
+            with open(path) as file:
+                recipe = json.load(file)
+            self.components = RECIPES[recipe["recipe"]](recipe)
+            self.source = None
+        else:
+            dtype = getattr(torch, config.get("torch_dtype", "float16")) if self.device == "cuda" else torch.float32
+            self.components = None
+            self.source = (path, dtype)
+        self.pipelines = {}
+
+    def pipeline(self, task):
+        """The task's pipeline, made once; they share one set of weights."""
+        if task in self.pipelines:
+            return self.pipelines[task]
+        import diffusers
+
+        if self.components is not None:
+            classes = {"text2image": "StableDiffusionPipeline", "image2image": "StableDiffusionImg2ImgPipeline",
+                       "inpainting": "StableDiffusionInpaintPipeline", "text2video": "WanPipeline"}
+            if task not in classes:
+                raise Refusal(f"this tiny random model cannot do {task}", "model")
+            cls = getattr(diffusers, classes[task])
+            accepted = cls.__init__.__code__.co_varnames
+            pipe = cls(**{k: v for k, v in self.components.items() if k in accepted})
+        elif self.model_type == "video":
+            first = next(iter(self.pipelines.values()), None)
+            pipe = first or diffusers.DiffusionPipeline.from_pretrained(self.source[0], torch_dtype=self.source[1])
+        else:
+            auto = {"text2image": diffusers.AutoPipelineForText2Image, "image2image": diffusers.AutoPipelineForImage2Image,
+                    "inpainting": diffusers.AutoPipelineForInpainting}[task]
+            first = next(iter(self.pipelines.values()), None)
+            pipe = auto.from_pipe(first) if first else auto.from_pretrained(self.source[0], torch_dtype=self.source[1])
+        pipe.to(self.device)
+        pipe.set_progress_bar_config(disable=True)
+        self.pipelines[task] = pipe
+        return pipe
+
+
+def picture(image, field):
+    try:
+        return Image.open(io.BytesIO(base64.b64decode(image["data"]))).convert("RGB")
+    except (UnidentifiedImageError, OSError) as error:
+        raise Refusal(f"`{field}` cannot be read as an image: {error}", field) from error
+
+
+def mask_of(image, field):
+    """White, or transparent as OpenAI's edit masks mark it, is repainted: as diffusers wants it, white on black."""
+    try:
+        mask = Image.open(io.BytesIO(base64.b64decode(image["data"])))
+    except (UnidentifiedImageError, OSError) as error:
+        raise Refusal(f"`{field}` cannot be read as an image: {error}", field) from error
+    if mask.mode in ("RGBA", "LA") and mask.getchannel("A").getextrema()[0] < 255:
+        return mask.getchannel("A").point(lambda alpha: 255 if alpha == 0 else 0)
+    return mask.convert("L")
+
+
+def arguments(model, payload):
+    """The pipeline's keyword arguments: the family's defaults, then what the request says, then its kwargs."""
+    args = dict(model.defaults)
+    width, height = payload.get("width") or model.default_size[0], payload.get("height") or model.default_size[1]
+    if width and height:
+        args.update(width=width, height=height)
+    for ours, theirs in (("steps", "num_inference_steps"), ("guidance_scale", "guidance_scale"), ("negative_prompt", "negative_prompt"),
+                         ("num_frames", "num_frames")):
+        if payload.get(ours) is not None:
+            args[theirs] = payload[ours]
+    args["prompt"] = payload.get("prompt") or ""
+    if payload.get("seed") is not None:
+        args["generator"] = torch.Generator(device="cpu").manual_seed(payload["seed"])
+    args.update(payload.get("kwargs") or {})
+    return args
+
+
+class Handler(BaseHTTPRequestHandler):
+    model = None
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def do_POST(self):
+        payload = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        try:
+            operation = {"/generate_image": self.generate_image, "/generate_video": self.generate_video}[self.path]
+        except KeyError:
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.started = False
+        try:
+            with self.model.lock:
+                operation(payload)
+        except Refusal as refusal:
+            self.fail(400, str(refusal), refusal.param)
+        except (TypeError, ValueError) as error:
+            # diffusers checks sizes, frame counts and kwargs with these; the request asked for something the model cannot do.
+            self.fail(400, f"the model cannot do what was asked: {error}", None)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception as error:  # noqa: BLE001 - any other failure is the service's 500, with its reason in the log
+            traceback.print_exc()
+            self.fail(500, f"{type(error).__name__}: {error}", None)
+
+    def fail(self, status, message, param):
+        if self.started:
+            self.line({"type": "error", "status": status, "message": message, "param": param})
+            return
+        body = json.dumps({"error": {"message": message, "param": param}}).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def line(self, event):
+        if not self.started:
+            self.send_response(200)
+            self.send_header("content-type", "application/x-ndjson")
+            self.end_headers()
+            self.started = True
+        self.wfile.write((json.dumps(event) + "\n").encode())
+        self.wfile.flush()
+
+    def run(self, pipe, args):
+        steps = args.get("num_inference_steps", 50)
+        gone = []
+
+        def on_step(pipe, step, timestep, tensors):
+            try:
+                self.line({"type": "progress", "step": step + 1, "steps": steps})
+            except (BrokenPipeError, ConnectionResetError):
+                gone.append(step)
+                pipe._interrupt = True
+            return tensors
+
+        result = pipe(**args, callback_on_step_end=on_step)
+        if gone:
+            print(f"generation stopped at step {gone[0] + 1} of {steps}: the client went away", flush=True)
+            raise BrokenPipeError
+        return result
+
+    def generate_image(self, payload):
+        task = payload["task"]
+        args = arguments(self.model, payload)
+        args["num_images_per_prompt"] = payload.get("n", 1)
+        if task in ("image2image", "inpainting"):
+            args["image"] = picture(payload["images"][0], "image")
+        if task == "inpainting":
+            args["mask_image"] = mask_of(payload["mask"], "mask")
+        result = self.run(self.model.pipeline(task), args)
+        for index, image in enumerate(result.images):
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG")
+            self.line({"type": "image", "index": index, "png": base64.b64encode(buffer.getvalue()).decode()})
+
+    def generate_video(self, payload):
+        from diffusers.utils import export_to_video
+
+        task = payload["task"]
+        args = arguments(self.model, payload)
+        fps = payload.get("fps") or args.pop("fps", None) or 16
+        args.pop("fps", None)
+        if task in ("image2video", "firstlastframe2video"):
+            args["image"] = picture(payload["image"], "image")
+        if task == "firstlastframe2video":
+            args["last_image"] = picture(payload["last_frame"], "last_frame")
+        pipe = self.model.pipeline(task)
+        for index in range(payload.get("n", 1)):
+            frames = self.run(pipe, dict(args)).frames[0]
+            with tempfile.TemporaryDirectory() as folder:
+                path = export_to_video(frames, os.path.join(folder, "video.mp4"), fps=fps)
+                with open(path, "rb") as file:
+                    self.line({"type": "video", "index": index, "data": base64.b64encode(file.read()).decode(), "mediaType": "video/mp4"})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--request", required=True, help="the load request, as JSON")
+    options = parser.parse_args()
+    request = json.loads(options.request)
+    check_gpu_memory(request["family"])
+    Handler.model = Model(request)
+    print(f"serving {request['modelName']} ({request['modelPath']}) on port {options.port}, on {Handler.model.device}", flush=True)
+    ThreadingHTTPServer(("127.0.0.1", options.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+/**
+ * Runs a generation on a model and answers in OpenAI's images shape: `{created, data: [{b64_json} | {url}]}`, or with
+ * `stream`, server-sent events: `image_generation.progress` for each step done (`step`, `steps`), then one
+ * `image_generation.completed` per image. The request's signal reaches the engine, so a client that goes away stops
+ * the generation at its next step.
+ */
+import type {ImageGenerationPayload, ImageOperations, KernelApi, MediaStore, ModelHandle, RouteRequest, RouteResult} from 'service-toolkit'
+
+export type ResponseFormat = 'b64_json' | 'url'
+
+export interface Delivery {
+  responseFormat: ResponseFormat
+  stream: boolean
+  /** `image_generation` or `image_edit`: how the stream's events are named. */
+  eventPrefix: string
+}
+
+export function answerImages(
+  api: KernelApi,
+  request: RouteRequest<unknown>,
+  store: MediaStore,
+  model: ModelHandle<ImageOperations>,
+  payload: ImageGenerationPayload,
+  {eventPrefix, responseFormat, stream}: Delivery,
+): Promise<RouteResult> | RouteResult {
+  const created = Math.floor(Date.now() / 1000)
+  const deliver = (png: string) => {
+    if (responseFormat === 'b64_json') return {b64_json: png}
+    const id = store.put(Buffer.from(png, 'base64'), 'image/png', 'png')
+    return {url: api.media.fileUrl(request.headers, `/v1/images/files/${id}`)}
+  }
+
+  const events = model.invoke('generate_image', payload, request.signal)
+  if (stream) {
+    return {
+      events: (async function* () {
+        for await (const event of events) {
+          if (event.type === 'progress') yield {data: {created_at: created, step: event.step, steps: event.steps, type: `${eventPrefix}.progress`}, event: `${eventPrefix}.progress`}
+          else {
+            const data = {created_at: created, index: event.index, output_format: 'png', type: `${eventPrefix}.completed`, ...deliver(event.png)}
+            yield {data, event: `${eventPrefix}.completed`}
+          }
+        }
+      })(),
+      kind: 'sse',
+    }
+  }
+
+  return (async (): Promise<RouteResult> => {
+    const images: string[] = []
+    for await (const event of events) if (event.type === 'image') images[event.index] = event.png
+    return {body: {created, data: images.map(deliver), output_format: 'png'}, kind: 'json'}
+  })()
+}
+
+/** The running model a request names, checked to have the ability the route needs. */
+export function imageModel(api: KernelApi, request: RouteRequest<unknown>, uid: string | undefined, ability: string, what: string): ModelHandle<ImageOperations> {
+  if (uid) {
+    const model = request.models.get<ImageOperations>(uid)
+    api.requireAbility(model, ability, what)
+    return model
+  }
+
+  // Xinference's edits route takes the first model that can do the job when the request names none.
+  const found = request.models.list().find((model) => model.modelType === 'image' && model.abilities.includes(ability))
+  if (!found) throw api.errors.badRequest(`\`model\` is required: no running image model can ${what}; launch one with the ${ability} ability.`, 'model')
+  return request.models.get<ImageOperations>(found.uid)
+}

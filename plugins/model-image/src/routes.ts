@@ -1,0 +1,170 @@
+/**
+ * The image routes: `POST /v1/images/generations` (JSON, OpenAI's shape plus `negative_prompt`, `seed`, `steps`,
+ * `guidance_scale` and Xinference's `kwargs`), and the uploads: `/v1/images/edits` (OpenAI's edit: images and an
+ * optional mask), `/v1/images/variations`, `/v1/images/inpainting` (Xinference's: `image` and `mask_image`) and
+ * `/v1/images/ocr`. Everything a request says is checked here, before a model is asked.
+ */
+import type {ImageGenerationPayload, InputImage, KernelApi, MediaStore, OcrPayload, RouteDefinition, RouteRequest, UploadedFiles} from 'service-toolkit'
+
+import {answerImages, imageModel, type ResponseFormat} from './results.js'
+
+/** Uploads of up to 50 MiB each, as OpenAI takes for its image models. */
+const MAX_FILE_BYTES = 50 * 1024 * 1024
+
+/** The fields every generation route takes; `form`: the body is multipart, whose fields are all text. */
+function generationFields({media, schema: s}: KernelApi, form: boolean) {
+  const integer = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, {...options, integer: true})
+  const number = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, options)
+  return {
+    guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt (classifier-free guidance); the model\'s default when absent.', maximum: 100, minimum: 0}))),
+    kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the pipeline (Xinference).'}))),
+    model: s.optional(s.string({description: 'Uid of a running image model.', minLength: 1})),
+    n: s.optional(s.nullable(integer({description: 'How many images to make (default 1).', maximum: 10, minimum: 1}))),
+    negative_prompt: s.optional(s.nullable(s.string({description: 'What the image should not show.'}))),
+    output_format: s.optional(s.nullable(s.string({description: 'Only png is made.', enum: ['png']}))),
+    quality: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients; steps set the quality here.'}))),
+    response_format: s.optional(s.nullable(s.string({description: 'b64_json (default) or url: an address this service serves the image at for an hour.', enum: ['b64_json', 'url']}))),
+    seed: s.optional(s.nullable(integer({description: 'Makes the result reproducible.', maximum: 2 ** 32 - 1, minimum: 0}))),
+    size: s.optional(s.nullable(s.string({description: 'WIDTHxHEIGHT (or Xinference\'s WIDTH*HEIGHT), each side a multiple of 8; auto: the model\'s default.'}))),
+    steps: s.optional(s.nullable(integer({description: 'Denoising steps (num_inference_steps); the model\'s default when absent.', maximum: 1000, minimum: 1}))),
+    stream: s.optional(s.nullable(form ? media.formBoolean('Send progress (each step done) and the images as server-sent events.') : s.boolean({description: 'Send progress (each step done) and the images as server-sent events.'}))),
+    style: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored.'}))),
+    user: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored.'}))),
+  }
+}
+
+type Fields = {[K in keyof ReturnType<typeof generationFields>]?: unknown} & {prompt?: string | null}
+
+function settingsOf(api: KernelApi, body: Fields) {
+  const size = api.media.parseSize(body.size as string | undefined)
+  return {
+    guidance_scale: (body.guidance_scale as number | null) ?? undefined,
+    height: size?.height,
+    kwargs: api.media.parseKwargs(body.kwargs),
+    n: (body.n as number | null) ?? 1,
+    negative_prompt: (body.negative_prompt as string | null) ?? undefined,
+    prompt: body.prompt ?? '',
+    seed: (body.seed as number | null) ?? undefined,
+    steps: (body.steps as number | null) ?? undefined,
+    width: size?.width,
+  }
+}
+
+const deliveryOf = (body: Fields, eventPrefix: string) => ({eventPrefix, responseFormat: ((body.response_format as string | null) ?? 'b64_json') as ResponseFormat, stream: body.stream === true})
+
+function sameSize(api: KernelApi, image: InputImage, mask: InputImage, field: string) {
+  if (image.width !== mask.width || image.height !== mask.height)
+    throw api.errors.badRequest(`\`${field}\` is ${mask.width}x${mask.height} but the image is ${image.width}x${image.height}; the mask must be the size of the image.`, field)
+}
+
+async function firstImages(api: KernelApi, files: UploadedFiles): Promise<InputImage[]> {
+  const images = [...(await api.media.uploadedImages(files.image, 'image')), ...(await api.media.uploadedImages(files['image[]'], 'image[]'))]
+  if (images.length === 0) throw api.errors.badRequest('`image` is required: send the picture as a multipart/form-data part named image.', 'image')
+  return images
+}
+
+export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[] {
+  const s = api.schema
+  const prompt = s.string({description: 'What to draw.', minLength: 1})
+  const generations: RouteDefinition<Fields> = {
+    body: s.object({...generationFields(api, false), prompt}, {title: 'CreateImageRequest'}) as never,
+    async handler(request) {
+      const {body} = request
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'text2image', 'make images from text')
+      const payload: ImageGenerationPayload = {...settingsOf(api, body), task: 'text2image'}
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_generation'))
+    },
+    method: 'POST',
+    path: '/v1/images/generations',
+    permission: 'models:read',
+    summary: 'Make images from a prompt (OpenAI\'s images API, with negative_prompt, seed, steps and guidance_scale)',
+    tag: 'images',
+  }
+
+  const edits: RouteDefinition<Fields> = {
+    body: s.object({...generationFields(api, true), prompt}, {title: 'CreateImageEditRequest'}) as never,
+    async handler(request) {
+      const {body, files} = request
+      const images = await firstImages(api, files)
+      const [mask] = await api.media.uploadedImages(files.mask, 'mask')
+      if (mask) sameSize(api, images[0], mask, 'mask')
+      const task = mask ? 'inpainting' : 'image2image'
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, task, mask ? 'repaint masked parts of images' : 'edit images')
+      const settings = settingsOf(api, body)
+      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, mask, task, width: settings.width ?? images[0].width}
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
+    },
+    method: 'POST',
+    multipart: {files: {image: {description: 'The picture to edit (PNG, JPEG or WebP).'}, 'image[]': {description: 'Pictures to edit, as OpenAI\'s clients send several.'}, mask: {description: 'White where the picture is repainted; the size of the picture.'}}, maxFileBytes: MAX_FILE_BYTES},
+    path: '/v1/images/edits',
+    permission: 'models:read',
+    summary: 'Edit an image from a prompt, or repaint the parts a mask marks (OpenAI\'s image edit)',
+    tag: 'images',
+  }
+
+  const variations: RouteDefinition<Fields> = {
+    body: s.object({...generationFields(api, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
+    async handler(request) {
+      const {body, files} = request
+      const images = await firstImages(api, files)
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'image2image', 'make variations of images')
+      const settings = settingsOf(api, body)
+      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, task: 'image2image', width: settings.width ?? images[0].width}
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_variation'))
+    },
+    method: 'POST',
+    multipart: {files: {image: {description: 'The picture to vary.'}, 'image[]': {description: 'Pictures to vary.'}}, maxFileBytes: MAX_FILE_BYTES},
+    path: '/v1/images/variations',
+    permission: 'models:read',
+    summary: 'Make variations of an image (OpenAI\'s and Xinference\'s image variations)',
+    tag: 'images',
+  }
+
+  const inpainting: RouteDefinition<Fields> = {
+    body: s.object({...generationFields(api, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
+    async handler(request) {
+      const {body, files} = request
+      const [image] = await api.media.uploadedImages(files.image, 'image')
+      const [mask] = await api.media.uploadedImages(files.mask_image, 'mask_image')
+      sameSize(api, image, mask, 'mask_image')
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
+      const settings = settingsOf(api, body)
+      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? image.height, images: [image], mask, task: 'inpainting', width: settings.width ?? image.width}
+      return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_inpainting'))
+    },
+    method: 'POST',
+    multipart: {files: {image: {description: 'The picture to repaint.', required: true}, mask_image: {description: 'White where the picture is repainted; the size of the picture.', required: true}}, maxFileBytes: MAX_FILE_BYTES},
+    path: '/v1/images/inpainting',
+    permission: 'models:read',
+    summary: 'Repaint the parts of an image a mask marks, from a prompt (Xinference)',
+    tag: 'images',
+  }
+
+  const ocrBody = s.object(
+    {
+      kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the model (Xinference).'}))),
+      model: s.string({description: 'Uid of a running OCR model.', minLength: 1}),
+    },
+    {title: 'ImageOcrRequest'},
+  )
+  const ocr: RouteDefinition<{model: string; kwargs?: unknown}> = {
+    body: ocrBody as never,
+    async handler(request) {
+      const {body, files, signal} = request
+      const [image] = await api.media.uploadedImages(files.image, 'image')
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model, 'ocr', 'read text from images')
+      const payload: OcrPayload = {image, kwargs: api.media.parseKwargs(body.kwargs)}
+      let text = ''
+      for await (const event of model.invoke('ocr', payload, signal)) text += event.text
+      return {body: {text}, kind: 'json'}
+    },
+    method: 'POST',
+    multipart: {files: {image: {description: 'The picture to read.', required: true}}, maxFileBytes: MAX_FILE_BYTES},
+    path: '/v1/images/ocr',
+    permission: 'models:read',
+    summary: 'Read the text in an image (Xinference)',
+    tag: 'images',
+  }
+
+  return [generations, edits, variations, inpainting, ocr] as RouteDefinition[]
+}

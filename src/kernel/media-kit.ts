@@ -1,0 +1,271 @@
+/**
+ * What the image and video model types share, handed to their plugins as `KernelApi.media` (plugins never import
+ * each other): reading their families in Xinference's form, checking what a request sends before any model sees it
+ * (uploaded pictures, read from their own bytes; sizes; Xinference's `kwargs`; form fields, which are text), and
+ * keeping what `response_format: url` answers for the service to serve.
+ */
+import type {FamilySpec, HubSource, ModelFamily} from './catalogue.js'
+import type {RouteDefinition} from './contracts.js'
+import type {InputImage} from './media.js'
+import type {Schema} from './schema.js'
+import type {UploadedFile} from './uploads.js'
+
+import {randomUUID} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+import {isAbsolute} from 'node:path'
+import {pathToFileURL} from 'node:url'
+import {imageSize} from 'image-size'
+
+import {badRequest, notFound} from './errors.js'
+import * as schema from './schema.js'
+
+// ------------------------------------------------------------------------------------------------ families
+
+interface ImageHubSource {
+  model_id?: string
+  model_revision?: string | null
+  gguf_model_id?: string
+  gguf_quantizations?: string[]
+  gguf_model_file_name_template?: string
+  model_file_name_template?: string
+}
+
+/**
+ * The specs a family in Xinference's form implies; a family that already has specs is kept as it is. Used for the
+ * built-in catalogue and for registrations (of the image and the video type alike).
+ */
+export function normalizeMediaFamily(family: ModelFamily): ModelFamily {
+  if (family.model_specs !== undefined) return family
+  const specs: FamilySpec[] = []
+  const sources = Object.entries((family.model_src ?? {}) as Record<string, ImageHubSource>)
+  if (typeof family.model_uri === 'string') {
+    const uri = isAbsolute(family.model_uri) ? pathToFileURL(family.model_uri).href : family.model_uri
+    specs.push({model_format: family.model_uri.endsWith('.gguf') ? 'ggufv2' : 'diffusers', model_uri: uri})
+  } else if (sources.length === 0 && typeof family.model_id === 'string') {
+    sources.push([typeof family.model_hub === 'string' ? family.model_hub : 'huggingface', family as ImageHubSource])
+  }
+
+  const pipelines = sources.filter(([, source]) => source.model_id)
+  if (pipelines.length > 0) {
+    specs.push({
+      model_format: 'diffusers',
+      model_src: Object.fromEntries(
+        pipelines.map(([hub, source]): [string, HubSource] => [
+          hub,
+          {model_file_name_template: source.model_file_name_template, model_id: source.model_id, model_revision: source.model_revision ?? null},
+        ]),
+      ),
+    })
+  }
+
+  const ggufs = sources.filter(([, source]) => source.gguf_model_id && source.gguf_model_file_name_template)
+  if (ggufs.length > 0) {
+    specs.push({
+      model_format: 'ggufv2',
+      model_src: Object.fromEntries(
+        ggufs.map(([hub, source]): [string, HubSource] => [
+          hub,
+          {model_file_name_template: source.gguf_model_file_name_template, model_id: source.gguf_model_id, quantizations: source.gguf_quantizations ?? []},
+        ]),
+      ),
+    })
+  }
+
+  return {...family, model_specs: specs}
+}
+
+const isPlainObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Checks a media family's own fields; `abilities` are those its type allows. */
+export function validateMediaFamily(family: ModelFamily, abilities: readonly string[]): void {
+  const declared = family.model_ability
+  if (declared !== undefined) {
+    if (!Array.isArray(declared) || declared.length === 0) throw badRequest(`model_ability must be a non-empty list of ${abilities.join(', ')}.`, 'model_ability')
+    const unknown = declared.find((ability) => !abilities.includes(ability))
+    if (unknown !== undefined) throw badRequest(`model_ability "${unknown}" is not one of ${abilities.join(', ')}.`, 'model_ability')
+  }
+
+  for (const field of ['default_model_config', 'default_generate_config', 'model_src', 'virtualenv']) {
+    if (family[field] !== undefined && family[field] !== null && !isPlainObject(family[field])) throw badRequest(`${field} must be a JSON object.`, field)
+  }
+
+  if (family.model_specs === undefined && family.model_uri === undefined && family.model_src === undefined && family.model_id === undefined)
+    throw badRequest('the registration needs model_uri (a pipeline folder or GGUF file on this machine) or model_src (hub repositories).', 'model_uri')
+  if (typeof family.model_uri === 'string' && !isAbsolute(family.model_uri) && !family.model_uri.startsWith('file://'))
+    throw badRequest(`model_uri "${family.model_uri}" must be an absolute path or a file:// URI.`, 'model_uri')
+}
+
+// ------------------------------------------------------------------------------------------------- requests
+
+/** The largest side a request may ask for; larger than any catalogue model was trained for. */
+export const MAX_SIDE = 4096
+/** Latent diffusion works on 8×8 pixel blocks; a model needing more (FLUX: 16) says so itself. */
+export const SIZE_MULTIPLE = 8
+
+const MEDIA_TYPES: Record<string, string> = {bmp: 'image/bmp', gif: 'image/gif', jpg: 'image/jpeg', png: 'image/png', tiff: 'image/tiff', webp: 'image/webp'}
+
+export function imageOf(bytes: Buffer, field: string): InputImage {
+  let dimensions
+  try {
+    dimensions = imageSize(bytes)
+  } catch {}
+
+  const mediaType = dimensions?.type ? MEDIA_TYPES[dimensions.type] : undefined
+  if (!dimensions || !mediaType || !dimensions.width || !dimensions.height)
+    throw badRequest(`\`${field}\` is not an image this service reads; send a PNG, JPEG or WebP file.`, field)
+  return {data: bytes.toString('base64'), height: dimensions.height, mediaType, width: dimensions.width}
+}
+
+export async function uploadedImages(files: UploadedFile[] | undefined, field: string): Promise<InputImage[]> {
+  return Promise.all((files ?? []).map(async (file, index) => imageOf(await readFile(file.path), files!.length > 1 ? `${field}[${index}]` : field)))
+}
+
+export interface Size {
+  width: number
+  height: number
+}
+
+/**
+ * `WIDTHxHEIGHT` (OpenAI) or `WIDTH*HEIGHT` (Xinference); `auto` (and for edits `original`) leave it to the model or
+ * the input image.
+ */
+export function parseSize(size: string | null | undefined, field = 'size'): Size | undefined {
+  if (size === undefined || size === null || size === 'auto' || size === 'original') return undefined
+  const match = /^(\d+)\s*[x*×]\s*(\d+)$/.exec(size.trim())
+  if (!match) throw badRequest(`\`${field}\` must be WIDTHxHEIGHT in pixels, such as 512x512, or auto (got "${size}").`, field)
+  const [width, height] = [Number(match[1]), Number(match[2])]
+  for (const side of [width, height]) {
+    if (side < SIZE_MULTIPLE || side > MAX_SIDE || side % SIZE_MULTIPLE !== 0)
+      throw badRequest(
+        `\`${field}\` ${size} cannot be made: each side must be a multiple of ${SIZE_MULTIPLE} from ${SIZE_MULTIPLE} to ${MAX_SIDE} pixels, such as ${Math.max(SIZE_MULTIPLE, Math.min(MAX_SIDE, Math.round(side / SIZE_MULTIPLE) * SIZE_MULTIPLE))}.`,
+        field,
+      )
+  }
+
+  return {height, width}
+}
+
+/** Xinference sends `kwargs` as a JSON string (form fields can be nothing else); an object is taken as well. */
+export function parseKwargs(kwargs: unknown): Record<string, unknown> {
+  if (kwargs === undefined || kwargs === null || kwargs === '') return {}
+  let value = kwargs
+  if (typeof kwargs === 'string') {
+    try {
+      value = JSON.parse(kwargs)
+    } catch {
+      throw badRequest('`kwargs` is not valid JSON; give a JSON object of the pipeline\'s keyword arguments.', 'kwargs')
+    }
+  }
+
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('`kwargs` must be a JSON object.', 'kwargs')
+  return value as Record<string, unknown>
+}
+
+/**
+ * A number that may come as a form field's text: multipart bodies carry only strings, so `n=2` arrives as "2" and is
+ * read as the number it says before the number's own checks.
+ */
+export function formNumber(options: Parameters<typeof schema.number>[0] = {}): Schema<number> {
+  const number = schema.number(options)
+  return {...number, parse: (value, path) => number.parse(typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value, path)}
+}
+
+/** A number field of a route that takes it as JSON or, with `form`, as a multipart form's text. */
+export function numberField(form: boolean, options: Parameters<typeof schema.number>[0] = {}): Schema<number> {
+  return form ? formNumber(options) : schema.number(options)
+}
+
+export function formBoolean(description: string): Schema<boolean> {
+  const boolean = schema.boolean({description})
+  return {...boolean, parse: (value, path) => boolean.parse(value === 'true' ? true : value === 'false' ? false : value, path)}
+}
+
+// ------------------------------------------------------------------------------------------- url answers
+
+interface Stored {
+  bytes: Buffer
+  mediaType: string
+  expires: number
+}
+
+export class MediaStore {
+  private readonly items = new Map<string, Stored>()
+  private held = 0
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Keeps the bytes and answers the id they are served under. */
+  put(bytes: Buffer, mediaType: string, extension: string): string {
+    this.evict()
+    const id = `${randomUUID()}.${extension}`
+    this.items.set(id, {bytes, expires: this.now() + this.ttlMs, mediaType})
+    this.held += bytes.length
+    while (this.held > this.maxBytes && this.items.size > 1) this.drop(this.items.keys().next().value!)
+    return id
+  }
+
+  get(id: string): Stored | undefined {
+    this.evict()
+    return this.items.get(id)
+  }
+
+  private evict() {
+    const now = this.now()
+    for (const [id, item] of this.items) {
+      // Insertion order is expiry order, since every item lives as long.
+      if (item.expires > now) break
+      this.drop(id)
+    }
+  }
+
+  private drop(id: string) {
+    this.held -= this.items.get(id)?.bytes.length ?? 0
+    this.items.delete(id)
+  }
+}
+
+/** The route that serves a store's files, under `path` (which ends in `:id`). */
+export function mediaFileRoute(store: MediaStore, path: string, tag: string): RouteDefinition {
+  return {
+    async handler({params}) {
+      const item = store.get(params.id)
+      if (!item) throw notFound(`no file ${params.id}: files are kept for a while after they are made, then removed; generate it again.`)
+      return {body: item.bytes, headers: {'cache-control': 'private, max-age=3600', 'content-type': item.mediaType}, kind: 'json'}
+    },
+    method: 'GET',
+    path,
+    permission: 'models:read',
+    summary: 'A generated file answered with response_format url, while it is kept',
+    tag,
+  }
+}
+
+/** The URL a client reaches a stored file at: the host it called, so it works through the same address and proxy. */
+export function fileUrl(headers: Record<string, string | string[] | undefined>, path: string): string {
+  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value?.split(',')[0]?.trim())
+  const protocol = first(headers['x-forwarded-proto']) ?? 'http'
+  const host = first(headers['x-forwarded-host']) ?? first(headers.host) ?? '127.0.0.1'
+  return `${protocol}://${host}${path}`
+}
+
+/** The kit as plugins receive it. */
+export const mediaKit = {
+  fileUrl,
+  formBoolean,
+  formNumber,
+  imageOf,
+  numberField,
+  MediaStore,
+  mediaFileRoute,
+  normalizeFamily: normalizeMediaFamily,
+  parseKwargs,
+  parseSize,
+  uploadedImages,
+  validateFamily: validateMediaFamily,
+}
+
+export type MediaKit = typeof mediaKit

@@ -1,0 +1,114 @@
+/**
+ * The diffusers engine for real on a real `service-local`: the catalogue's tiny-random-image and tiny-random-video,
+ * pipelines with random weights that diffusers builds from a config with a fixed seed, made on first launch (nothing is
+ * downloaded) and run on the CPU in the virtual environment the kernel makes for the engine (cached outside the
+ * repository, so only a first run installs torch and diffusers). Images through the openai client, reproducible with a
+ * seed; progress and a disconnect that stops the generation; edits and inpainting; an MP4 video; a model that needs a
+ * GPU refused at launch with what it needs.
+ */
+import {expect} from 'chai'
+import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import OpenAI, {toFile} from 'openai'
+import {PNG} from 'pngjs'
+
+import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
+import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
+
+const decode = (base64: string) => PNG.sync.read(Buffer.from(base64, 'base64'))
+
+describe('diffusers engine (tiny random pipelines on the CPU, service-local)', function () {
+  let service: RunningService
+  let openai: OpenAI
+  const api = (method: string, path: string, body?: unknown) => callApi(service, method, path, body)
+
+  before(async function () {
+    // A cold run installs torch (CPU), diffusers and transformers into the cached environment: a few minutes on 2 cores.
+    this.timeout(900_000)
+    const uv = await uvFromPyPI()
+    service = await startService({env: {PATH: `${uv}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}})
+    openai = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
+    for (const [name, type] of [['tiny-random-image', 'image'], ['tiny-random-video', 'video']]) {
+      const launched = await api('POST', '/v1/models', {cpu_threads: 1, model_name: name, model_type: type})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    }
+  })
+
+  after(async () => service?.stop())
+
+  it('runs both on the diffusers engine', async () => {
+    const {body} = await api('GET', '/v1/models')
+    const byId = Object.fromEntries(body.data.map((model: {id: string}) => [model.id, model]))
+    expect(byId['tiny-random-image']).to.deep.include({model_engine: 'diffusers', model_format: 'diffusers', model_type: 'image'})
+    expect(byId['tiny-random-video']).to.deep.include({model_ability: ['text2video'], model_engine: 'diffusers', model_type: 'video'})
+  })
+
+  it('makes images of the size asked, the same for the same seed and different for another', async () => {
+    const make = async (seed: number) =>
+      (await openai.images.generate({model: 'tiny-random-image', n: 2, prompt: 'a red barn', response_format: 'b64_json', size: '32x32' as '256x256', ...({seed, steps: 2} as object)})).data!.map((image) => image.b64_json!)
+    const first = await make(1)
+    expect(first).to.have.length(2)
+    expect([decode(first[0]).width, decode(first[0]).height]).to.deep.equal([32, 32])
+    expect(first[0]).to.not.equal(first[1])
+    expect(await make(1)).to.deep.equal(first)
+    expect((await make(2))[0]).to.not.equal(first[0])
+  })
+
+  it('streams each step done, and stops the generation when the client goes away', async () => {
+    const streamed = await fetch(`${service.url}/v1/images/generations`, {
+      body: JSON.stringify({model: 'tiny-random-image', prompt: 'steps', seed: 1, size: '32x32', steps: 3, stream: true}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+    })
+    const events = (await streamed.text()).split('\n\n').filter(Boolean).map((block) => JSON.parse(/^data: (.*)$/m.exec(block)![1]))
+    expect(events.map((event) => event.step ?? event.type)).to.deep.equal([1, 2, 3, 'image_generation.completed'])
+
+    const controller = new AbortController()
+    const response = await fetch(`${service.url}/v1/images/generations`, {
+      body: JSON.stringify({model: 'tiny-random-image', prompt: 'forever', size: '32x32', steps: 500, stream: true}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+      signal: controller.signal,
+    })
+    await response.body!.getReader().read()
+    controller.abort()
+    const log = join(service.home, 'logs', 'models', 'tiny-random-image.log')
+    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 500/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
+    expect(Number(stoppedAt)).to.be.below(500)
+  })
+
+  it('edits and repaints an uploaded picture, keeping its size', async () => {
+    const picture = new PNG({height: 32, width: 32})
+    picture.data.fill(128)
+    const bytes = PNG.sync.write(picture)
+    const edited = await openai.images.edit({image: await toFile(bytes, 'picture.png', {type: 'image/png'}), model: 'tiny-random-image', prompt: 'a blue door'})
+    expect(decode(edited.data![0].b64_json!).width).to.equal(32)
+    const body = new FormData()
+    for (const [name, value] of Object.entries({model: 'tiny-random-image', prompt: 'paint', seed: '3', steps: '2'})) body.append(name, value)
+    body.append('image', new Blob([bytes]), 'image.png')
+    body.append('mask_image', new Blob([bytes]), 'mask.png')
+    const painted = await fetch(`${service.url}/v1/images/inpainting`, {body, method: 'POST'})
+    expect(painted.status).to.equal(200)
+    expect(decode(((await painted.json()) as {data: Array<{b64_json: string}>}).data[0].b64_json).height).to.equal(32)
+  })
+
+  it('makes an MP4 video from text', async () => {
+    const {body, status} = await api('POST', '/v1/video/generations', {model: 'tiny-random-video', num_frames: 5, prompt: 'waves', response_format: 'b64_json', seed: 0, size: '32x32', steps: 2})
+    expect(status, JSON.stringify(body)).to.equal(200)
+    const video = Buffer.from(body.data[0].b64_json, 'base64')
+    // An MP4 file starts with its `ftyp` box.
+    expect(video.subarray(4, 8).toString('latin1')).to.equal('ftyp')
+  })
+
+  it('refuses at launch a model that needs more GPU memory than the machine has, saying what it needs', async function () {
+    const folder = join(await temporaryDirectory(), 'pipeline')
+    await mkdir(folder)
+    await writeFile(join(folder, 'model_index.json'), '{}\n')
+    const family = {min_gpu_memory_gb: 4096, model_ability: ['text2video'], model_family: 'Wan', model_name: 'too-big-video', model_uri: folder}
+    expect((await api('POST', '/v1/model_registrations/video', {model: family, persist: false})).status).to.equal(200)
+    const launched = await api('POST', '/v1/models', {model_name: 'too-big-video', model_type: 'video'})
+    expect(launched.status).to.be.within(400, 599)
+    expect(launched.body.error.message).to.match(/too-big-video needs a GPU with 4096 GB of memory \(min_gpu_memory_gb\); (this machine has no CUDA GPU|the largest here)/)
+    await rm(folder, {force: true, recursive: true})
+  })
+})

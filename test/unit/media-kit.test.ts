@@ -1,0 +1,77 @@
+import {expect} from 'chai'
+import {PNG} from 'pngjs'
+
+import {flattenFamily} from '../../src/kernel/catalogue.js'
+import {ServiceError} from '../../src/kernel/errors.js'
+import {mediaKit} from '../../src/kernel/media-kit.js'
+
+const {imageOf, MediaStore, normalizeFamily, parseKwargs, parseSize} = mediaKit
+
+function refusal(run: () => unknown): ServiceError {
+  try {
+    run()
+  } catch (error) {
+    expect(error).to.be.instanceOf(ServiceError)
+    return error as ServiceError
+  }
+
+  throw new Error('expected a refusal')
+}
+
+describe('media kit (image and video types)', () => {
+  it('keeps url answers for their time, and drops the oldest once over its bytes', () => {
+    let now = 0
+    const store = new MediaStore(10, 1000, () => now)
+    const first = store.put(Buffer.alloc(4), 'image/png', 'png')
+    now = 500
+    const second = store.put(Buffer.alloc(4), 'image/png', 'png')
+    expect(store.get(first)?.bytes.length).to.equal(4)
+    now = 800
+    const third = store.put(Buffer.alloc(4), 'image/png', 'png')
+    expect(store.get(first), 'over 10 bytes, the oldest goes').to.equal(undefined)
+    expect(store.get(second)?.mediaType).to.equal('image/png')
+    now = 1600
+    expect(store.get(second), 'its time is over').to.equal(undefined)
+    expect(store.get(third)).to.not.equal(undefined)
+    expect(third).to.match(/^[\da-f-]{36}\.png$/)
+  })
+
+  it('reads sizes as OpenAI and Xinference write them, and refuses ones no model makes, naming the field', () => {
+    expect(parseSize('64x32')).to.deep.equal({height: 32, width: 64})
+    expect(parseSize('64*32')).to.deep.equal({height: 32, width: 64})
+    expect(parseSize('auto')).to.equal(undefined)
+    expect(refusal(() => parseSize('33x33')).message).to.match(/multiple of 8 .* such as 32/)
+    expect(refusal(() => parseSize('8192x8192')).param).to.equal('size')
+    expect(refusal(() => parseSize('wide')).param).to.equal('size')
+  })
+
+  it('reads a picture\'s type and size from its bytes, and refuses what is not one', () => {
+    const png = PNG.sync.write(new PNG({height: 3, width: 5}))
+    expect(imageOf(png, 'image')).to.deep.include({height: 3, mediaType: 'image/png', width: 5})
+    expect(refusal(() => imageOf(Buffer.from('hello'), 'mask')).param).to.equal('mask')
+  })
+
+  it('takes kwargs as an object or its JSON text', () => {
+    expect(parseKwargs('{"eta": 0.5}')).to.deep.equal({eta: 0.5})
+    expect(parseKwargs(undefined)).to.deep.equal({})
+    expect(refusal(() => parseKwargs('[1]')).param).to.equal('kwargs')
+  })
+
+  it('turns a family in Xinference\'s form into a diffusers spec and a GGUF spec per hub', () => {
+    const family = normalizeFamily({
+      model_name: 'flux',
+      model_src: {
+        huggingface: {gguf_model_file_name_template: 'flux-{quantization}.gguf', gguf_model_id: 'city96/flux-gguf', gguf_quantizations: ['Q4_0', 'Q8_0'], model_id: 'bfl/flux', model_revision: 'abc'},
+        modelscope: {model_id: 'ms/flux', model_revision: 'master'},
+      },
+    })
+    const specs = flattenFamily(family).map((spec) => [spec.model_format, spec.model_hub, spec.model_id, spec.quantization])
+    expect(specs).to.deep.equal([
+      ['diffusers', 'huggingface', 'bfl/flux', 'none'],
+      ['diffusers', 'modelscope', 'ms/flux', 'none'],
+      ['ggufv2', 'huggingface', 'city96/flux-gguf', 'Q4_0'],
+      ['ggufv2', 'huggingface', 'city96/flux-gguf', 'Q8_0'],
+    ])
+    expect(flattenFamily(normalizeFamily({model_name: 'mine', model_uri: '/models/pipeline'}))[0]).to.deep.include({model_format: 'diffusers', model_uri: 'file:///models/pipeline'})
+  })
+})
