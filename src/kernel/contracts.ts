@@ -362,8 +362,11 @@ export interface RouteDefinition<Body = unknown> {
   body?: Schema<Body>
   /** JSON Schema of the success response, for /openapi.json: of its JSON body, or of its text when it `produces` another type. */
   response?: JsonSchema
-  /** The media type of a success response that is not JSON (`text/plain` for /metrics, `text/html` for /docs). */
-  produces?: string
+  /**
+   * The media type of a success response that is not JSON (`text/plain` for /metrics, `text/html` for /docs), or the
+   * types it may be, for a route answering files.
+   */
+  produces?: string | string[]
   /** JSON Schema of each server-sent event's data, for a route that streams (`text/event-stream`) when its request asks to. */
   events?: JsonSchema
   /** The query parameters it reads, by name, for /openapi.json and the clients made from it. */

@@ -229,7 +229,8 @@ export class MediaStore {
 }
 
 /** The route that serves a store's files, under `path` (which ends in `:id`). */
-export function mediaFileRoute(store: MediaStore, path: string, tag: string): RouteDefinition {
+/** `produces`: the media types the store's files may have, for /openapi.json. */
+export function mediaFileRoute(store: MediaStore, path: string, tag: string, produces: string[]): RouteDefinition {
   return {
     async handler({params}) {
       const item = store.get(params.id)
@@ -239,6 +240,8 @@ export function mediaFileRoute(store: MediaStore, path: string, tag: string): Ro
     method: 'GET',
     path,
     permission: 'models:read',
+    produces,
+    response: {format: 'binary', type: 'string'},
     summary: 'A generated file answered with response_format url, while it is kept',
     tag,
   }

@@ -72,7 +72,7 @@ function requestBody(definition: RouteDefinition) {
 
 function success(definition: RouteDefinition) {
   const content: Record<string, unknown> = definition.produces
-    ? {[definition.produces]: {schema: definition.response ?? {type: 'string'}}}
+    ? Object.fromEntries([definition.produces].flat().map((type) => [type, {schema: definition.response ?? {type: 'string'}}]))
     : {'application/json': {schema: definition.response ?? {}}}
   if (definition.events)
     content['text/event-stream'] = {

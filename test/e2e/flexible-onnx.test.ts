@@ -8,6 +8,7 @@ import {join} from 'node:path'
 
 import {Client} from '../../src/client/index.js'
 import {linear, writeLinearModel} from '../helpers/onnx-models.js'
+import {type OpenApiDocument, OpenApiChecker} from '../helpers/openapi-checker.js'
 import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const MODEL = 'tiny-linear'
@@ -103,5 +104,12 @@ describe('flexible models on ONNX Runtime (service-local)', function () {
     const bad = await servicectl(['infer', '-e', service.url, '-u', MODEL, '--kwargs', '{"x": '])
     expect(bad.exitCode).to.equal(2)
     expect(bad.stderr).to.match(/--kwargs is not valid JSON/)
+  })
+
+  it('answers every flexible route as /openapi.json declares it', async () => {
+    const checker = new OpenApiChecker((await callApi(service, 'GET', '/openapi.json')).body as OpenApiDocument)
+    await checker.call(service, 'POST', '/v1/flexible/infers', {body: {bias: BIAS, model: MODEL, x: X}})
+    const routes = checker.operations().filter((key) => checker.operation(key)['x-plugin'] === '@service-toolkit/plugin-model-flexible')
+    expect(routes.filter((key) => !checker.answered.get(key)?.has(200)), 'routes not answered 200').to.deep.equal([])
   })
 })

@@ -14,7 +14,8 @@ import {createHash} from 'node:crypto'
 
 import {Client} from '../../src/client/index.js'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
-import {postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
+import {type OpenApiDocument, OpenApiChecker} from '../helpers/openapi-checker.js'
+import {formData, postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
 import {callApi, type RunningService, servicectl, temporaryDirectory, until} from '../helpers/service.js'
 const MODEL = 'pattern-image'
 
@@ -178,5 +179,19 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     const ocr = await servicectl(['ocr', '-e', service.url, '-u', MODEL, '--image', join(directory, 'in.png')])
     expect(ocr.stdout.trim()).to.equal('image/png 16x16')
     await rm(directory, {force: true, recursive: true})
+  })
+
+  it('answers every image route as /openapi.json declares it', async () => {
+    const checker = new OpenApiChecker((await api('GET', '/openapi.json')).body as OpenApiDocument)
+    const upload = (fields: Record<string, string>, files: Record<string, Buffer>) => ({form: formData(fields, files)})
+    const picture = solidPng(16, 16, [10, 20, 30, 255])
+    const {body} = await checker.call(service, 'POST', '/v1/images/generations', {body: {model: MODEL, prompt: 'documented', response_format: 'url', size: '16x16'}})
+    await checker.call(service, 'GET', '/v1/images/files/{id}', {params: {id: new URL(body.data[0].url).pathname.split('/').pop()!}})
+    await checker.call(service, 'POST', '/v1/images/edits', upload({model: MODEL, prompt: 'invert it'}, {image: picture}))
+    await checker.call(service, 'POST', '/v1/images/variations', upload({model: MODEL}, {image: picture}))
+    await checker.call(service, 'POST', '/v1/images/inpainting', upload({model: MODEL, prompt: 'paint'}, {image: picture, mask_image: solidPng(16, 16, [255, 255, 255, 255])}))
+    await checker.call(service, 'POST', '/v1/images/ocr', upload({model: MODEL}, {image: picture}))
+    const routes = checker.operations().filter((key) => checker.operation(key)['x-plugin'] === '@service-toolkit/plugin-model-image')
+    expect(routes.filter((key) => !checker.answered.get(key)?.has(200)), 'routes not answered 200').to.deep.equal([])
   })
 })

@@ -9,7 +9,8 @@ import {join} from 'node:path'
 import {PNG} from 'pngjs'
 
 import {Client} from '../../src/client/index.js'
-import {postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
+import {type OpenApiDocument, OpenApiChecker} from '../helpers/openapi-checker.js'
+import {formData, postForm, serviceWithPatternEngine, solidPng} from '../helpers/media.js'
 import {callApi, type RunningService, servicectl, temporaryDirectory} from '../helpers/service.js'
 const MODEL = 'pattern-video'
 
@@ -99,5 +100,16 @@ describe('video models (service-local, engine-image-pattern)', function () {
     expect(cli.stdout).to.contain(`Wrote ${join(directory, 'clip-1.mp4')}`)
     expect((await readFile(join(directory, 'clip-1.mp4'))).toString('base64')).to.equal(made.data[0].b64_json)
     await rm(directory, {force: true, recursive: true})
+  })
+
+  it('answers every video route as /openapi.json declares it', async () => {
+    const checker = new OpenApiChecker((await api('GET', '/openapi.json')).body as OpenApiDocument)
+    const upload = (fields: Record<string, string>, files: Record<string, Buffer>) => ({form: formData(fields, files)})
+    const {body} = await checker.call(service, 'POST', '/v1/video/generations', {body: {model: MODEL, num_frames: 2, prompt: 'documented', size: '16x8'}})
+    await checker.call(service, 'GET', '/v1/video/files/{id}', {params: {id: new URL(body.data[0].url).pathname.split('/').pop()!}})
+    await checker.call(service, 'POST', '/v1/video/generations/image', upload({model: MODEL, num_frames: '2'}, {image: solidPng(8, 8, [200, 100, 50])}))
+    await checker.call(service, 'POST', '/v1/video/generations/flf', upload({model: MODEL, num_frames: '2'}, {first_frame: solidPng(8, 8, [0, 0, 0]), last_frame: solidPng(8, 8, [100, 200, 250])}))
+    const routes = checker.operations().filter((key) => checker.operation(key)['x-plugin'] === '@service-toolkit/plugin-model-video')
+    expect(routes.filter((key) => !checker.answered.get(key)?.has(200)), 'routes not answered 200').to.deep.equal([])
   })
 })

@@ -21,11 +21,16 @@ export function solidPng(width: number, height: number, rgba: number[]): Buffer 
 }
 
 /** A multipart/form-data POST of text fields and PNG files, answered as JSON. */
-export async function postForm(service: {url: string}, path: string, fields: Record<string, string>, files: Record<string, Buffer>): Promise<{status: number; body: any}> {
+/** A multipart body of text fields and files, each file named `<field>.png`. */
+export function formData(fields: Record<string, string>, files: Record<string, Buffer>): FormData {
   const body = new FormData()
   for (const [name, value] of Object.entries(fields)) body.append(name, value)
   for (const [name, bytes] of Object.entries(files)) body.append(name, new Blob([bytes]), `${name}.png`)
-  const response = await fetch(`${service.url}${path}`, {body, method: 'POST'})
+  return body
+}
+
+export async function postForm(service: {url: string}, path: string, fields: Record<string, string>, files: Record<string, Buffer>): Promise<{status: number; body: any}> {
+  const response = await fetch(`${service.url}${path}`, {body: formData(fields, files), method: 'POST'})
   return {body: await response.json(), status: response.status}
 }
 

@@ -35,6 +35,8 @@ export interface CallOptions {
   params?: Record<string, string>
   query?: Record<string, string>
   body?: unknown
+  /** A multipart body, for routes that take uploads (sent instead of `body`). */
+  form?: FormData
   headers?: Record<string, string>
 }
 
@@ -68,7 +70,7 @@ export class OpenApiChecker {
     const url = new URL(path.replaceAll(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(options.params?.[name] ?? '')), service.url)
     for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value)
     const response = await fetch(url, {
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       headers: {...(options.body === undefined ? {} : {'content-type': 'application/json'}), ...options.headers},
       method,
     })

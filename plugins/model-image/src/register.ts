@@ -31,7 +31,7 @@ const register: RegisterHook = async ({api}) => {
         ],
       },
     ],
-    routes: [...imageRoutes(api, store), api.media.mediaFileRoute(store, '/v1/images/files/:id', 'images')],
+    routes: [...imageRoutes(api, store), api.media.mediaFileRoute(store, '/v1/images/files/:id', 'images', ['image/png'])],
   }
 }
 

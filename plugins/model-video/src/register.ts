@@ -30,7 +30,7 @@ const register: RegisterHook = async ({api}) => {
         ],
       },
     ],
-    routes: [...videoRoutes(api, store), api.media.mediaFileRoute(store, '/v1/video/files/:id', 'video')],
+    routes: [...videoRoutes(api, store), api.media.mediaFileRoute(store, '/v1/video/files/:id', 'video', ['video/mp4', 'image/png', 'application/octet-stream'])],
   }
 }
 
