@@ -22,6 +22,7 @@ import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOp
 
 import {ServiceError} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
+import {type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
 import {errorFromReply, sendJson} from './http.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
@@ -252,7 +253,8 @@ export class Client {
     }
   }
 
-  private async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  /** One API call whose answer the caller reads itself (audio, text); a non-2xx answer becomes a ServiceError. */
+  async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
     let response: Response
     const started = performance.now()
     try {
@@ -333,6 +335,15 @@ export class ModelClient {
   /** The documents scored by relevance to the query, best first (`POST /v1/rerank`), as Xinference's `rerank`. */
   rerank(documents: Array<string | {text: string}>, query: string, options: RerankOptions = {}, signal?: AbortSignal): Promise<RerankResponse> {
     return this.client.request('POST', '/v1/rerank', {...options, documents, model: this.uid, query}, signal)
+  }
+
+  /**
+   * The speech in `audio` as text (`POST /v1/audio/transcriptions`, or `/translations` with `translate`), as
+   * Xinference's `transcriptions`: JSON for `json` and `verbose_json`, the text itself for `text`, `srt` and `vtt`.
+   */
+  async transcribe(audio: Blob, options: TranscriptionOptions = {}, signal?: AbortSignal): Promise<Transcription | string> {
+    const {form, path} = transcriptionRequest(this.uid, audio, options)
+    return transcriptionReply(await this.client.send('POST', path, form, signal))
   }
 
   describe(): Promise<RunningModel> {

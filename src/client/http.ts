@@ -13,12 +13,14 @@ export interface JsonCall {
   signal?: AbortSignal
 }
 
-/** Sends a JSON call; a network failure rejects as `fetch` rejects (the caller says what could not be reached). */
+/** Sends a JSON call (or a FormData upload); a network failure rejects as `fetch` rejects (the caller says what could not be reached). */
 export function sendJson(fetcher: typeof fetch, url: string, {body, credential, method, signal}: JsonCall): Promise<Response> {
   const headers: Record<string, string> = {accept: 'application/json'}
-  if (body !== undefined) headers['content-type'] = 'application/json'
+  // A form (an upload) goes as multipart/form-data, whose boundary fetch writes into the Content-Type itself.
+  const form = body instanceof FormData
+  if (body !== undefined && !form) headers['content-type'] = 'application/json'
   if (credential) headers.authorization = `Bearer ${credential}`
-  return fetcher(url, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal})
+  return fetcher(url, {body: body === undefined ? undefined : form ? body : JSON.stringify(body), headers, method, signal})
 }
 
 /**

@@ -5,14 +5,16 @@
  * description. The text is noise (random weights): the tests check shapes, times and formats, not words.
  */
 import {expect} from 'chai'
-import {mkdir, readdir, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import OpenAI, {toFile} from 'openai'
-import {readFile} from 'node:fs/promises'
 
+import {writeRandomWhisperGgml} from '../../plugins/engine-whisper-cpp/src/ggml/random-whisper.js'
+import {Client, type Transcription} from '../../src/client/index.js'
 import {AUDIO_CONTAINERS, writeTestAudio} from '../helpers/audio.js'
 import {assertOpenAiSchema} from '../helpers/conformance.js'
+import {FakeHub} from '../helpers/fake-hub.js'
 import {callApi, closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const MAX_SECONDS = 12
@@ -150,6 +152,25 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     expect((await client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper'})).text).to.be.a('string')
   })
 
+  it('transcribes with `servicectl transcribe` (subtitles, JSON) and the client library', async () => {
+    const srt = await cli(['transcribe', '-u', 'tiny-random-whisper', speech, '--response-format', 'srt'])
+    expect(srt.exitCode, srt.stderr).to.equal(0)
+    expect(srt.stdout).to.match(/^1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n/)
+    const json = await cli(['transcribe', '-u', 'tiny-random-whisper', speech, '--translate', '--json'])
+    expect(json.exitCode, json.stderr).to.equal(0)
+    expect(JSON.parse(json.stdout)).to.have.property('text').that.is.a('string')
+    const missing = await cli(['transcribe', '-u', 'tiny-random-whisper', join(directory, 'nothing.wav')])
+    expect(missing.exitCode).to.not.equal(0)
+    expect(missing.stderr).to.contain('no such file')
+
+    const model = new Client(service.url).model('tiny-random-whisper')
+    const verbose = (await model.transcribe(new Blob([await readFile(speech)]), {fileName: 'speech.wav', response_format: 'verbose_json', timestamp_granularities: ['word']})) as Transcription
+    expect(verbose.duration).to.be.closeTo(3, 0.05)
+    expect(verbose.words).to.be.an('array')
+    expect(verbose).to.not.have.property('segments')
+    expect(await model.transcribe(new Blob([await readFile(speech)]), {response_format: 'vtt'})).to.match(/^WEBVTT\n/)
+  })
+
   it('refuses an audio model registration whose abilities or languages are not the audio type\'s', async () => {
     const weights = join(directory, 'ggml-mine.bin')
     await writeFile(weights, 'registered, not launched')
@@ -159,5 +180,35 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     expect(JSON.stringify(refused.body)).to.contain('model_ability')
     const accepted = await callApi(service, 'POST', '/v1/model_registrations/audio', {model: {...family, model_ability: ['audio2text'], multilingual: true}, persist: false})
     expect(accepted.status, JSON.stringify(accepted.body)).to.equal(200)
+  })
+})
+
+describe('audio: a catalogue Whisper downloaded from the hub (fake hub, real repository layout)', function () {
+  this.timeout(120_000)
+  let hub: FakeHub
+  let service: RunningService
+
+  before(async () => {
+    const directory = await temporaryDirectory()
+    const ggml = join(directory, 'ggml-tiny.bin')
+    await writeRandomWhisperGgml(ggml)
+    hub = await FakeHub.start()
+    await hub.addRepo('ggerganov/whisper.cpp', {'ggml-tiny.bin': ggml})
+    service = await startService({env: {HF_ENDPOINT: hub.url}})
+  })
+
+  after(async () => {
+    await service?.stop()
+    await hub?.stop()
+  })
+
+  it('launches whisper-tiny from ggerganov/whisper.cpp\'s ggml-tiny.bin and transcribes with it', async () => {
+    const launched = await servicectl(['launch', '-n', 'whisper-tiny', '-t', 'audio', '--model-engine', 'whisper.cpp'], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    expect(hub.requests.some((request) => request.kind === 'file' || request.url.includes('ggml-tiny.bin'))).to.equal(true)
+    const directory = await temporaryDirectory()
+    const client = new OpenAI({apiKey: 'not-needed', baseURL: `${service.url}/v1`, maxRetries: 0})
+    const result = await client.audio.transcriptions.create({file: await toFile(await readFile(await writeTestAudio(directory, 'ogg', 2)), 'speech.ogg'), model: 'whisper-tiny', response_format: 'verbose_json'})
+    expect(result.duration).to.be.closeTo(2, 0.1)
   })
 })
