@@ -12,6 +12,7 @@ import {chmod, mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
+import {writeTestAudio} from '../helpers/audio.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
@@ -84,6 +85,16 @@ describe('README examples', () => {
     expect(embedded.stdout).to.match(/my-embedder\s+embedding\s+my-embedder\s+llama.cpp\s+q8_0\s+64\s+127\s+ready/)
     // The generated embedding model has 64 dimensions where bge-small has 384.
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
+  })
+
+  it('runs the audio block: tiny-random-whisper, servicectl transcribe, curl verbose_json', async () => {
+    await writeTestAudio(directory, 'mp3', 3, 'meeting')
+    const script = (await readmeBlock('audio')).replaceAll('http://127.0.0.1:9997', service.url)
+    const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env, reject: false})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.contain('Model uid: tiny-random-whisper')
+    expect(run.stdout).to.match(/\n1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n/)
+    expect(run.stdout).to.match(/\{"duration":3(\.\d+)?,"language":"[a-z ]+"\}\n?$/)
   })
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {
