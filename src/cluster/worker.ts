@@ -9,10 +9,13 @@ import {join} from 'node:path'
 import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
+import type {PythonEnvironment, VirtualEnvSettings} from '../kernel/virtualenv.js'
+import type {PythonEnvironments} from '../python-env/environments.js'
 import type {CachedModel} from '../weights/cache.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
+import {mergeVirtualEnv} from '../kernel/virtualenv.js'
 import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
@@ -49,6 +52,8 @@ export interface LocalWorkerOptions {
   /** Finds, and downloads when needed, the weights of a spec. */
   weights: WeightStore
   spawn?: SpawnInstance
+  /** Makes the virtual environments of engines that run Python; without it such engines cannot launch here. */
+  pythonEnvironments?: PythonEnvironments
   /** Told when an instance's process dies on its own, so the supervisor can show it on the model. */
   onCrash?: (uid: string, error: ServiceError) => void
   env?: Record<string, string>
@@ -97,13 +102,16 @@ export class LocalWorker implements WorkerApi {
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
     if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
+    const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
+    let python: PythonEnvironment | undefined
     try {
       modelPath = await this.options.weights.resolve(load, {
         onGenerating: () => onProgress?.({stage: 'generating'}),
         onProgress: (download) => onProgress?.({download, stage: 'downloading'}),
         signal,
       })
+      python = await this.pythonEnvironment(engine, load, logFile, onProgress, signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
       throw error
@@ -118,13 +126,12 @@ export class LocalWorker implements WorkerApi {
     onProgress?.({fraction: 0, stage: 'loading'})
     // The GPUs given to this model alone, for a Node host and an external program alike.
     const env = {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.devices)}
-    const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     const onCrash = (error: ServiceError) => {
       log.error(`model ${load.modelUid}: ${error.message}`)
       this.options.onCrash?.(load.modelUid, error)
     }
 
-    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
+    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {
@@ -201,6 +208,20 @@ export class LocalWorker implements WorkerApi {
 
   private summary(instance: ExternalProgram | InstanceProcess): InstanceSummary {
     return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
+  }
+
+  /** The virtual environment an engine that runs Python needs, made on the first launch that needs it. */
+  private async pythonEnvironment(engine: EngineDefinition, load: InstanceLaunch['load'], logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
+    if (!engine.external || !engine.python) return undefined
+    const environments = this.options.pythonEnvironments
+    if (!environments) throw new ServiceError(400, 'unsupported', `worker ${this.id} cannot make Python environments, which engine ${engine.name} needs.`, 'model_engine')
+    const request = mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined)
+    try {
+      return await environments.ensure(request, {logFile, onInstalling: () => onProgress?.({stage: 'installing'}), signal})
+    } catch (error) {
+      // A worker shutting down says so rather than that the launch was cancelled.
+      throw signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error
+    }
   }
 
   private async checkAvailable(engine: EngineDefinition) {

@@ -10,6 +10,7 @@ import type {ExternalEngine} from './external-engine.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
+import type {PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -107,6 +108,12 @@ export interface EngineDefinition {
    * as `ExternalEngine<LlmOperations>` (its model type's operations) to have its operations checked.
    */
   external?: ExternalEngine
+  /**
+   * The Python packages an `external` engine's program needs. Before the program starts, the kernel creates (or
+   * reuses) a virtual environment holding them, with the registration's `virtualenv` settings merged over them, and
+   * gives its interpreter to `external.command()` as `context.python`.
+   */
+  python?: PythonRequirements
   /**
    * Environment variables each model instance's process starts with, for settings a runtime reads only at
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.

@@ -22,6 +22,7 @@ import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
+import {pythonRequirementsProblem} from './virtualenv.js'
 
 export interface Registered<T> {
   plugin: string
@@ -192,6 +193,12 @@ export class Kernel {
     const environment = engine.processEnvironment ?? {}
     if (typeof environment !== 'object' || Object.values(environment).some((value) => typeof value !== 'string')) {
       this.report(plugin, `engine ${engine.name}: processEnvironment must map variable names to strings`)
+      return
+    }
+
+    const pythonProblem = engine.python === undefined ? undefined : pythonRequirementsProblem(engine.python, isExternalEngine(engine.external))
+    if (pythonProblem) {
+      this.report(plugin, `engine ${engine.name}: ${pythonProblem}`)
       return
     }
 

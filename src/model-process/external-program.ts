@@ -9,6 +9,7 @@ import {setTimeout as delay} from 'node:timers/promises'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
+import type {PythonEnvironment} from '../kernel/virtualenv.js'
 import type {InstanceState} from '../protocol/worker.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
@@ -19,6 +20,8 @@ export interface ExternalProgramOptions {
   logFile: string
   /** Environment the program starts with, beyond the service's own (the engine's command may add more). */
   env?: Record<string, string>
+  /** The virtual environment made for the engine's Python packages, given to its command. */
+  python?: PythonEnvironment
   spawn?: SpawnProgram
   /** Finds a free port; get-port's unless given. */
   freePort?: () => Promise<number>
@@ -71,7 +74,8 @@ export class ExternalProgram {
   async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     this.port = await (this.options.freePort ?? getFreePort)()
     const env = {...this.options.env, ...gpuEnvironment(request.devices)}
-    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port}
+    const {python} = this.options
+    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port, ...(python ? {python} : {})}
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()

@@ -74,9 +74,10 @@ export const LAUNCH_FIELDS: ReadonlySet<string> = new Set(Object.keys(launchFiel
 
 /**
  * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
- * loading → ready; or error / cancelled.
+ * installing (an engine that runs Python, when its virtual environment does not exist yet) → loading → ready; or
+ * error / cancelled.
  */
-export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'loading' | 'ready' | 'error' | 'cancelled'
+export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'installing' | 'loading' | 'ready' | 'error' | 'cancelled'
 
 export interface LaunchProgress {
   model_uid: string

@@ -36,6 +36,7 @@ import {ModelEventLog} from '../cluster/model-events.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {stopOnce} from './stop-once.js'
+import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
 import {LocalWorker, machineResources} from '../cluster/worker.js'
@@ -89,6 +90,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           log,
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
+          pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
           resources: () => machineResources(gpus),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),

@@ -100,7 +100,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/models/:model_uid/progress',
       permission: 'models:list',
-      summary: "A launch's stage (pending, downloading, generating, loading, ready, error, cancelled), progress from 0 to 1 and download bytes",
+      summary: "A launch's stage (pending, downloading, generating, installing, loading, ready, error, cancelled), progress from 0 to 1 and download bytes",
       tag: 'models',
     },
     {

@@ -21,7 +21,7 @@ export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
       path: '/v1/models/:model_uid/events',
       permission: 'models:list',
       response: s.array(modelEventSchema).json,
-      summary: "A model's events, oldest first: launch, download milestones, generating, loading, ready, crash with reason, terminate (kept for a while after it ended)",
+      summary: "A model's events, oldest first: launch, download milestones, generating, installing (a Python environment), loading, ready, crash with reason, terminate (kept for a while after it ended)",
       tag: 'models',
     },
     {
