@@ -314,6 +314,11 @@ export type RouteResult =
    * `terminator` (e.g. `[DONE]`) is sent last.
    */
   | {kind: 'sse'; events: AsyncIterable<unknown>; terminator?: string; errorEvent?: (error: ServiceError) => unknown}
+  /**
+   * Bytes sent as they are made (synthesized speech): the client gets each chunk at once, and the iterator is
+   * returned when the client goes away.
+   */
+  | {kind: 'bytes'; contentType: string; body: AsyncIterable<Uint8Array>}
 
 export type ErrorStyle = 'openai' | 'anthropic'
 
