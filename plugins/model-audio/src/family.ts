@@ -1,7 +1,7 @@
 /**
  * Xinference's audio family format: `model_family` (whisper, …), `model_ability` a subset of audio2text and
  * text2audio, `multilingual`, `language` and `default_transcription_config` (options every transcription of the model
- * starts from), besides the model specs every type has.
+ * starts from), and our `voices` (a text2audio model's voice names, by speaker id), besides the model specs every type has.
  */
 import type {KernelApi, ModelFamily} from 'service-toolkit'
 
@@ -17,6 +17,8 @@ export function validateAudioFamily(api: KernelApi, family: ModelFamily): void {
   if (family.multilingual !== undefined && typeof family.multilingual !== 'boolean') throw bad('multilingual', 'must be true or false.')
   if (family.language !== undefined && (!Array.isArray(family.language) || family.language.some((code) => typeof code !== 'string')))
     throw bad('language', 'must be a list of language codes such as ["en", "zh"].')
+  if (family.voices !== undefined && (!Array.isArray(family.voices) || family.voices.length === 0 || family.voices.some((voice) => typeof voice !== 'string' || voice === '')))
+    throw bad('voices', 'must list the voice names of a text2audio model, its speaker ids in order (e.g. ["default"]).')
   const config = family.default_transcription_config
   if (config !== undefined && (typeof config !== 'object' || config === null || Array.isArray(config)))
     throw bad('default_transcription_config', 'must be an object of transcription options, such as {"language": "en"}.')

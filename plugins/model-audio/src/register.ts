@@ -2,6 +2,7 @@ import type {ModelFamily, RegisterHook} from 'service-toolkit'
 
 import {readFile} from 'node:fs/promises'
 
+import {speechRoute} from './speech.js'
 import {transcriptionRoutes} from './transcription.js'
 import {validateAudioFamily} from './family.js'
 
@@ -23,7 +24,7 @@ const register: RegisterHook = async ({api}) => {
         validateFamily: (family) => validateAudioFamily(api, family),
       },
     ],
-    routes: [...transcriptionRoutes(api)],
+    routes: [...transcriptionRoutes(api), speechRoute(api)],
   }
 }
 
