@@ -46,3 +46,26 @@ export function transcriptionRequest(model: string, audio: Blob, options: Transc
 export async function transcriptionReply(response: Response): Promise<Transcription | string> {
   return (response.headers.get('content-type') ?? '').includes('application/json') ? ((await response.json()) as Transcription) : response.text()
 }
+
+export interface SpeechOptions {
+  /** One of the model's voices; `default` for a single-voice model. */
+  voice: string
+  response_format?: 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm'
+  /** 0.25 to 4. */
+  speed?: number
+}
+
+/** The audio's bytes as the service sends them, which is as the model speaks. */
+export async function* speechBytes(response: Response): AsyncGenerator<Uint8Array> {
+  const reader = response.body!.getReader()
+  try {
+    while (true) {
+      const {done, value} = await reader.read()
+      if (done) return
+      yield value
+    }
+  } finally {
+    // Stopping early (a consumer that breaks off) cancels the request, which stops the model.
+    await reader.cancel().catch(() => {})
+  }
+}

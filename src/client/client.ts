@@ -22,7 +22,7 @@ import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOp
 
 import {ServiceError} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
-import {type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
+import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
 import {errorFromReply, sendJson} from './http.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
@@ -344,6 +344,11 @@ export class ModelClient {
   async transcribe(audio: Blob, options: TranscriptionOptions = {}, signal?: AbortSignal): Promise<Transcription | string> {
     const {form, path} = transcriptionRequest(this.uid, audio, options)
     return transcriptionReply(await this.client.send('POST', path, form, signal))
+  }
+
+  /** `input` spoken by a text2audio model (`POST /v1/audio/speech`), its bytes streamed as they are made. */
+  async *speech(input: string, options: SpeechOptions, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    yield* speechBytes(await this.client.send('POST', '/v1/audio/speech', {...options, input, model: this.uid}, signal))
   }
 
   describe(): Promise<RunningModel> {

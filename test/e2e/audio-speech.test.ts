@@ -7,10 +7,11 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
-import {writeFile} from 'node:fs/promises'
+import {readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
+import {Client} from '../../src/client/index.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {callApi, closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -76,6 +77,25 @@ describe('audio: text to speech with the VITS engine (service-local, virtual env
 
     const length = async (speed: number) => (await (await client.audio.speech.create({input: INPUT, model: 'tiny-random-vits', response_format: 'pcm', speed, voice: 'default'})).arrayBuffer()).byteLength
     expect(await length(2)).to.be.lessThan(await length(0.5))
+  })
+
+  it('speaks to a file with `servicectl speak` and the client library, leaving no file when refused', async () => {
+    const cli = (args: string[], input?: string) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}, input})
+    const flac = join(directory, 'hello.flac')
+    const spoken = await cli(['speak', '-u', 'tiny-random-vits', '-o', flac, INPUT])
+    expect(spoken.exitCode, spoken.stderr).to.equal(0)
+    expect(spoken.stdout).to.match(/^Wrote .*hello\.flac \(flac, \d+ bytes\)/)
+    expect((await probe(flac)).codec).to.equal('flac')
+    const piped = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'second', '-o', join(directory, 'piped.mp3')], 'Read from stdin.')
+    expect(piped.exitCode, piped.stderr).to.equal(0)
+    const refused = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'alloy', '-o', join(directory, 'refused.wav'), 'Hello.'])
+    expect(refused.exitCode).to.not.equal(0)
+    expect(refused.stderr).to.contain('`voice` "alloy" is not a voice of this model')
+    expect(await readdir(directory)).to.not.include.members(['refused.wav', 'refused.wav.partial'])
+
+    let bytes = 0
+    for await (const chunk of new Client(service.url).model('tiny-random-vits').speech(INPUT, {response_format: 'pcm', voice: 'default'})) bytes += chunk.length
+    expect(bytes).to.be.greaterThan(0)
   })
 
   it('refuses an unknown voice, input over the limit and formats it does not make, naming the field', async () => {
