@@ -7,13 +7,13 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
-import {readdir, writeFile} from 'node:fs/promises'
+import {readdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {Client} from '../../src/client/index.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
-import {callApi, closedPort, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, closedPort, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const INPUT = 'Hello there. This is the second sentence! And is this the third?'
 
@@ -96,6 +96,23 @@ describe('audio: text to speech with the VITS engine (service-local, virtual env
     let bytes = 0
     for await (const chunk of new Client(service.url).model('tiny-random-vits').speech(INPUT, {response_format: 'pcm', voice: 'default'})) bytes += chunk.length
     expect(bytes).to.be.greaterThan(0)
+  })
+
+  it('stops synthesizing when the client goes away', async () => {
+    const sentences = Array.from({length: 60}, (_, i) => `This is sentence number ${i + 1}.`).join(' ')
+    const abort = new AbortController()
+    const response = await fetch(`${service.url}/v1/audio/speech`, {
+      body: JSON.stringify({input: sentences, model: 'tiny-random-vits', response_format: 'pcm', voice: 'default'}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+      signal: abort.signal,
+    })
+    const reader = response.body!.getReader()
+    await reader.read()
+    abort.abort()
+    const log = join(service.home, 'logs', 'models', 'tiny-random-vits.log')
+    const stopped = await until(async () => /speech stopped: the client went away after (\d+) of 60 sentences/.exec(await readFile(log, 'utf8'))?.[1], 'the engine to stop', 60_000)
+    expect(Number(stopped)).to.be.lessThan(60)
   })
 
   it('refuses an unknown voice, input over the limit and formats it does not make, naming the field', async () => {

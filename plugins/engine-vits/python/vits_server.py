@@ -44,7 +44,9 @@ def main():
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
+        # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
+        # whole (a body that ends by closing the connection reads as a failure to fetch).
+        protocol_version = "HTTP/1.1"
 
         def log_message(self, format, *values):
             pass
@@ -71,10 +73,11 @@ def main():
             sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
             self.send_response(200)
             self.send_header("Content-Type", "audio/pcm")
+            self.send_header("Transfer-Encoding", "chunked")
             self.send_header("X-Sample-Rate", str(model.config.sampling_rate))
             self.end_headers()
             self.wfile.flush()
-            for sentence in sentences:
+            for done, sentence in enumerate(sentences):
                 inputs = tokenizer(sentence, return_tensors="pt")
                 if inputs["input_ids"].shape[-1] == 0:
                     continue
@@ -83,11 +86,15 @@ def main():
                     speaker = {"speaker_id": voices.index(voice)} if model.config.num_speakers > 1 else {}
                     waveform = model(**inputs, **speaker).waveform[0]
                 pcm = (waveform.clamp(-1, 1) * 32767).to(torch.int16).numpy().tobytes()
+                if not pcm:
+                    continue
                 try:
-                    self.wfile.write(pcm)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(pcm), pcm))
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
+                    print(f"speech stopped: the client went away after {done + 1} of {len(sentences)} sentences", flush=True)
                     return
+            self.wfile.write(b"0\r\n\r\n")
 
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 

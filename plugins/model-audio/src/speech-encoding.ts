@@ -41,7 +41,12 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, sampleRate: numb
   })
   const feeding = (async () => {
     try {
-      for await (const chunk of pcm) if (!input.write(chunk)) await new Promise((resolve) => input.once('drain', resolve))
+      for await (const chunk of pcm) {
+        if (!input.write(chunk)) await new Promise((resolve) => input.once('drain', resolve).once('close', resolve))
+        // FFmpeg was stopped (the client went away): leaving the loop returns the engine's stream.
+        if (input.destroyed) return
+      }
+
       input.end()
     } catch (error) {
       input.destroy()
@@ -49,6 +54,8 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, sampleRate: numb
       throw error
     }
   })()
+  // Handled at once: it may fail (the client went away) while FFmpeg's output is being read, before it is awaited.
+  feeding.catch(() => {})
   try {
     for await (const chunk of encoder.stdout!) yield chunk as Uint8Array
     await feeding
@@ -57,6 +64,5 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, sampleRate: numb
   } finally {
     stop.abort()
     input.destroy()
-    await feeding.catch(() => {})
   }
 }
