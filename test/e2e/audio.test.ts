@@ -171,15 +171,22 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     expect(await model.transcribe(new Blob([await readFile(speech)]), {response_format: 'vtt'})).to.match(/^WEBVTT\n/)
   })
 
-  it('refuses an audio model registration whose abilities or languages are not the audio type\'s', async () => {
+  it('refuses an audio registration whose abilities are not the audio type\'s, and applies a registered default_transcription_config', async () => {
     const weights = join(directory, 'ggml-mine.bin')
     await writeFile(weights, 'registered, not launched')
     const family = {model_ability: ['chat'], model_family: 'whisper', model_name: 'my-whisper', model_specs: [{model_format: 'ggml', model_uri: pathToFileURL(weights).href, quantization: 'f16'}]}
     const refused = await callApi(service, 'POST', '/v1/model_registrations/audio', {model: family, persist: false})
     expect(refused.status).to.equal(400)
     expect(JSON.stringify(refused.body)).to.contain('model_ability')
-    const accepted = await callApi(service, 'POST', '/v1/model_registrations/audio', {model: {...family, model_ability: ['audio2text'], multilingual: true}, persist: false})
+    await writeRandomWhisperGgml(weights)
+    const german = {...family, default_transcription_config: {language: 'de'}, model_ability: ['audio2text'], multilingual: true}
+    const accepted = await callApi(service, 'POST', '/v1/model_registrations/audio', {model: german, persist: false})
     expect(accepted.status, JSON.stringify(accepted.body)).to.equal(200)
+    const launched = await cli(['launch', '-n', 'my-whisper', '-t', 'audio', '--model-engine', 'whisper.cpp'])
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    // The family's default_transcription_config gives the language the request leaves out.
+    const result = await client.audio.transcriptions.create({file: await upload(speech), model: 'my-whisper', response_format: 'verbose_json'})
+    expect(result.language).to.equal('german')
   })
 })
 

@@ -85,27 +85,25 @@ const host: EngineHost<WhisperOperations> = {
     }
 
     const pool = new ContextPool([...contexts])
+    // Xinference's per-model defaults: what a request leaves out, the family may set (a fixed language, a prompt).
+    const defaults = (request.family.default_transcription_config ?? {}) as {language?: string; prompt?: string; temperature?: number}
 
     async function* transcribe(payload: TranscriptionPayload, signal: AbortSignal): AsyncGenerator<TranscriptionEvent> {
       const pcm = Buffer.from(payload.pcm, 'base64')
       const samples = new Int16Array(pcm.buffer, pcm.byteOffset, Math.floor(pcm.byteLength / 2))
-      const options = {
-        language: payload.language ?? 'auto',
-        maxThreads: threads,
-        translate: payload.translate,
-        ...(payload.temperature === undefined ? {} : {temperature: payload.temperature}),
-      }
+      const temperature = payload.temperature ?? defaults.temperature
+      const options = {maxThreads: threads, translate: payload.translate, ...(temperature === undefined ? {} : {temperature})}
       const context = await pool.lease(signal)
-      let language = payload.language
+      let language = payload.language ?? defaults.language
       try {
-        let prompt = payload.prompt
+        let prompt = payload.prompt ?? defaults.prompt
         for (const [start, end] of windowsOf(samples, SAMPLE_RATE)) {
           signal.throwIfAborted()
           // A copy: the binding reads an ArrayBuffer whole, and `samples` shares its buffer with the rest.
           const window = samples.slice(start, end).buffer
           const offset = start / SAMPLE_RATE
           const run = (extra: Record<string, unknown>) => {
-            const job = context.transcribeData(window, {...options, ...(prompt ? {prompt} : {}), ...(language ? {language} : {}), ...extra})
+            const job = context.transcribeData(window, {...options, language: language ?? 'auto', ...(prompt ? {prompt} : {}), ...extra})
             const stop = () => void job.stop()
             signal.addEventListener('abort', stop, {once: true})
             return job.promise.finally(() => signal.removeEventListener('abort', stop))
