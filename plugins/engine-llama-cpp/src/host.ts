@@ -71,6 +71,9 @@ const host: EngineHost<LlamaCppOperations> = {
         log.debug(`llama.cpp ${level}: ${message.trimEnd()}`)
         if (level === 'error' || level === 'fatal') recentErrors.splice(0, recentErrors.length - 2, message.trim())
       },
+      // Otherwise node-llama-cpp writes to the console, outside the model's log format, when a GPU build it tried
+      // cannot load here (a Vulkan loader, which FFmpeg's Debian package brings, on a machine without a GPU).
+      progressLogs: false,
     })
     const gpuLayers = parameters.n_gpu_layers === undefined ? undefined : parameters.n_gpu_layers === -1 ? 'max' : (parameters.n_gpu_layers as number)
     let model: LlamaModel
