@@ -9,6 +9,7 @@ export type {FamilySpec, HubSource, ModelFamily, ResolvedSpec} from './kernel/ca
 export type * from './kernel/contracts.js'
 export type * from './kernel/generation.js'
 export type * from './kernel/retrieval.js'
+export type * from './kernel/audio.js'
 export type * from './kernel/operations.js'
 export type * from './kernel/flexible.js'
 export type * from './kernel/media.js'

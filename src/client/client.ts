@@ -26,6 +26,7 @@ import type {ImageOptions, ImagesResponse, OcrResponse, VideoOptions, VideosResp
 import {ServiceError} from '../kernel/errors.js'
 import {formFields} from '../protocol/media.js'
 import {VERSION_HEADER} from '../protocol/version.js'
+import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
 import {errorFromReply, sendJson} from './http.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
@@ -271,7 +272,8 @@ export class Client {
     }
   }
 
-  private async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  /** One API call whose answer the caller reads itself (audio, text); a non-2xx answer becomes a ServiceError. */
+  async send(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
     let response: Response
     const started = performance.now()
     try {
@@ -407,6 +409,20 @@ export class ModelClient {
     form.append('first_frame', firstFrame, 'first_frame')
     form.append('last_frame', lastFrame, 'last_frame')
     return this.client.request('POST', '/v1/video/generations/flf', form, signal)
+  }
+
+  /**
+   * The speech in `audio` as text (`POST /v1/audio/transcriptions`, or `/translations` with `translate`), as
+   * Xinference's `transcriptions`: JSON for `json` and `verbose_json`, the text itself for `text`, `srt` and `vtt`.
+   */
+  async transcribe(audio: Blob, options: TranscriptionOptions = {}, signal?: AbortSignal): Promise<Transcription | string> {
+    const {form, path} = transcriptionRequest(this.uid, audio, options)
+    return transcriptionReply(await this.client.send('POST', path, form, signal))
+  }
+
+  /** `input` spoken by a text2audio model (`POST /v1/audio/speech`), its bytes streamed as they are made. */
+  async *speech(input: string, options: SpeechOptions, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    yield* speechBytes(await this.client.send('POST', '/v1/audio/speech', {...options, input, model: this.uid}, signal))
   }
 
   describe(): Promise<RunningModel> {

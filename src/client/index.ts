@@ -17,6 +17,7 @@ export type {
   RunningModel,
   WaitOptions,
 } from './client.js'
+export type {SpeechOptions, Transcription, TranscriptionOptions, TranscriptionSegment} from './audio.js'
 export {CLIENT_VERSION} from './version.js'
 export {ServiceError} from '../kernel/errors.js'
 export type {ErrorCode, ServiceErrorShape} from '../kernel/errors.js'

@@ -343,6 +343,11 @@ export type RouteResult =
    * `terminator` (e.g. `[DONE]`) is sent last.
    */
   | {kind: 'sse'; events: AsyncIterable<unknown>; terminator?: string; errorEvent?: (error: ServiceError) => unknown}
+  /**
+   * Bytes sent as they are made (synthesized speech): the client gets each chunk at once, and the iterator is
+   * returned when the client goes away.
+   */
+  | {kind: 'bytes'; contentType: string; body: AsyncIterable<Uint8Array>}
 
 export type ErrorStyle = 'openai' | 'anthropic'
 
@@ -364,7 +369,7 @@ export interface RouteDefinition<Body = unknown> {
   response?: JsonSchema
   /**
    * The media type of a success response that is not JSON (`text/plain` for /metrics, `text/html` for /docs), or the
-   * types it may be, for a route answering files.
+   * types it may be (a route answering files, or JSON or text as the request asks, `application/json` among them).
    */
   produces?: string | string[]
   /** JSON Schema of each server-sent event's data, for a route that streams (`text/event-stream`) when its request asks to. */

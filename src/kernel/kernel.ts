@@ -66,7 +66,8 @@ export class Kernel {
   readonly builtins = new Map<string, Map<string, BuiltinFamily>>()
   readonly routes: Array<Registered<RouteDefinition>> = []
   /** Keyed by model format, lower-cased as formats are matched. */
-  readonly weightsGenerators = new Map<string, Registered<WeightsGenerator>>()
+  /** By format; several plugins may make files of one format (a pytorch LLM, a pytorch voice), each its own recipes. */
+  readonly weightsGenerators = new Map<string, Array<Registered<WeightsGenerator>>>()
   /** Problems found while registering, for the log and `GET /v1/cluster/plugins`. */
   readonly problems: PluginFailure[] = []
   readonly plugins: string[] = []
@@ -91,8 +92,10 @@ export class Kernel {
     return this.engines.get(name.toLowerCase())
   }
 
-  weightsGenerator(format: string): WeightsGenerator | undefined {
-    return this.weightsGenerators.get(format.toLowerCase())?.definition
+  /** The generator of `format` files that knows `recipe`; else the first of that format, whose refusal names its recipes. */
+  weightsGenerator(format: string, recipe: string): WeightsGenerator | undefined {
+    const generators = this.weightsGenerators.get(format.toLowerCase()) ?? []
+    return (generators.find(({definition}) => definition.recipes.includes(recipe)) ?? generators[0])?.definition
   }
 
   enginesFor(modelType: string): EngineDefinition[] {
@@ -172,9 +175,10 @@ export class Kernel {
       return
     }
 
-    const existing = this.weightsGenerators.get(generator.format.toLowerCase())
-    if (existing) this.report(plugin, `weights generator for ${generator.format} is already provided by ${existing.plugin}`)
-    else this.weightsGenerators.set(generator.format.toLowerCase(), {definition: generator, plugin})
+    const generators = this.weightsGenerators.get(generator.format.toLowerCase()) ?? []
+    const clash = generators.find(({definition}) => definition.recipes.some((recipe) => generator.recipes.includes(recipe)))
+    if (clash) this.report(plugin, `weights generator for ${generator.format}: its recipes are already provided by ${clash.plugin}`)
+    else this.weightsGenerators.set(generator.format.toLowerCase(), [...generators, {definition: generator, plugin}])
   }
 
   private registerEngine(plugin: string, engine: EngineDefinition) {

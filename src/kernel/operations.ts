@@ -5,6 +5,7 @@
  * live here rather than in their plugins because plugins never import each other and an engine plugin needs them
  * as much as the model-type plugin does.
  */
+import type {SpeechEvent, SpeechPayload, TranscriptionEvent, TranscriptionPayload} from './audio.js'
 import type {ChatPayload, CompletionPayload, GenerationEvent, TokenCountEvent} from './generation.js'
 import type {EmbeddingEvent, EmbeddingPayload, RankEvent, RankPayload} from './retrieval.js'
 
@@ -44,4 +45,10 @@ export interface EmbeddingOperations {
 /** The `rerank` type. */
 export interface RerankOperations {
   rank: OperationSpec<RankPayload, RankEvent>
+}
+
+/** The `audio` type: `transcribe` for `audio2text` models, `speak` for `text2audio` ones. */
+export interface AudioOperations {
+  transcribe: OperationSpec<TranscriptionPayload, TranscriptionEvent>
+  speak: OperationSpec<SpeechPayload, SpeechEvent>
 }

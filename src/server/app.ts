@@ -4,6 +4,7 @@
  * route takes → routes (each guarded by its permission first) → method checks → 404.
  */
 import {createRequire} from 'node:module'
+import {Readable} from 'node:stream'
 
 import Koa from 'koa'
 
@@ -204,6 +205,13 @@ export function createApp(options: AppOptions): Koa {
           ctx.body = result.body
         }
 
+        return
+      }
+
+      if (result.kind === 'bytes') {
+        ctx.status = 200
+        ctx.set({'Cache-Control': 'no-cache', 'Content-Type': result.contentType, 'X-Accel-Buffering': 'no'})
+        ctx.body = Readable.from(result.body, {objectMode: false})
         return
       }
 

@@ -16,6 +16,8 @@ import {badRequest, ServiceError} from '../kernel/errors.js'
 
 /** formidable's error codes (formidable/src/FormidableError.js) for a body over a limit. */
 const TOO_LARGE = new Set([1006, 1007, 1009, 1015, 1016])
+/** formidable's `noEmptyFiles`. */
+const EMPTY_FILE = 1010
 
 interface FormidableFile {
   filepath: string
@@ -39,6 +41,12 @@ function refusal(error: unknown, route: RouteDefinition, maxTotalBytes: number):
   // formidable counts the total as the bytes arrive but a file's size only at its end, so either limit may be the one passed.
   if (code === 1009)
     return new ServiceError(413, 'invalid_request', `the uploaded files are over the limits of ${route.method} ${route.path}: ${megabytes(maxFileBytes)} (${maxFileBytes} bytes) a file, ${megabytes(maxTotalBytes)} (${maxTotalBytes} bytes) in all.`)
+  // formidable refuses an empty file itself; a route with one file field can say which field was empty.
+  if (code === EMPTY_FILE) {
+    const fields = Object.keys(route.multipart!.files)
+    return badRequest(`${fields.length === 1 ? `\`${fields[0]}\` is` : 'an uploaded file is'} empty; send a file with content.`, fields.length === 1 ? fields[0] : undefined)
+  }
+
   if (code !== undefined && TOO_LARGE.has(code)) return new ServiceError(413, 'invalid_request', `the request body is over a limit of ${route.method} ${route.path}: ${message}`)
   return badRequest(`the request body is not valid multipart/form-data: ${message ?? error}`)
 }

@@ -71,9 +71,11 @@ function requestBody(definition: RouteDefinition) {
 }
 
 function success(definition: RouteDefinition) {
-  const content: Record<string, unknown> = definition.produces
-    ? Object.fromEntries([definition.produces].flat().map((type) => [type, {schema: definition.response ?? {type: 'string'}}]))
-    : {'application/json': {schema: definition.response ?? {}}}
+  // `response` describes the JSON answer when the route also answers JSON, else what it produces (text, a file).
+  const types = definition.produces ? [definition.produces].flat() : ['application/json']
+  const answersJson = types.includes('application/json')
+  const schemaOf = (type: string) => (type === 'application/json' ? (definition.response ?? {}) : answersJson ? {type: 'string'} : (definition.response ?? {type: 'string'}))
+  const content: Record<string, unknown> = Object.fromEntries(types.map((type) => [type, {schema: schemaOf(type)}]))
   if (definition.events)
     content['text/event-stream'] = {
       schema: {description: 'Server-sent events, when the request asks to stream: each `data:` is one JSON event as `x-itemSchema` describes.', type: 'string'},

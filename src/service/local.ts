@@ -105,7 +105,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           resources: () => machineResources(gpus),
           usage: new WorkerUsage(events),
           version,
-          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
+          weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),
         }),
       ]
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined

@@ -78,7 +78,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     resources: () => machineResources(gpus),
     usage: new WorkerUsage(downloads),
     version,
-    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events: downloads, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
+    weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events: downloads, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),
   })
   const link = new SupervisorLink({address: listening.url, clusterToken, endpoint: endpoint.replace(/\/+$/, ''), log, version, worker})
   try {

@@ -59,7 +59,8 @@ export interface WeightStoreOptions {
   /** Bytes free on the disk holding `dir` (default: statfs). */
   freeBytes?: (dir: string) => Promise<number>
   /** The installed generator of a model format's weights, for specs whose hub is `generated`. */
-  weightsGenerator?: (format: string) => WeightsGenerator | undefined
+  /** The generator of a format's files that knows a recipe (a generated spec's `model_id`). */
+  weightsGenerator?: (format: string, recipe: string) => WeightsGenerator | undefined
   /** Where each download's end is reported (metrics subscribe); none in a worker of a cluster. */
   events?: ServiceEvents
 }
@@ -209,7 +210,7 @@ export class WeightStore {
     const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
     const fill =
       spec.model_hub === GENERATED_HUB
-        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, python, signal: job.controller.signal, spec, version})
+        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format, spec.model_id ?? ''), log: this.options.log, modelName, names, python, signal: job.controller.signal, spec, version})
         : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names))
     job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.

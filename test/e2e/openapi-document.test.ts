@@ -44,6 +44,7 @@ const SUCCEEDS_ELSEWHERE: Record<string, string> = {'DELETE /v1/virtualenvs/{nam
  * OpenAI's description where it has the route); here each must be documented with a success schema.
  */
 const TYPES_CHECKED_ELSEWHERE: Record<string, string> = {
+  '@service-toolkit/plugin-model-audio': 'test/e2e/audio.test.ts',
   '@service-toolkit/plugin-model-flexible': 'test/e2e/flexible-onnx.test.ts',
   '@service-toolkit/plugin-model-image': 'test/e2e/images.test.ts',
   '@service-toolkit/plugin-model-video': 'test/e2e/videos.test.ts',

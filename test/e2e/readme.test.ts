@@ -13,6 +13,7 @@ import {chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/p
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
+import {writeTestAudio} from '../helpers/audio.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {writeLinearModel} from '../helpers/onnx-models.js'
 import {diffusersServiceEnv} from '../../bench/image-diffusers.js'
@@ -111,6 +112,16 @@ describe('README examples', () => {
     } finally {
       await media.stop()
     }
+  })
+
+  it('runs the audio block: tiny-random-whisper, servicectl transcribe, curl verbose_json', async () => {
+    await writeTestAudio(directory, 'mp3', 3, 'meeting')
+    const script = (await readmeBlock('audio')).replaceAll('http://127.0.0.1:9997', service.url)
+    const run = await execa('bash', ['-euo', 'pipefail', '-c', script], {cwd: directory, env, reject: false})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.contain('Model uid: tiny-random-whisper')
+    expect(run.stdout).to.match(/\n1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n/)
+    expect(run.stdout).to.match(/\{"duration":3(\.\d+)?,"language":"[a-z ]+"\}\n?$/)
   })
 
   it('runs the catalogue block: download on launch, cached, cal-model-mem, chat, terminate, remove-cache', async () => {

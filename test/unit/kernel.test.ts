@@ -101,19 +101,27 @@ describe('kernel', () => {
     ])
   })
 
-  it('registers one weights generator per format, reporting a malformed or second one by plugin', () => {
+  it('registers weights generators by format and recipe, reporting a malformed one or a recipe already provided, by plugin', () => {
     const generate = async () => {}
     const kernel = Kernel.fromContributions(api, [
       {contribution: {weightsGenerators: [{format: 'ggufv2', generate, recipes: ['tiny']}]}, plugin: 'engine'},
       {
-        contribution: {weightsGenerators: [{format: 'GGUFv2', generate, recipes: ['other']}, {format: 'pytorch', recipes: ['x']} as never]},
+        contribution: {
+          weightsGenerators: [
+            {format: 'GGUFv2', generate, recipes: ['other']},
+            {format: 'ggufv2', generate, recipes: ['tiny', 'more']},
+            {format: 'pytorch', recipes: ['x']} as never,
+          ],
+        },
         plugin: 'rival',
       },
     ])
-    expect(kernel.weightsGenerator('GGUFV2')?.recipes).to.deep.equal(['tiny'])
-    expect(kernel.weightsGenerator('pytorch')).to.equal(undefined)
+    expect(kernel.weightsGenerator('GGUFV2', 'tiny')?.recipes).to.deep.equal(['tiny'])
+    expect(kernel.weightsGenerator('ggufv2', 'other')?.recipes).to.deep.equal(['other'])
+    expect(kernel.weightsGenerator('ggufv2', 'unknown')?.recipes, 'the first, whose refusal names its recipes').to.deep.equal(['tiny'])
+    expect(kernel.weightsGenerator('pytorch', 'x')).to.equal(undefined)
     expect(kernel.problems).to.deep.equal([
-      {message: 'weights generator for GGUFv2 is already provided by engine', plugin: 'rival'},
+      {message: 'weights generator for ggufv2: its recipes are already provided by engine', plugin: 'rival'},
       {message: 'weights generator "pytorch" needs a format, a list of recipe names and a generate function', plugin: 'rival'},
     ])
   })

@@ -1,0 +1,103 @@
+"""Serves one VITS text-to-speech model (transformers' VitsModel: MMS-TTS, VITS) over HTTP for the service's VITS engine.
+
+GET /health answers 200 once the model is loaded. POST /speak {"input", "voice", "speed"} answers raw 16-bit mono PCM
+(the sample rate in X-Sample-Rate), one sentence at a time as each is synthesized, so the first audio leaves before
+the last sentence is made; a client that goes away stops it at the next sentence. An unknown voice is a 400 naming
+`voice`. A model folder with a config but no weights (the catalogue's tiny-random-vits) is built from the config with
+seeded random weights, as transformers builds any model from its config.
+"""
+import argparse
+import json
+import os
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import torch
+from transformers import VitsConfig, VitsModel, VitsTokenizer
+
+WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+# Sentences end at . ! ? (or a line break) followed by space; each is synthesized on its own.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def load(folder, threads):
+    torch.set_num_threads(threads)
+    if any(os.path.exists(os.path.join(folder, name)) for name in WEIGHTS):
+        model = VitsModel.from_pretrained(folder)
+    else:
+        torch.manual_seed(42)
+        model = VitsModel(VitsConfig.from_pretrained(folder))
+    return model.eval(), VitsTokenizer.from_pretrained(folder)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True, help="the model's folder")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--voices", default='["default"]', help="JSON list of voice names; a voice's index is its speaker id")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    voices = json.loads(args.voices)
+    model, tokenizer = load(args.model, args.threads)
+    # One synthesis at a time: the speaking rate is a model attribute, and the CPU is shared anyway.
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
+        # whole (a body that ends by closing the connection reads as a failure to fetch).
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format, *values):
+            pass
+
+        def answer_json(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.answer_json(200 if self.path == "/health" else 404, {"status": "ok"})
+
+        def do_POST(self):
+            if self.path != "/speak":
+                return self.answer_json(404, {"error": {"message": "no such route"}})
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            voice = request.get("voice")
+            if voice not in voices:
+                message = f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}."
+                return self.answer_json(400, {"error": {"message": message, "param": "voice"}})
+            sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/pcm")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Sample-Rate", str(model.config.sampling_rate))
+            self.end_headers()
+            self.wfile.flush()
+            for done, sentence in enumerate(sentences):
+                inputs = tokenizer(sentence, return_tensors="pt")
+                if inputs["input_ids"].shape[-1] == 0:
+                    continue
+                with lock, torch.no_grad():
+                    model.speaking_rate = float(request.get("speed", 1.0))
+                    speaker = {"speaker_id": voices.index(voice)} if model.config.num_speakers > 1 else {}
+                    waveform = model(**inputs, **speaker).waveform[0]
+                pcm = (waveform.clamp(-1, 1) * 32767).to(torch.int16).numpy().tobytes()
+                if not pcm:
+                    continue
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(pcm), pcm))
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    print(f"speech stopped: the client went away after {done + 1} of {len(sentences)} sentences", flush=True)
+                    return
+            self.wfile.write(b"0\r\n\r\n")
+
+    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

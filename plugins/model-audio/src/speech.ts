@@ -1,0 +1,63 @@
+/**
+ * `POST /v1/audio/speech`, OpenAI's shape: `input` (at most 4096 characters), `voice`, `response_format` (mp3, opus,
+ * aac, flac, wav, pcm), `speed` (0.25 to 4); the audio streams to the client as the engine makes it, one sentence at
+ * a time. The voice is the model's to judge: an unknown one is a 400 naming `voice` before any audio is sent.
+ */
+import type {AudioOperations, Infer, KernelApi, RouteDefinition, SpeechEvent} from 'service-toolkit'
+
+import {contentTypeOf, encodeSpeech, SPEECH_FORMATS, type SpeechFormat} from './speech-encoding.js'
+
+/** OpenAI's limit on `input`. */
+export const MAX_SPEECH_INPUT = 4096
+
+function speechSchema(s: KernelApi['schema']) {
+  return s.object(
+    {
+      input: s.string({description: `The text to speak, at most ${MAX_SPEECH_INPUT} characters.`, maxLength: MAX_SPEECH_INPUT, minLength: 1}),
+      model: s.string({description: 'Uid of a running text2audio model.', minLength: 1}),
+      response_format: s.optional(s.string({description: 'mp3 (default), opus, aac, flac, wav or pcm (16-bit 24 kHz mono).', enum: SPEECH_FORMATS})),
+      speed: s.optional(s.number({description: 'Speaking speed, 0.25 to 4 (default 1).', maximum: 4, minimum: 0.25})),
+      stream_format: s.optional(s.string({description: 'audio (default): the audio file itself, streamed as it is made.', enum: ['audio']})),
+      voice: s.string({description: 'One of the model\'s voices (`default` for a single-voice model).', minLength: 1}),
+    },
+    {title: 'CreateSpeechRequest'},
+  )
+}
+
+type SpeechRequest = Infer<ReturnType<typeof speechSchema>>
+
+/** The engine's PCM chunks; the first event it gave was the format. */
+async function* pcmOf(events: AsyncIterator<SpeechEvent>): AsyncGenerator<Buffer> {
+  try {
+    while (true) {
+      const next = await events.next()
+      if (next.done || next.value.type === 'done') return
+      if (next.value.type === 'audio') yield Buffer.from(next.value.pcm, 'base64')
+    }
+  } finally {
+    await events.return?.()
+  }
+}
+
+export function speechRoute(api: KernelApi): RouteDefinition<SpeechRequest> {
+  return {
+    body: speechSchema(api.schema),
+    async handler({body, models, signal}) {
+      const model = models.get<AudioOperations>(body.model)
+      api.requireAbility(model, 'text2audio', 'speak text')
+      const events = model.invoke('speak', {input: body.input, speed: body.speed ?? 1, voice: body.voice}, signal)[Symbol.asyncIterator]()
+      // The engine's first event says it took the request (the voice is known), so a refusal is still an HTTP error.
+      const first = await events.next()
+      if (first.done || first.value.type !== 'format') throw new Error('the engine sent no audio format before its audio')
+      const format = (body.response_format ?? 'mp3') as SpeechFormat
+      return {body: encodeSpeech(pcmOf(events), first.value.sampleRate, format), contentType: contentTypeOf(format), kind: 'bytes'}
+    },
+    method: 'POST',
+    path: '/v1/audio/speech',
+    permission: 'models:read',
+    produces: SPEECH_FORMATS.map((format) => contentTypeOf(format)),
+    response: {format: 'binary', type: 'string'},
+    summary: 'Speak text (OpenAI), streaming the audio as it is made',
+    tag: 'audio',
+  }
+}
