@@ -204,13 +204,21 @@ export class LocalWorker implements WorkerApi {
     return removed
   }
 
+  /** The uids of the models running or launching with an environment, in order (races launch them in any order). */
+  private environmentUsers(name: string): string[] {
+    return [...this.environments]
+      .filter(([, names]) => names.has(name))
+      .map(([uid]) => uid)
+      .sort()
+  }
+
   async virtualEnvironments(): Promise<VirtualEnvironment[]> {
     const records = (await this.options.pythonEnvironments?.list()) ?? []
-    return records.map((record) => ({...record, models: [...this.environments].filter(([, names]) => names.has(record.name)).map(([uid]) => uid)}))
+    return records.map((record) => ({...record, models: this.environmentUsers(record.name)}))
   }
 
   async removeVirtualEnvironment(name: string): Promise<string> {
-    const users = [...this.environments].filter(([, names]) => names.has(name)).map(([uid]) => uid)
+    const users = this.environmentUsers(name)
     if (users.length > 0)
       throw conflict(`Python environment ${name} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'name')
     if (!this.options.pythonEnvironments) throw notFound(`worker ${this.id} has no Python environments.`, 'not_found', 'name')
