@@ -71,7 +71,10 @@ describe('container image (podman): service-local in a container, restarted and 
   }
 
   before(async function () {
-    if (process.env.SERVICE_CONTAINER_TEST === '0') this.skip()
+    if (process.env.SERVICE_CONTAINER_TEST === '0') {
+      console.log('    skipped: SERVICE_CONTAINER_TEST=0 (this machine cannot run podman as root)')
+      this.skip()
+    }
     if (!image) {
       const build = await execa('bash', [join(ROOT, 'scripts/container-test.sh'), '--build'], {env: {IMAGE: `service-toolkit-test-${suffix}`}, stderr: 'inherit'})
       image = build.stdout.trim().split('\n').at(-1)!

@@ -8,8 +8,9 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {join} from 'node:path'
-import {parseAllDocuments, stringify} from 'yaml'
+import {parse, parseAllDocuments, stringify} from 'yaml'
 
+import {readmeBlock} from '../helpers/readme.js'
 import {ROOT} from '../helpers/service.js'
 
 const CHART = join(ROOT, 'deploy/helm/service-toolkit')
@@ -120,6 +121,19 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
     const ingress = find(objects, 'Ingress', 'demo-service-toolkit').spec
     expect(ingress.rules[0].host).to.equal('models.example.com')
     expect(ingress.rules[0].http.paths[0].backend.service).to.deep.equal({name: 'demo-service-toolkit', port: {name: 'http'}})
+  })
+
+  it('renders the README\'s values (existing Secrets, GPU workers, an Ingress) into valid objects that use them', async () => {
+    const objects = await render(parse(await readmeBlock('helm-values')) as object)
+    for (const object of objects) await validate(object)
+    expect(objects.filter((object) => object.kind === 'Secret')).to.deep.equal([])
+    const supervisor = find(objects, 'Deployment', 'demo-service-toolkit-supervisor').spec.template.spec
+    expect(supervisor.containers[0].image).to.equal('registry.example.com/service-toolkit:0.1.0')
+    expect(supervisor.volumes.find((volume: {name: string}) => volume.name === 'auth').secret.secretName).to.equal('service-auth-config')
+    const worker = find(objects, 'StatefulSet', 'demo-service-toolkit-worker').spec
+    expect(worker.template.spec.containers[0].env.find((variable: {name: string}) => variable.name === 'SERVICE_CLUSTER_TOKEN').valueFrom.secretKeyRef.name).to.equal('service-cluster-token')
+    expect(worker.volumeClaimTemplates[0].spec.resources.requests.storage).to.equal('100Gi')
+    expect(find(objects, 'Ingress', 'demo-service-toolkit').spec.ingressClassName).to.equal('nginx')
   })
 
   it('refuses auth config without a cluster token, naming the values to set', async () => {

@@ -13,6 +13,7 @@ import {mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
+import {readmeBlock} from '../helpers/readme.js'
 import {ROOT, type RunningService, startProgram, temporaryDirectory} from '../helpers/service.js'
 
 interface PackedPackage {
@@ -133,7 +134,7 @@ describe('npm packages: packed, installed from the tarballs into an empty folder
     expect(JSON.stringify(plugins)).to.contain('@service-toolkit/plugin-engine-llama-cpp')
   })
 
-  it('installs @service-toolkit/client alone, with none of the server\'s dependencies, and lists the running model with it', async () => {
+  it('installs @service-toolkit/client alone, with none of the server\'s dependencies, and lists the running model with the README\'s example', async () => {
     const app = join(folder, 'client-app')
     await mkdir(app)
     await writeFile(join(app, 'package.json'), JSON.stringify({name: 'client-app', private: true, type: 'module'}))
@@ -143,7 +144,7 @@ describe('npm packages: packed, installed from the tarballs into an empty folder
     const installed = tree.split('\n').slice(1).map((path) => path.slice(join(app, 'node_modules').length + 1))
     expect(installed.sort()).to.deep.equal(['@service-toolkit/client', 'eventsource-parser'])
 
-    const script = `import {Client} from '@service-toolkit/client'; const models = await new Client('${service!.url}').list(); console.log(JSON.stringify(models.map((model) => model.id)))`
+    const script = (await readmeBlock('client-package')).replace('http://127.0.0.1:9997', service!.url)
     const {stdout} = await execa('node', ['--input-type=module', '-e', script], {cwd: app})
     expect(JSON.parse(stdout)).to.deep.equal(['tiny-random-llm'])
   })
