@@ -88,8 +88,10 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
 
     const worker = find(objects, 'StatefulSet', 'demo-service-toolkit-worker').spec
     const container = worker.template.spec.containers[0]
-    expect(container.args.slice(0, 5)).to.deep.equal(['service-worker', '-e', 'http://demo-service-toolkit:9997', '-H', '$(POD_IP)'])
-    expect(container.env.find((variable: {name: string}) => variable.name === 'POD_IP').valueFrom.fieldRef.fieldPath).to.equal('status.podIP')
+    expect(container.args.slice(0, 5)).to.deep.equal(['service-worker', '-e', 'http://demo-service-toolkit:9997', '-H', '$(POD_NAME).demo-service-toolkit-worker'])
+    expect(container.env.find((variable: {name: string}) => variable.name === 'POD_NAME').valueFrom.fieldRef.fieldPath).to.equal('metadata.name')
+    expect(worker.serviceName).to.equal('demo-service-toolkit-worker')
+    expect(find(objects, 'Service', 'demo-service-toolkit-worker').spec).to.include({clusterIP: 'None', publishNotReadyAddresses: true})
     expect(container.readinessProbe.exec.command).to.deep.equal(['service-healthcheck'])
     expect(container.resources).to.equal(undefined)
     expect(worker.volumeClaimTemplates[0].spec.resources.requests.storage).to.equal('50Gi')
