@@ -18,11 +18,13 @@ version=$(node -p "require('$root/package.json').version")
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
-cp "$here/Containerfile" "$here/entrypoint.sh" "$here/healthcheck.mjs" "$context/"
+cp -p "$here/Containerfile" "$here/entrypoint.sh" "$here/healthcheck.mjs" "$context/"
 mkdir "$context/packages"
 (cd "$root" && npm pack --silent --loglevel=error --workspaces --include-workspace-root --pack-destination "$context/packages" >/dev/null)
 # The client library is for applications; the image runs the service.
 rm -f "$context"/packages/service-toolkit-client-*.tgz
+# Layers record file times: tarballs of the same content get the same time, so an unchanged build reuses its cache.
+touch -d @315532800 "$context"/packages/*.tgz
 
 # npm in the build trusts the certificate authorities Node and npm are given here (a proxy's, for instance).
 cafile=${NODE_EXTRA_CA_CERTS:-$(npm config get cafile 2>/dev/null || true)}

@@ -58,11 +58,19 @@ describe('container image (podman): service-local in a container, restarted and 
       return status === 200 && body.status === 'ready' ? true : undefined
     }, 'tiny-random-llm to be running again', 60_000)
 
-  /** What a restart must keep: the registration, the weights made once, and state files that parse. */
-  const expectIntact = async (weights: {mtimeMs: number; size: number}) => {
+  /**
+   * Stops the container as `stop` does and checks what it must keep once it serves again: the registration, the
+   * model (relaunched from the desired state) answering, the weights made once, and state files that parse.
+   */
+  const expectIntactAfter = async (stop: () => Promise<unknown>) => {
+    const weights = await stat(join(home, LLM_FILE))
+    await stop()
+    await healthy(url)
+    await modelReady()
+    expect(await chat()).to.be.a('string')
     expect((await callApi({url}, 'GET', '/v1/model_registrations/LLM/hub-tiny')).status).to.equal(200)
     const now = await stat(join(home, LLM_FILE))
-    expect({mtimeMs: now.mtimeMs, size: now.size}).to.deep.equal(weights)
+    expect({mtimeMs: now.mtimeMs, size: now.size}).to.deep.equal({mtimeMs: weights.mtimeMs, size: weights.size})
     const files = await filesUnder(home)
     expect(files.filter((file) => /\.(partial|tmp)$|\.download/.test(file))).to.deep.equal([])
     for (const file of files.filter((name) => name.endsWith('.json'))) JSON.parse(await readFile(join(home, file), 'utf8'))
@@ -89,9 +97,16 @@ describe('container image (podman): service-local in a container, restarted and 
 
   after(async () => {
     if (!home) return
-    await podman(['rm', '--force', '--time', '0', names.local, names.supervisor, names.worker], {reject: false})
+    // The worker first: it uses the supervisor's network.
+    for (const name of [names.worker, names.supervisor, names.local]) await podman(['rm', '--force', '--volumes', '--time', '0', name], {reject: false})
     await podman(['volume', 'rm', '--force', names.home], {reject: false})
-    if (builtHere) await podman(['rmi', image], {reject: false})
+    if (builtHere) {
+      await podman(['rmi', image], {reject: false})
+      // Build stages left untagged by earlier builds; the newest stays, as the next build's cache.
+      const {stdout} = await podman(['images', '--filter', 'dangling=true', '--filter', 'label=service-toolkit.stage=install', '--format', 'json'])
+      const stages = (JSON.parse(stdout) as Array<{Id: string; Created: number}>).sort((a, b) => b.Created - a.Created)
+      for (const stage of stages.slice(1)) await podman(['rmi', stage.Id], {reject: false})
+    }
     await rm(scratch, {force: true, recursive: true})
   })
 
@@ -120,23 +135,15 @@ describe('container image (podman): service-local in a container, restarted and 
   })
 
   it('restarted (SIGTERM), serves its registration and relaunches the model from its cache', async () => {
-    const weights = await stat(join(home, LLM_FILE))
-    await podman(['restart', names.local])
-    await healthy(url)
-    await modelReady()
-    expect(await chat()).to.be.a('string')
-    await expectIntact({mtimeMs: weights.mtimeMs, size: weights.size})
+    await expectIntactAfter(() => podman(['restart', names.local]))
   })
 
   it('killed with SIGKILL and started again, serves the same with nothing corrupt', async () => {
-    const weights = await stat(join(home, LLM_FILE))
-    await podman(['kill', '--signal', 'KILL', names.local])
-    await podman(['wait', names.local])
-    await podman(['start', names.local])
-    await healthy(url)
-    await modelReady()
-    expect(await chat()).to.be.a('string')
-    await expectIntact({mtimeMs: weights.mtimeMs, size: weights.size})
+    await expectIntactAfter(async () => {
+      await podman(['kill', '--signal', 'KILL', names.local])
+      await podman(['wait', names.local])
+      await podman(['start', names.local])
+    })
   })
 
   it('runs service-supervisor with --auth-config and a service-worker joining it with the cluster token, from the same image', async () => {
