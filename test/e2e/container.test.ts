@@ -146,7 +146,7 @@ describe('container image (podman): service-local in a container, restarted and 
     })
   })
 
-  it('runs service-supervisor with --auth-config and a service-worker joining it with the cluster token, from the same image', async () => {
+  it('runs service-supervisor with --auth-config and a service-worker joining it with the cluster token, from the same image; a killed worker is lost, then rejoins', async () => {
     const authFile = await writeTestAuthConfig(scratch)
     await chmod(authFile, 0o644)
     const supervisor = `http://127.0.0.1:${await getPort()}`
@@ -158,12 +158,19 @@ describe('container image (podman): service-local in a container, restarted and 
 
     expect((await callApi({url: supervisor}, 'GET', '/v1/models')).status).to.equal(401)
     const admin = {authorization: `Bearer ${apiKeyOf('root')}`}
-    const workers = await until(async () => {
-      const {body, status} = await callApi({url: supervisor}, 'GET', '/v1/workers', undefined, admin)
-      return status === 200 && body.list.length === 1 && body.list[0].state === 'ready' ? body.list : undefined
-    }, 'the worker to join the supervisor', 60_000)
-    expect(workers[0].id).to.equal('127.0.0.1:9998')
+    const workerIn = (state: string) =>
+      until(async () => {
+        const {body, status} = await callApi({url: supervisor}, 'GET', '/v1/workers', undefined, admin)
+        return status === 200 && body.list.length === 1 && body.list[0].state === state ? body.list : undefined
+      }, `the worker to be ${state}`, 60_000)
+    expect((await workerIn('ready'))[0].id).to.equal('127.0.0.1:9998')
     const probe = await podman(['exec', names.worker, 'service-healthcheck', 'http://127.0.0.1:9998/v1/worker/health'], {reject: false})
     expect(probe.exitCode).to.equal(0)
+
+    // A worker killed is counted lost (after SERVICE_WORKER_LOST_TIMEOUT), and rejoins as the same worker when it returns.
+    await podman(['kill', '--signal', 'KILL', names.worker])
+    await workerIn('lost')
+    await podman(['start', names.worker])
+    expect((await workerIn('ready'))[0].id).to.equal('127.0.0.1:9998')
   })
 })
