@@ -1,13 +1,14 @@
 /**
- * The Helm chart (deploy/helm/service-toolkit) rendered offline by the real Helm (scripts/ensure-helm.sh installs it
- * from the npm registry), linted, and every object it makes validated against the Kubernetes API's schemas
- * (kubernetes-models, generated from Kubernetes' OpenAPI document). Then what the objects say: the supervisor's
+ * The Helm chart (deploy/helm/service-toolkit) rendered offline by the real Helm, linted, and every object it makes
+ * validated against the Kubernetes API's schemas (kubernetes-models, generated from Kubernetes' OpenAPI document);
+ * scripts/ensure-chart-tools.sh installs both from the npm registry. Then what the objects say: the supervisor's
  * Deployment and Service, workers joining it with -e, volumes for SERVICE_HOME, probes, GPU requests, the cluster
  * token and auth config from Secrets, and the optional Ingress.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
 import {parse, parseAllDocuments, stringify} from 'yaml'
 
 import {readmeBlock} from '../helpers/readme.js'
@@ -23,9 +24,13 @@ interface K8sObject {
   stringData?: Record<string, string>
 }
 
+/** kubernetes-models' folder (installed outside the repository by scripts/ensure-chart-tools.sh). */
+let modelsFolder: string
+
 /** Validates an object against the schema of its apiVersion and kind; throws with the schema's complaint. */
 async function validate(object: K8sObject): Promise<void> {
-  const module = (await import(`kubernetes-models/${object.apiVersion}/${object.kind}`)) as Record<string, new (data: unknown) => {validate(): void}>
+  const file = join(modelsFolder, 'kubernetes-models', object.apiVersion, `${object.kind}.js`)
+  const module = (await import(pathToFileURL(file).href)) as Record<string, new (data: unknown) => {validate(): void}>
   new module[object.kind](object).validate()
 }
 
@@ -59,7 +64,7 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
   }
 
   before(async () => {
-    helm = (await execa('bash', [join(ROOT, 'scripts/ensure-helm.sh')])).stdout.trim()
+    ;[helm, modelsFolder] = (await execa('bash', [join(ROOT, 'scripts/ensure-chart-tools.sh')])).stdout.trim().split('\n')
   })
 
   it('passes helm lint --strict, with the defaults and with every option on', async () => {
