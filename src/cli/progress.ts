@@ -1,8 +1,9 @@
 /**
  * How `servicectl launch` shows a launch in progress. On a terminal: one line redrawn in place with a bar,
  * bytes, speed and time left while downloading, and a bar while loading. Elsewhere (a pipe, a log file):
- * plain lines when the download starts, at every tenth of it, and when it ends; loading a cached model prints
- * nothing, so scripts see only the final `Model uid:` line.
+ * plain lines when the download starts, at every tenth of it, and when it ends, and a line when the engine's
+ * Python environment is being made; loading a cached model prints nothing, so scripts see only the final
+ * `Model uid:` line.
  */
 import type {LaunchProgress} from '../protocol/launch.js'
 
@@ -61,13 +62,14 @@ export function createProgressView({columns = 80, now = () => performance.now(),
       return `Downloading ${bar(fraction, Math.max(10, Math.min(30, columns - text.length - 20)))} ${percent(fraction)}  ${text}`
     }
 
-    const label = {generating: 'Generating', loading: 'Loading', ready: 'Ready'}[progress.stage as string] ?? 'Starting'
+    const label = {generating: 'Generating', installing: 'Installing', loading: 'Loading', ready: 'Ready'}[progress.stage as string] ?? 'Starting'
     return `${label.padEnd(11)} ${bar(progress.progress, Math.max(10, Math.min(30, columns - 20)))} ${percent(progress.progress)}`
   }
 
   /** Lines for a log: a download is announced and concluded even when polling never caught it in progress. */
   let announced = false
   let concluded = false
+  let installAnnounced = false
   const plain = (progress: LaunchProgress, rate: number | undefined) => {
     if (progress.total_bytes === 0 || concluded) return
     if (!announced) {
@@ -104,8 +106,13 @@ export function createProgressView({columns = 80, now = () => performance.now(),
     update(progress) {
       if (finished) return
       const rate = progress.stage === 'downloading' ? speed.add(now(), progress.downloaded_bytes) : undefined
+      if (!tty && progress.stage === 'installing' && !installAnnounced) {
+        installAnnounced = true
+        write("Creating the engine's Python environment; later launches that need the same packages reuse it.\n")
+      }
+
       if (!tty) plain(progress, rate)
-      else if (!paused && (progress.stage === 'downloading' || progress.stage === 'generating' || progress.stage === 'loading' || drawn)) {
+      else if (!paused && (progress.stage === 'downloading' || progress.stage === 'generating' || progress.stage === 'installing' || progress.stage === 'loading' || drawn)) {
         drawn = line(progress, rate)
         write(`\r\u001B[2K${drawn}`)
       }

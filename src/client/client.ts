@@ -15,10 +15,12 @@
  */
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
+import type {VllmSupportedModels} from '../protocol/engine-models.js'
 import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
@@ -166,6 +168,16 @@ export class Client {
     return this.request('DELETE', `/v1/cache/models?model_version=${encodeURIComponent(version)}`)
   }
 
+  /** The Python environments of engines that run Python, on every worker (admin). */
+  async virtualEnvironments(): Promise<Array<VirtualEnvironment & {worker: string}>> {
+    return (await this.request<{list: Array<VirtualEnvironment & {worker: string}>}>('GET', '/v1/virtualenvs')).list
+  }
+
+  /** Deletes a Python environment; refused while a model uses it (admin). */
+  removeVirtualEnvironment(name: string): Promise<{name: string; paths: string[]}> {
+    return this.request('DELETE', `/v1/virtualenvs/${encodeURIComponent(name)}`)
+  }
+
   estimateMemory(options: LaunchEstimateRequest): Promise<MemoryEstimate> {
     return this.request('POST', '/v1/models/memory', options)
   }
@@ -210,6 +222,11 @@ export class Client {
 
   engines(modelName: string): Promise<Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>> {
     return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
+  }
+
+  /** The LLM families the vLLM engine can serve, by ability (Xinference's `vllm-models`). */
+  vllmModels(): Promise<VllmSupportedModels> {
+    return this.request('GET', '/v1/models/vllm-supported')
   }
 
   /** The cluster's workers (admin): address, state, resources and models. */

@@ -6,7 +6,8 @@ import {EventSourceParserStream} from 'eventsource-parser/stream'
  * the colon, multi-line data) on web streams, so it works in a browser as in Node.
  */
 export async function* readEventData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  // The cast: the DOM library types TextDecoderStream's input as any BufferSource, which TypeScript does not match to Uint8Array.
+  const reader = body.pipeThrough(new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>).pipeThrough(new EventSourceParserStream()).getReader()
   try {
     while (true) {
       const {done, value} = await reader.read()

@@ -47,18 +47,13 @@ export function describeRecord(record: InstanceRecord): ModelDescription {
 
 /**
  * Which engine can run which format, size and quantization of a model, in Xinference's
- * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead.
+ * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead, when it has
+ * formats of the model (one that runs none of them is left out either way).
  */
 export async function describeEngines(kernel: Kernel, registry: ModelRegistry, modelName: string, modelType?: string): Promise<Record<string, unknown>> {
   const entry = registry.find(modelName, modelType)
   const out: Record<string, unknown> = {}
   for (const engine of kernel.enginesFor(entry.modelType)) {
-    const availability = (await engine.availability?.()) ?? true
-    if (availability !== true) {
-      out[engine.name] = availability
-      continue
-    }
-
     const groups = new Map<string, {model_name: string; model_format: string; model_size_in_billions: string; quantizations: string[]; model_hubs: string[]}>()
     for (const spec of flattenFamily(entry.family).filter((s) => engine.formats.includes(s.model_format))) {
       const key = `${spec.model_format}/${spec.model_size_in_billions}`
@@ -68,7 +63,9 @@ export async function describeEngines(kernel: Kernel, registry: ModelRegistry, m
       groups.set(key, group)
     }
 
-    if (groups.size > 0) out[engine.name] = [...groups.values()]
+    if (groups.size === 0) continue
+    const availability = (await engine.availability?.()) ?? true
+    out[engine.name] = availability === true ? [...groups.values()] : availability
   }
 
   return out

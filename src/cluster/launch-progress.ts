@@ -36,6 +36,10 @@ export function advance(track: LaunchTrack, step: LaunchStep): void {
     if (progress.stage !== 'pending') return
     progress.stage = 'generating'
     fraction = 0
+  } else if (step.stage === 'installing') {
+    if (progress.stage === 'loading') return
+    progress.stage = 'installing'
+    fraction = track.downloaded ? DOWNLOAD_SHARE : 0
   } else {
     progress.stage = 'loading'
     fraction = track.downloaded ? DOWNLOAD_SHARE + (1 - DOWNLOAD_SHARE) * step.fraction : step.fraction

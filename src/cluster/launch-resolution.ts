@@ -8,8 +8,8 @@ import type {Kernel} from '../kernel/kernel.js'
 import type {CatalogueEntry, ModelRegistry} from '../kernel/registry.js'
 import type {LaunchRequest} from '../protocol/launch.js'
 
-import {matchSpec, type ResolvedSpec} from '../kernel/catalogue.js'
-import {badRequest} from '../kernel/errors.js'
+import {matchSpec, type ResolvedSpec, type SpecQuery} from '../kernel/catalogue.js'
+import {badRequest, ServiceError} from '../kernel/errors.js'
 import {engineParameters} from '../protocol/engine-parameters.js'
 
 export interface ResolvedLaunch {
@@ -31,13 +31,39 @@ export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, r
   const entry = registry.find(request.model_name, request.model_type)
   const engine = chooseEngine(kernel, entry.modelType, request.model_engine, needsEstimator)
   const size = request.size_in_billions ?? request.model_size_in_billions
-  const spec = matchSpec(entry.family, engine, {
+  const query: SpecQuery = {
     hub: request.download_hub ?? defaultHub,
     model_format: request.model_format,
     quantization: request.quantization,
     size_in_billions: size === undefined ? undefined : String(size),
-  })
+  }
+  let spec: ResolvedSpec
+  try {
+    spec = matchSpec(entry.family, engine, query)
+  } catch (error) {
+    throw withEnginesThatCan(error, kernel.enginesFor(entry.modelType), entry, query)
+  }
+
   return {engine, entry, parameters: engineParameters(engine, request), spec}
+}
+
+/**
+ * A spec the chosen engine cannot run (its format, or its size or quantization among the engine's formats) is
+ * refused naming the engines that can run what was asked for (in alphabetical order, whatever order the plugins
+ * loaded in), so the person can pick one instead of guessing.
+ */
+function withEnginesThatCan(error: unknown, engines: EngineDefinition[], entry: CatalogueEntry, query: SpecQuery): unknown {
+  if (!(error instanceof ServiceError) || error.status !== 400) return error
+  const able = engines.filter((engine) => {
+    try {
+      matchSpec(entry.family, engine, query)
+      return true
+    } catch {
+      return false
+    }
+  })
+  if (able.length === 0) return error
+  return badRequest(`${error.message.replace(/\.$/, '')}; the engines that can run it: ${able.map((engine) => engine.name).sort((x, y) => x.localeCompare(y)).join(', ')}.`, error.param ?? undefined)
 }
 
 function chooseEngine(kernel: Kernel, modelType: string, requested: string | undefined, needsEstimator: boolean): EngineDefinition {

@@ -33,6 +33,7 @@ interface ModelLog {
   /** The current launch's steps seen: the last download milestone reached, and whether it generated or loaded. */
   milestone: number
   generating: boolean
+  installing: boolean
   loading: boolean
 }
 
@@ -53,6 +54,8 @@ export function launchDetails(record: InstanceRecord): Record<string, unknown> {
 export function stepReport(uid: string, step: LaunchStep): LaunchStepReported {
   return step.stage === 'downloading' ? {downloadedBytes: step.download.downloadedBytes, stage: 'downloading', totalBytes: step.download.totalBytes, uid} : {stage: step.stage, uid}
 }
+
+const STEP_MESSAGES = {generating: 'Generating random weights', installing: "Creating the engine's Python environment", loading: 'Loading the model'}
 
 export class ModelEventLog {
   private readonly logs = new Map<string, ModelLog>()
@@ -125,15 +128,15 @@ export class ModelEventLog {
       this.add(log, 'download', 'INFO', `Downloaded ${reached}%`, {downloaded_bytes: downloadedBytes, percent: reached, total_bytes: totalBytes})
     } else if (!log[stage]) {
       log[stage] = true
-      this.add(log, stage, 'INFO', stage === 'generating' ? 'Generating random weights' : 'Loading the model', {})
+      this.add(log, stage, 'INFO', STEP_MESSAGES[stage], {})
     }
   }
 
   /** A launch begins a new chapter of the uid's log (the earlier launches' events stay, up to the bound). */
   private start(uid: string): ModelLog {
     this.prune()
-    const log = this.logs.get(uid) ?? {events: [], generating: false, loading: false, milestone: -1}
-    Object.assign(log, {endedAt: undefined, generating: false, loading: false, milestone: -1})
+    const log = this.logs.get(uid) ?? {events: [], generating: false, installing: false, loading: false, milestone: -1}
+    Object.assign(log, {endedAt: undefined, generating: false, installing: false, loading: false, milestone: -1})
     this.logs.delete(uid)
     this.logs.set(uid, log)
     return log

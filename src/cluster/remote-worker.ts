@@ -6,6 +6,7 @@
  */
 import type {CachedModel} from '../weights/cache.js'
 import type {InstanceLaunch, InstanceSummary, WorkerFrame, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import type {LaunchOptions, WorkerApi} from './worker.js'
 
 import {errorFromReply, sendJson} from '../client/http.js'
@@ -102,6 +103,14 @@ export class RemoteWorker implements WorkerApi {
 
   async removeCachedModel(version: string): Promise<string[]> {
     return ((await this.call('DELETE', `/v1/worker/cache?model_version=${encodeURIComponent(version)}`)) as {paths: string[]}).paths
+  }
+
+  async virtualEnvironments(): Promise<VirtualEnvironment[]> {
+    return ((await this.call('GET', '/v1/worker/virtualenvs')) as {list: VirtualEnvironment[]}).list
+  }
+
+  async removeVirtualEnvironment(name: string): Promise<string> {
+    return ((await this.call('DELETE', `/v1/worker/virtualenvs/${encodeURIComponent(name)}`)) as {path: string}).path
   }
 
   async estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate> {

@@ -14,12 +14,14 @@ import type {CachedModel} from '../protocol/cache.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {ModelService} from '../protocol/services.js'
+import type {VirtualEnvironment, VirtualEnvironmentService} from '../protocol/virtualenvs.js'
 import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
 import type {WorkerApi} from './worker.js'
 
 import {conflict, ServiceError} from '../kernel/errors.js'
 import {cacheEntryName} from '../weights/cache.js'
 import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
+import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
 import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
@@ -45,7 +47,7 @@ export interface SupervisorOptions {
   restart?: RestartPolicy
 }
 
-export class Supervisor implements ModelDirectory, ModelService {
+export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironmentService {
   private readonly table = new ModelTable()
   private readonly membership: WorkerMembership
   /** Set once `dispose` began: no launch starts after that. */
@@ -215,6 +217,14 @@ export class Supervisor implements ModelDirectory, ModelService {
   /** Deletes a model version from every worker's cache that has it; answers the deleted paths. */
   removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}> {
     return removeCachedModelFrom(this.membership.ready(), version)
+  }
+
+  virtualEnvironments(): Promise<Array<VirtualEnvironment & {worker: string}>> {
+    return virtualEnvironmentsOf(this.membership.ready())
+  }
+
+  removeVirtualEnvironment(name: string): Promise<{name: string; paths: string[]}> {
+    return removeVirtualEnvironmentFrom(this.membership.ready(), name)
   }
 
   /**

@@ -4,15 +4,19 @@
  * interface on the network.
  */
 import {availableParallelism, freemem, totalmem} from 'node:os'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
+import type {PythonEnvironment, PythonEnvRequest, VirtualEnvSettings} from '../kernel/virtualenv.js'
+import type {PythonEnvironments} from '../python-env/environments.js'
+import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import type {CachedModel} from '../weights/cache.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
 import {badRequest, conflict, notFound, ServiceError} from '../kernel/errors.js'
+import {mergeVirtualEnv} from '../kernel/virtualenv.js'
 import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
@@ -34,6 +38,10 @@ export interface WorkerApi {
   cachedModels(): Promise<CachedModel[]>
   /** Deletes a model version from the cache, unless a model running (or launching) here uses it. */
   removeCachedModel(version: string): Promise<string[]>
+  /** The Python environments on this worker, with the models using each. */
+  virtualEnvironments(): Promise<VirtualEnvironment[]>
+  /** Deletes a Python environment, unless a model running (or launching) here uses it; answers its path. */
+  removeVirtualEnvironment(name: string): Promise<string>
   /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
   estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
   status(): WorkerStatus
@@ -49,6 +57,8 @@ export interface LocalWorkerOptions {
   /** Finds, and downloads when needed, the weights of a spec. */
   weights: WeightStore
   spawn?: SpawnInstance
+  /** Makes the virtual environments of engines that run Python; without it such engines cannot launch here. */
+  pythonEnvironments?: PythonEnvironments
   /** Told when an instance's process dies on its own, so the supervisor can show it on the model. */
   onCrash?: (uid: string, error: ServiceError) => void
   env?: Record<string, string>
@@ -67,6 +77,8 @@ export class LocalWorker implements WorkerApi {
   private readonly running = new Map<string, ExternalProgram | InstanceProcess>()
   /** The cache entry each model launching or running here uses, by uid. */
   private readonly versions = new Map<string, string>()
+  /** The Python environments each model launching or running here uses, by uid. */
+  private readonly environments = new Map<string, Set<string>>()
   private readonly launches = new Map<string, InstanceLaunch>()
   /** Aborted by `dispose`: launches in progress stop, and none starts after. */
   private readonly closing = new AbortController()
@@ -97,15 +109,21 @@ export class LocalWorker implements WorkerApi {
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
     if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
+    const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
+    let python: PythonEnvironment | undefined
     try {
+      const makeEnvironment = (request: PythonEnvRequest, environmentSignal: AbortSignal) => this.makeEnvironment(engine, load.modelUid, request, logFile, onProgress, environmentSignal)
       modelPath = await this.options.weights.resolve(load, {
         onGenerating: () => onProgress?.({stage: 'generating'}),
         onProgress: (download) => onProgress?.({download, stage: 'downloading'}),
+        python: (requirements, generationSignal) => makeEnvironment(mergeVirtualEnv(requirements, undefined), generationSignal),
         signal,
       })
+      if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
+      this.environments.delete(load.modelUid)
       throw error
     }
 
@@ -118,13 +136,12 @@ export class LocalWorker implements WorkerApi {
     onProgress?.({fraction: 0, stage: 'loading'})
     // The GPUs given to this model alone, for a Node host and an external program alike.
     const env = {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.devices)}
-    const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     const onCrash = (error: ServiceError) => {
       log.error(`model ${load.modelUid}: ${error.message}`)
       this.options.onCrash?.(load.modelUid, error)
     }
 
-    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
+    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {
@@ -134,6 +151,7 @@ export class LocalWorker implements WorkerApi {
     } catch (error) {
       this.running.delete(load.modelUid)
       this.versions.delete(load.modelUid)
+      this.environments.delete(load.modelUid)
       this.launches.delete(load.modelUid)
       await instance.dispose(1000)
       throw error
@@ -148,6 +166,7 @@ export class LocalWorker implements WorkerApi {
     if (!instance) throw notFound(`model ${uid} is not running on worker ${this.id}.`, 'model_not_found')
     this.running.delete(uid)
     this.versions.delete(uid)
+    this.environments.delete(uid)
     this.launches.delete(uid)
     await instance.dispose()
     this.options.log.info(`model ${uid} terminated`)
@@ -177,6 +196,21 @@ export class LocalWorker implements WorkerApi {
     return removed
   }
 
+  async virtualEnvironments(): Promise<VirtualEnvironment[]> {
+    const records = (await this.options.pythonEnvironments?.list()) ?? []
+    return records.map((record) => ({...record, models: [...this.environments].filter(([, names]) => names.has(record.name)).map(([uid]) => uid)}))
+  }
+
+  async removeVirtualEnvironment(name: string): Promise<string> {
+    const users = [...this.environments].filter(([, names]) => names.has(name)).map(([uid]) => uid)
+    if (users.length > 0)
+      throw conflict(`Python environment ${name} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'name')
+    if (!this.options.pythonEnvironments) throw notFound(`worker ${this.id} has no Python environments.`, 'not_found', 'name')
+    const path = await this.options.pythonEnvironments.remove(name)
+    this.options.log.info(`removed Python environment ${name}`)
+    return path
+  }
+
   async estimateMemory({engine: engineName, load}: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate> {
     const engine = this.options.kernel.engine(engineName)?.definition
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
@@ -201,6 +235,20 @@ export class LocalWorker implements WorkerApi {
 
   private summary(instance: ExternalProgram | InstanceProcess): InstanceSummary {
     return {error: instance.failure?.message, info: instance.info, launch: this.launches.get(instance.uid), pid: instance.pid, state: instance.state, uid: instance.uid}
+  }
+
+  /** A virtual environment an engine (or the generator of its weights) needs, made on the first launch that needs it. */
+  private async makeEnvironment(engine: EngineDefinition, uid: string, request: PythonEnvRequest, logFile: string, onProgress: LaunchOptions['onProgress'], signal: AbortSignal) {
+    const environments = this.options.pythonEnvironments
+    if (!environments) throw new ServiceError(400, 'unsupported', `worker ${this.id} cannot make Python environments, which engine ${engine.name} needs.`, 'model_engine')
+    try {
+      const made = await environments.ensure(request, {logFile, onInstalling: () => onProgress?.({stage: 'installing'}), signal})
+      this.environments.set(uid, new Set([...(this.environments.get(uid) ?? []), basename(made.envDir)]))
+      return made
+    } catch (error) {
+      // A worker shutting down says so rather than that the launch was cancelled.
+      throw signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error
+    }
   }
 
   private async checkAvailable(engine: EngineDefinition) {

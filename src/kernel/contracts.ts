@@ -5,11 +5,13 @@
  * their own copies of libraries, so everything here is structural and crosses the boundary by shape.
  */
 import type {ModelFamily, ResolvedSpec} from './catalogue.js'
+import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
+import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 import type {JsonSchema, Schema} from './schema.js'
 
@@ -42,6 +44,8 @@ export interface KernelApi {
   external: {
     /** `chat` and `complete` proxied to a program that speaks the OpenAI API, streaming as it generates. */
     openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
+    /** Engine parameters as a Python server's flags: `max_model_len: 4096` → `--max-model-len 4096`. */
+    commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
   }
 }
 
@@ -107,6 +111,12 @@ export interface EngineDefinition {
    * as `ExternalEngine<LlmOperations>` (its model type's operations) to have its operations checked.
    */
   external?: ExternalEngine
+  /**
+   * The Python packages an `external` engine's program needs. Before the program starts, the kernel creates (or
+   * reuses) a virtual environment holding them, with the registration's `virtualenv` settings merged over them, and
+   * gives its interpreter to `external.command()` as `context.python`.
+   */
+  python?: PythonRequirements
   /**
    * Environment variables each model instance's process starts with, for settings a runtime reads only at
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.
@@ -243,6 +253,12 @@ export interface WeightsGenerator {
   /** What it can make, by the name a spec's `model_id` gives. */
   recipes: string[]
   /**
+   * Python packages the generator runs with (a generator that has a Python library build the model): the kernel
+   * makes or reuses their virtual environment first, as for an engine's `python`, and gives it as `request.python`.
+   * Declare the same packages as the engine that runs the files, and both use one environment.
+   */
+  python?: PythonRequirements
+  /**
    * Writes the recipe's files to `files`, in the order the spec names them. The kernel gives temporary paths in the
    * model's cache folder and renames them into place once this resolves, so a crash never leaves a half-made model.
    */
@@ -255,6 +271,8 @@ export interface WeightsGenerationRequest {
   files: string[]
   /** Aborted when every launch waiting for the files has been cancelled. */
   signal: AbortSignal
+  /** The virtual environment of the generator's `python` packages, when it declares some. */
+  python?: PythonEnvironment
 }
 
 // --------------------------------------------------------------------------------------------- catalogue
@@ -310,6 +328,13 @@ export type RouteResult =
 
 export type ErrorStyle = 'openai' | 'anthropic'
 
+export interface QueryParameter {
+  description: string
+  /** Of the value as text would be parsed: `{type: 'boolean'}` for `?detailed=true`. */
+  schema: JsonSchema
+  required?: boolean
+}
+
 export interface RouteDefinition<Body = unknown> {
   method: 'DELETE' | 'GET' | 'POST' | 'PUT'
   /** Koa-router path, e.g. `/v1/chat/completions`. */
@@ -317,8 +342,14 @@ export interface RouteDefinition<Body = unknown> {
   summary: string
   tag?: string
   body?: Schema<Body>
-  /** JSON Schema of the success response, for /docs. */
+  /** JSON Schema of the success response, for /openapi.json: of its JSON body, or of its text when it `produces` another type. */
   response?: JsonSchema
+  /** The media type of a success response that is not JSON (`text/plain` for /metrics, `text/html` for /docs). */
+  produces?: string
+  /** JSON Schema of each server-sent event's data, for a route that streams (`text/event-stream`) when its request asks to. */
+  events?: JsonSchema
+  /** The query parameters it reads, by name, for /openapi.json and the clients made from it. */
+  query?: Record<string, QueryParameter>
   /**
    * The permission a caller needs when access control is on: `models:list`, `models:read` (inference),
    * `models:register`, `models:unregister`, `models:start`, `models:stop`, `metrics:read` or `admin`; `public` for routes anyone

@@ -7,6 +7,7 @@
  */
 import type {LoadedModelInfo, LoadRequest} from './contracts.js'
 import type {OperationMap, OperationSpec, UntypedOperations} from './operations.js'
+import type {PythonEnvironment} from './virtualenv.js'
 
 /** What the kernel gives the engine to build the program's command line from. */
 export interface ExternalLaunchContext {
@@ -22,6 +23,12 @@ export interface ExternalLaunchContext {
   env: Record<string, string>
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */
   devices: number[]
+  /**
+   * The virtual environment made for the engine's `python` packages (and the registration's `virtualenv`); present
+   * only when the engine declares `python`. Run the program with `python.executable`; its environment is activated
+   * (`VIRTUAL_ENV`, and `PATH` starting with `python.binDir`), so what it runs by name comes from there too.
+   */
+  python?: PythonEnvironment
 }
 
 /** The program to run, as given (no shell). */

@@ -17,11 +17,13 @@ import type {
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
 import {flattenFamily} from './catalogue.js'
-import {openAICompatibleOperations} from './openai-upstream.js'
+import {commandLineFlags} from './command-line-flags.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
+import {openAICompatibleOperations} from './openai-upstream.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
+import {pythonRequirementsProblem} from './virtualenv.js'
 
 export interface Registered<T> {
   plugin: string
@@ -41,7 +43,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
-    external: {openAICompatible: openAICompatibleOperations},
+    external: {commandLineFlags, openAICompatible: openAICompatibleOperations},
     log,
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
@@ -162,6 +164,12 @@ export class Kernel {
       return
     }
 
+    const pythonProblem = generator.python === undefined ? undefined : pythonRequirementsProblem(generator.python, true)
+    if (pythonProblem) {
+      this.report(plugin, `weights generator for ${generator.format}: ${pythonProblem}`)
+      return
+    }
+
     const existing = this.weightsGenerators.get(generator.format.toLowerCase())
     if (existing) this.report(plugin, `weights generator for ${generator.format} is already provided by ${existing.plugin}`)
     else this.weightsGenerators.set(generator.format.toLowerCase(), {definition: generator, plugin})
@@ -192,6 +200,12 @@ export class Kernel {
     const environment = engine.processEnvironment ?? {}
     if (typeof environment !== 'object' || Object.values(environment).some((value) => typeof value !== 'string')) {
       this.report(plugin, `engine ${engine.name}: processEnvironment must map variable names to strings`)
+      return
+    }
+
+    const pythonProblem = engine.python === undefined ? undefined : pythonRequirementsProblem(engine.python, isExternalEngine(engine.external))
+    if (pythonProblem) {
+      this.report(plugin, `engine ${engine.name}: ${pythonProblem}`)
       return
     }
 

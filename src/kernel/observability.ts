@@ -46,7 +46,7 @@ export interface ModelStateChanged {
 /** A step of a launch as its worker reports it: bytes downloaded, weights being generated, or loading. */
 export interface LaunchStepReported {
   uid: string
-  stage: 'downloading' | 'generating' | 'loading'
+  stage: 'downloading' | 'generating' | 'installing' | 'loading'
   downloadedBytes?: number
   totalBytes?: number
 }

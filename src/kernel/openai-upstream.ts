@@ -7,7 +7,7 @@
 import {EventSourceParserStream} from 'eventsource-parser/stream'
 
 import type {ExternalEndpoint, ExternalOperations} from './external-engine.js'
-import type {ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
+import type {ChatPayload, ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
 import type {LlmOperations} from './operations.js'
 
 import {ServiceError} from './errors.js'
@@ -129,6 +129,16 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
 /** The LLM operations a program speaking the OpenAI API serves. */
 export type OpenAICompatibleOperations = ExternalOperations<Pick<LlmOperations, 'chat' | 'complete'>>
 
+/**
+ * The request's tools and tool choice, or neither when it has no tools: the chat route always gives a list (empty when
+ * the client sent none) and `auto`, which vLLM refuses (an empty `tools`, and `auto` unless it was started with a tool
+ * parser).
+ */
+const tools = ({toolChoice: choice, tools: list}: ChatPayload) =>
+  list && list.length > 0
+    ? {tool_choice: toolChoice(choice), tools: list.map((tool) => ({function: {description: tool.description, name: tool.name, parameters: tool.parameters}, type: 'function'}))}
+    : {}
+
 /** `chat` and `complete` for a program that serves `/v1/chat/completions` and `/v1/completions`. */
 export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}): OpenAICompatibleOperations {
   const model = (endpoint: ExternalEndpoint) => options.model ?? endpoint.modelUid
@@ -140,8 +150,7 @@ export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}
           messages: chat.messages.map((turn) => message(turn)),
           model: model(endpoint),
           response_format: responseFormat(chat.responseFormat),
-          tool_choice: toolChoice(chat.toolChoice),
-          tools: chat.tools?.map((tool) => ({function: {description: tool.description, name: tool.name, parameters: tool.parameters}, type: 'function'})),
+          ...tools(chat),
         }),
       )
     },

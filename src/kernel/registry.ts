@@ -21,6 +21,7 @@ import {parseFamily} from './catalogue.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
 import {familyProblem} from './kernel.js'
 import {checkModelUri} from './model-files.js'
+import {checkVirtualEnv} from './virtualenv.js'
 
 export interface CatalogueEntry {
   modelType: string
@@ -156,6 +157,7 @@ export class ModelRegistry {
     const problem = familyProblem(family)
     if (problem) throw badRequest(`the registration is invalid: ${problem}.`, 'model')
     type.definition.validateFamily?.(family)
+    checkVirtualEnv(family.virtualenv)
     for (const [index, spec] of family.model_specs!.entries()) {
       const uris: Array<[string, unknown]> = [[`model_specs[${index}].model_uri`, spec.model_uri]]
       for (const [hub, source] of Object.entries(spec.model_src ?? {})) uris.push([`model_specs[${index}].model_src.${hub}.model_uri`, source?.model_uri])

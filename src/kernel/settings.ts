@@ -39,6 +39,7 @@ export function homePaths(home: string) {
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),
+    virtualenv: join(home, 'virtualenv'),
   }
 }
 

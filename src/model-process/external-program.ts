@@ -5,10 +5,12 @@
  * program that dies after it was ready fails every request in flight and later ones with a 503 saying why; a stop
  * is SIGTERM, a grace period, then SIGKILL.
  */
+import {delimiter} from 'node:path'
 import {setTimeout as delay} from 'node:timers/promises'
 
 import type {LoadedModelInfo, LoadRequest} from '../kernel/contracts.js'
 import type {ExternalEngine, ExternalLaunchContext} from '../kernel/external-engine.js'
+import type {PythonEnvironment} from '../kernel/virtualenv.js'
 import type {InstanceState} from '../protocol/worker.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
@@ -19,6 +21,8 @@ export interface ExternalProgramOptions {
   logFile: string
   /** Environment the program starts with, beyond the service's own (the engine's command may add more). */
   env?: Record<string, string>
+  /** The virtual environment made for the engine's Python packages, given to its command. */
+  python?: PythonEnvironment
   spawn?: SpawnProgram
   /** Finds a free port; get-port's unless given. */
   freePort?: () => Promise<number>
@@ -70,8 +74,11 @@ export class ExternalProgram {
   /** Starts the program and resolves once it answers its health check. */
   async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     this.port = await (this.options.freePort ?? getFreePort)()
-    const env = {...this.options.env, ...gpuEnvironment(request.devices)}
-    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port}
+    const {python} = this.options
+    // As `source bin/activate` would: what the program runs by name (python, its console scripts) is the environment's.
+    const activated: Record<string, string> = python ? {PATH: [python.binDir, this.options.env?.PATH ?? process.env.PATH].filter(Boolean).join(delimiter), VIRTUAL_ENV: python.envDir} : {}
+    const env: Record<string, string> = {...this.options.env, ...activated, ...gpuEnvironment(request.devices)}
+    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port, ...(python ? {python} : {})}
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()

@@ -5,7 +5,7 @@
 import * as s from '../kernel/schema.js'
 
 /** `restart` is a self-healing relaunch of a crashed model (src/cluster/self-healing.ts). */
-export const MODEL_EVENT_KINDS = ['launch', 'download', 'generating', 'loading', 'ready', 'launch_failed', 'cancelled', 'crash', 'restart', 'terminate'] as const
+export const MODEL_EVENT_KINDS = ['launch', 'download', 'generating', 'installing', 'loading', 'ready', 'launch_failed', 'cancelled', 'crash', 'restart', 'terminate'] as const
 export type ModelEventKind = (typeof MODEL_EVENT_KINDS)[number]
 
 export const modelEventSchema = s.object(

@@ -74,32 +74,48 @@ export const LAUNCH_FIELDS: ReadonlySet<string> = new Set(Object.keys(launchFiel
 
 /**
  * pending → downloading (only when the weights are not cached) or generating (weights made here, on first launch) →
- * loading → ready; or error / cancelled.
+ * installing (an engine that runs Python, when its virtual environment does not exist yet) → loading → ready; or
+ * error / cancelled.
  */
-export type LaunchStage = 'pending' | 'downloading' | 'generating' | 'loading' | 'ready' | 'error' | 'cancelled'
+export const LAUNCH_STAGES = ['pending', 'downloading', 'generating', 'installing', 'loading', 'ready', 'error', 'cancelled'] as const
+export type LaunchStage = (typeof LAUNCH_STAGES)[number]
 
-export interface LaunchProgress {
-  model_uid: string
-  stage: LaunchStage
-  /** The whole launch, from 0 to 1; it never goes back, and reaches 1 when the model is ready. */
-  progress: number
-  downloaded_bytes: number
-  total_bytes: number
-  files: Array<{name: string; downloaded_bytes: number; total_bytes: number}>
-  hub: string | null
-  repo: string | null
-  /** Why the launch failed or was cancelled, or why the model's process died after it was ready. */
-  error: {message: string; code: string; status: number} | null
-}
+const bytes = (description: string) => s.number({description, minimum: 0})
+
+export const launchProgressSchema = s.object(
+  {
+    downloaded_bytes: bytes('Bytes of weights downloaded so far.'),
+    error: s.nullable(
+      s.object({code: s.string(), message: s.string(), status: s.integer()}, {description: "Why the launch failed or was cancelled, or why the model's process died after it was ready."}),
+    ),
+    files: s.array(s.object({downloaded_bytes: bytes('Bytes downloaded.'), name: s.string(), total_bytes: bytes('Size of the file.')}, {title: 'DownloadedFile'})),
+    hub: s.nullable(s.string()),
+    model_uid: s.string(),
+    progress: s.number({description: 'The whole launch, from 0 to 1; it never goes back, and reaches 1 when the model is ready.', maximum: 1, minimum: 0}),
+    repo: s.nullable(s.string()),
+    stage: s.string({enum: LAUNCH_STAGES}),
+    total_bytes: bytes('Bytes of weights to download.'),
+  },
+  {title: 'LaunchProgress'},
+)
+
+export type LaunchProgress = s.Infer<typeof launchProgressSchema> & {stage: LaunchStage}
+
+/** `POST /v1/models`'s answer. */
+export const launchReplySchema = s.object({model_uid: s.string({description: 'Handle of the launched model.'})}, {title: 'LaunchReply'})
 
 /** `POST /v1/models/memory`'s answer: bytes a launch would need, and where the figures came from. */
-export interface MemoryEstimateReply {
-  model_version: string
-  weights_bytes: number
-  kv_cache_bytes: number
-  overhead_bytes: number
-  total_bytes: number
-  context_length: number
-  source: string
-  [detail: string]: unknown
-}
+export const memoryEstimateReplySchema = s.object(
+  {
+    context_length: s.integer({description: 'Tokens of context per sequence the launch would get.'}),
+    kv_cache_bytes: bytes('The KV cache at that context length.'),
+    model_version: s.string(),
+    overhead_bytes: bytes('Compute buffers and other per-context memory beyond the KV cache.'),
+    source: s.string({description: 'Where the weights were read: local, cache, generated, or the hub.'}),
+    total_bytes: bytes('The sum of the parts.'),
+    weights_bytes: bytes('The weights.'),
+  },
+  {description: 'Engines may add details of their own.', title: 'MemoryEstimate', unknownKeys: 'keep'},
+)
+
+export type MemoryEstimateReply = s.Infer<typeof memoryEstimateReplySchema> & {[detail: string]: unknown}

@@ -11,7 +11,7 @@ export interface ClusterTiming {
   lostMs: number
 }
 
-const resources = s.object(
+export const workerResourcesSchema = s.object(
   {
     cpu_count: s.integer({minimum: 0}),
     gpus: s.array(
@@ -30,12 +30,12 @@ export const registrationSchema = s.object(
   {
     address: s.string({description: "The worker server's base URL as the supervisor reaches it, e.g. http://10.0.0.2:41000.", pattern: /^https?:\/\/[^/]+$/}),
     instances: s.array(s.record(s.unknown()), {description: 'Models running on the worker, each with the launch it came from.'}),
-    resources,
+    resources: workerResourcesSchema,
     version: s.string({minLength: 1}),
   },
   {title: 'WorkerRegistration'},
 )
 
-export const heartbeatSchema = s.object({address: s.string({description: 'The address the worker registered with.', minLength: 1}), instances: s.array(s.record(s.unknown())), resources}, {title: 'WorkerHeartbeat'})
+export const heartbeatSchema = s.object({address: s.string({description: 'The address the worker registered with.', minLength: 1}), instances: s.array(s.record(s.unknown())), resources: workerResourcesSchema}, {title: 'WorkerHeartbeat'})
 
 export type Registration = s.Infer<typeof registrationSchema>

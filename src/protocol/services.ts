@@ -4,6 +4,7 @@
  * registry, so the server never imports the cluster.
  */
 import type {CachedModel} from './cache.js'
+import type {WorkerAdmissionReply} from './cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
 import type {Registration} from './membership.js'
 import type {ModelDescription} from './models.js'
@@ -32,7 +33,7 @@ export interface ModelService {
 
 /** How workers join a supervisor and stay in it, and how the cluster is stopped. */
 export interface WorkerAdmission {
-  register(registration: Registration): Promise<{worker_id: string; heartbeat_interval_ms: number; lost_timeout_ms: number}>
+  register(registration: Registration): Promise<WorkerAdmissionReply>
   heartbeat(address: string, resources: WorkerResources, instances: InstanceSummary[]): void
   /** Stops every worker; answers the ids of those that could not be told. */
   shutdownWorkers(): Promise<string[]>

@@ -80,8 +80,11 @@ export interface DownloadProgress {
   files: Array<{name: string; downloadedBytes: number; totalBytes: number}>
 }
 
-/** How far a launch on a worker has got: fetching (or making) the weights, then loading them. */
-export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'generating'} | {stage: 'loading'; fraction: number}
+/**
+ * How far a launch on a worker has got: fetching (or making) the weights, making the engine's Python environment
+ * (only when it does not exist yet), then loading them.
+ */
+export type LaunchStep = {stage: 'downloading'; download: DownloadProgress} | {stage: 'generating'} | {stage: 'installing'} | {stage: 'loading'; fraction: number}
 
 /** Where the weights of a spec can be read from. */
 export type WeightsSource = 'local' | 'cache' | 'generated' | 'huggingface' | 'modelscope'

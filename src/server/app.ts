@@ -16,9 +16,11 @@ import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
+import {checkQuery} from './query.js'
 import {observedModels, reportRequests} from './request-events.js'
 import {assignRequestIds} from './request-id.js'
 import {toServerSentEvents} from './sse.js'
+import {serveWebUi} from './web-ui.js'
 
 /**
  * The router's CommonJS build, on purpose: its ES build imports `node:http` as an ES module, and Node then reads
@@ -51,6 +53,8 @@ export interface AppOptions {
   events?: ServiceEvents
   /** Where uploads to multipart routes are written while their request lasts; the system's temporary folder unless given. */
   uploadDir?: string
+  /** Serve the web interface at /ui and redirect `/` to it (service-local and the supervisor; workers do not). */
+  webUi?: boolean
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -160,6 +164,8 @@ export function createApp(options: AppOptions): Koa {
     await next()
   })
 
+  // The web interface's files are public (its pages call the API with the user's credentials), so they come before the guard.
+  if (options.webUi) app.use(serveWebUi())
   if (guards) app.use(guards.unrouted)
   const router = new Router()
   for (const {definition} of routes) {
@@ -169,6 +175,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.res.once('close', () => {
         if (!ctx.res.writableFinished) controller.abort()
       })
+      if (definition.query) checkQuery(definition.query, ctx.query)
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
       const request: RouteRequest = {
         body,

@@ -25,9 +25,12 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
+import {engineModelRoutes} from '../server/routes/engine-models.js'
 import {eventRoutes} from '../server/routes/events.js'
-import {docsRoutes, openApiDocument} from '../server/routes/docs.js'
+import {openApiDocument} from '../server/openapi.js'
+import {docsRoutes} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
+import {virtualEnvironmentRoutes} from '../server/routes/virtualenvs.js'
 import {ServiceMetrics} from '../server/metrics.js'
 import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
 import {discoverGpus} from '../cluster/devices.js'
@@ -36,6 +39,7 @@ import {ModelEventLog} from '../cluster/model-events.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {stopOnce} from './stop-once.js'
+import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
 import {LocalWorker, machineResources} from '../cluster/worker.js'
@@ -89,6 +93,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           log,
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
+          pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
           resources: () => machineResources(gpus),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),
@@ -116,15 +121,17 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   })
 
   const routes = [
+    ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
+    ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version})
+  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

@@ -52,6 +52,26 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
       tag: 'worker',
     },
     {
+      async handler() {
+        return json({list: await worker().virtualEnvironments()})
+      },
+      method: 'GET',
+      path: '/v1/worker/virtualenvs',
+      permission: CLUSTER,
+      summary: "This worker's Python environments",
+      tag: 'worker',
+    },
+    {
+      async handler({params}) {
+        return json({path: await worker().removeVirtualEnvironment(params.name)})
+      },
+      method: 'DELETE',
+      path: '/v1/worker/virtualenvs/:name',
+      permission: CLUSTER,
+      summary: 'Delete a Python environment from this worker',
+      tag: 'worker',
+    },
+    {
       body: instanceLaunchSchema,
       async handler({body, signal}) {
         return frames(launchFrames(worker(), body as InstanceLaunch, signal))

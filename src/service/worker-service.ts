@@ -18,6 +18,7 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {stopOnce} from './stop-once.js'
+import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
 import {SupervisorLink} from '../cluster/worker-link.js'
 import {workerRoutes} from './worker-routes.js'
@@ -69,6 +70,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     kernel,
     log,
     logDir: paths.logs,
+    pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
     resources: () => machineResources(gpus),
     version,
     weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, log, weightsGenerator: (format) => kernel.weightsGenerator(format)}),

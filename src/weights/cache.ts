@@ -129,6 +129,12 @@ export class ModelCache {
     return true
   }
 
+  /** Whether a version was downloaded whole: it has a manifest, and every file the manifest lists is here at its size. */
+  async complete(version: string): Promise<boolean> {
+    const manifest = await this.manifest(version)
+    return manifest !== undefined && (await this.has(version, manifest.files.map((file) => file.name)))
+  }
+
   async list(): Promise<CachedModel[]> {
     if (!existsSync(this.root)) return []
     const entries = await readdir(this.root, {withFileTypes: true})

@@ -11,11 +11,15 @@ import {dirname} from 'node:path'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, WeightsGenerator} from '../kernel/contracts.js'
+import type {PythonEnvironment, PythonRequirements} from '../kernel/virtualenv.js'
 import type {CacheManifest, ModelCache} from './cache.js'
 
 import {GENERATED_HUB} from '../kernel/catalogue.js'
 import {ServiceError} from '../kernel/errors.js'
 import {formatBytes} from '../util/format.js'
+
+/** Makes or reuses the virtual environment of a generator that runs Python (`WeightsGenerator.python`). */
+export type PythonEnvironmentMaker = (requirements: PythonRequirements, signal: AbortSignal) => Promise<PythonEnvironment>
 
 export interface GenerationJob {
   cache: ModelCache
@@ -28,6 +32,8 @@ export interface GenerationJob {
   version: string
   names: string[]
   signal: AbortSignal
+  /** Makes the virtual environment of a generator that runs Python. */
+  python?: PythonEnvironmentMaker
 }
 
 /** A temporary name the cache listing skips (it ends in `.tmp`); one per file, as one service owns its cache. */
@@ -49,6 +55,12 @@ function generatorFor({generator, modelName, spec}: Pick<GenerationJob, 'generat
   return generator
 }
 
+/** The environment a generator's Python runs in; a worker that cannot make one refuses the generated spec. */
+function pythonFor({modelName, python, signal, spec}: GenerationJob, requirements: PythonRequirements): Promise<PythonEnvironment> {
+  if (!python) throw new ServiceError(400, 'unsupported', `the ${spec.model_format} weights of ${modelName} are made with Python, and this worker cannot make Python environments.`, 'model_name')
+  return python(requirements, signal)
+}
+
 export async function generateIntoCache(job: GenerationJob): Promise<void> {
   const {cache, log, modelName, names, signal, spec, version} = job
   const generator = generatorFor(job)
@@ -58,7 +70,8 @@ export async function generateIntoCache(job: GenerationJob): Promise<void> {
   const started = performance.now()
   try {
     for (const path of targets) await mkdir(dirname(path), {recursive: true})
-    await generator.generate({files: temporaries, recipe, signal})
+    const python = generator.python ? await pythonFor(job, generator.python) : undefined
+    await generator.generate({files: temporaries, recipe, signal, ...(python ? {python} : {})})
     signal.throwIfAborted()
     const files: CacheManifest['files'] = []
     for (const [index, temporary] of temporaries.entries()) {

@@ -24,9 +24,10 @@ import {GENERATED_HUB, specFileNames} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {checkModelUri} from '../kernel/model-files.js'
 import {formatBytes} from '../util/format.js'
-import {generateIntoCache} from './generated-weights.js'
+import {generateIntoCache, type PythonEnvironmentMaker} from './generated-weights.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
+import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
 import {downloadFile, partPath} from './transfer.js'
 
 export {cacheEntryName} from './cache.js'
@@ -36,6 +37,8 @@ export interface ResolveOptions {
   onProgress?(progress: DownloadProgress): void
   /** Told when the weights are about to be made here (a `generated` spec that is not cached yet). */
   onGenerating?(): void
+  /** Makes or reuses the virtual environment of a generator that runs Python (`WeightsGenerator.python`). */
+  python?: PythonEnvironmentMaker
 }
 
 /** Where the weights of a spec can be read: local files, or the hub's URLs (with the headers they need). */
@@ -109,18 +112,20 @@ export class WeightStore {
   }
 
   /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
-  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, signal}: ResolveOptions = {}): Promise<string> {
+  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, python, signal}: ResolveOptions = {}): Promise<string> {
     const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
-    if (!(await this.cache.has(version, names))) {
+    const repository = isRepositorySpec(spec)
+    if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
-      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names)
+      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names, python)
       await this.follow(job, modelName, {onProgress, signal})
     }
 
-    return this.cache.filePath(version, names[0])
+    // A repository is loaded as its folder (config, tokenizer and shards side by side), a GGUF model from its first file.
+    return repository ? this.cache.entryDir(version) : this.cache.filePath(version, names[0])
   }
 
   /** Where a spec's weights can be read without downloading them (for memory estimates from the header). */
@@ -153,7 +158,7 @@ export class WeightStore {
 
   private entryOf(modelName: string, spec: ResolvedSpec) {
     const names = specFileNames(spec)
-    if (names.length === 0)
+    if (names.length === 0 && !isRepositorySpec(spec))
       throw badRequest(`${modelName} names no weight file for ${spec.quantization}; its registration needs model_file_name_template or model_uri.`, 'model_name')
     const version = cacheEntryName(modelName, spec)
     for (const name of names) this.cache.filePath(version, name)
@@ -200,11 +205,11 @@ export class WeightStore {
     })
   }
 
-  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[]): DownloadJob {
+  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[], python?: PythonEnvironmentMaker): DownloadJob {
     const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
     const fill =
       spec.model_hub === GENERATED_HUB
-        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, signal: job.controller.signal, spec, version})
+        ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format), log: this.options.log, modelName, names, python, signal: job.controller.signal, spec, version})
         : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names))
     job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.
@@ -268,12 +273,53 @@ export class WeightStore {
     }
   }
 
+  /**
+   * The files of a whole repository (see repository.ts); its safetensors index, when it has one, is fetched first to
+   * learn the shards, and `fetched` is told of it so that a failure cleans it up too.
+   */
+  private async repositoryFiles(hub: Hub, snapshot: RepoSnapshot, version: string, signal: AbortSignal, fetched: string[]): Promise<RemoteFile[]> {
+    const index = snapshot.files.get(SAFETENSORS_INDEX)
+    if (!index) return repositoryFiles(snapshot)
+    fetched.push(index.path)
+    await this.transfer(hub, snapshot, index, version, signal, () => {})
+    return repositoryFiles(snapshot, await indexedShards(this.cache.filePath(version, index.path), snapshot.repo))
+  }
+
+  private transfer(hub: Hub, snapshot: RepoSnapshot, file: RemoteFile, version: string, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<void> {
+    return downloadFile({
+      ...this.tuning,
+      fetch: this.options.fetch,
+      hub,
+      log: this.options.log,
+      onBytes,
+      sha256: file.sha256,
+      signal,
+      size: file.size,
+      target: this.cache.filePath(version, file.path),
+      url: hub.fileUrl(snapshot, file.path),
+    })
+  }
+
   private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[]): Promise<void> {
+    const fetched: string[] = []
+    try {
+      await this.fetchAll(job, version, modelName, spec, names, fetched)
+    } catch (error) {
+      if (job.controller.signal.aborted || !resumable(error)) await this.cache.discard(version, fetched)
+      throw error
+    }
+  }
+
+  /**
+   * `names` are the spec's files, or none for a whole repository. `fetched` gathers what a failure must clean up: the
+   * files being transferred (a refusal before the transfers begins keeps an earlier download's `.part` files).
+   */
+  private async fetchAll(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[], fetched: string[]): Promise<void> {
     const {log} = this.options
     const {signal} = job.controller
     const hub = this.hub(spec)
     const snapshot = await this.snapshot(hub, spec, signal)
-    const remote = this.remoteFiles(hub, snapshot, names)
+    const remote = names.length > 0 ? this.remoteFiles(hub, snapshot, names) : await this.repositoryFiles(hub, snapshot, version, signal, fetched)
     const present = await Promise.all(
       remote.map(async (file) => {
         const target = this.cache.filePath(version, file.path)
@@ -308,44 +354,29 @@ export class WeightStore {
     publish()
     log.info(`downloading ${modelName} (${version}) from ${hub.name} ${snapshot.repo}@${snapshot.commit ?? snapshot.revision}: ${remote.map((f) => f.path).join(', ')} (${formatBytes(total)}, ${formatBytes(needed)} to fetch)`)
     const started = performance.now()
-    try {
-      for (const [index, file] of remote.entries()) {
-        if (present[index] === file.size && (await sizeOf(this.cache.filePath(version, file.path))) === file.size) continue
-        await downloadFile({
-          ...this.tuning,
-          fetch: this.options.fetch,
-          hub,
-          log,
-          onBytes(bytes) {
-            progress.files[index].downloadedBytes = bytes
-            publish()
-          },
-          sha256: file.sha256,
-          signal,
-          size: file.size,
-          target: this.cache.filePath(version, file.path),
-          url: hub.fileUrl(snapshot, file.path),
-        })
-      }
-
-      const manifest: CacheManifest = {
-        commit: snapshot.commit,
-        downloaded_at: new Date().toISOString(),
-        files: remote.map((file) => ({name: file.path, sha256: file.sha256, size: file.size, url: hub.fileUrl(snapshot, file.path)})),
-        hub: hub.name,
-        model_format: spec.model_format,
-        model_name: modelName,
-        model_size_in_billions: spec.model_size_in_billions,
-        model_version: version,
-        quantization: spec.quantization,
-        repo: snapshot.repo,
-        revision: snapshot.revision,
-      }
-      await this.cache.writeManifest(manifest)
-    } catch (error) {
-      if (signal.aborted || !resumable(error)) await this.cache.discard(version, names)
-      throw error
+    fetched.splice(0, fetched.length, ...remote.map((file) => file.path))
+    for (const [index, file] of remote.entries()) {
+      if (present[index] === file.size && (await sizeOf(this.cache.filePath(version, file.path))) === file.size) continue
+      await this.transfer(hub, snapshot, file, version, signal, (bytes) => {
+        progress.files[index].downloadedBytes = bytes
+        publish()
+      })
     }
+
+    const manifest: CacheManifest = {
+      commit: snapshot.commit,
+      downloaded_at: new Date().toISOString(),
+      files: remote.map((file) => ({name: file.path, sha256: file.sha256, size: file.size, url: hub.fileUrl(snapshot, file.path)})),
+      hub: hub.name,
+      model_format: spec.model_format,
+      model_name: modelName,
+      model_size_in_billions: spec.model_size_in_billions,
+      model_version: version,
+      quantization: spec.quantization,
+      repo: snapshot.repo,
+      revision: snapshot.revision,
+    }
+    await this.cache.writeManifest(manifest)
 
     const seconds = (performance.now() - started) / 1000
     log.info(`downloaded ${modelName} (${version}): ${formatBytes(needed)} in ${seconds.toFixed(1)} s (${formatBytes(needed / Math.max(seconds, 0.001))}/s)`)

@@ -27,6 +27,11 @@ const register = async ({api}) => {
     // The program for one model: it must listen on `port`. `env` already holds CUDA_VISIBLE_DEVICES when the
     // launch was given GPUs; return `env` to add variables. For vLLM this would be
     // {file: 'vllm', args: ['serve', request.modelPath, '--port', String(port), '--served-model-name', request.modelUid]}.
+    // `api.external.commandLineFlags(request.parameters)` writes the launch's engine parameters as such a program's
+    // flags (`max_model_len: 4096` → `--max-model-len 4096`), as the built-in vLLM, SGLang and MLX engines do.
+    // A program that needs Python packages: declare them on the engine as `python: {packages: ['vllm']}`; the service
+    // makes (once, and shares) a virtual environment with them and gives it here as `python`, whose
+    // `python.executable` runs the program (README, "Python virtual environments").
     command: (request, {port}) => ({
       file: 'python3',
       args: ['-u', SERVER, '--port', String(port), '--model', request.modelPath, '--delay-ms', String(request.parameters.delay_ms ?? 0)],

@@ -56,10 +56,12 @@ function inferRoute(api) {
     permission: 'models:read',
     // The body is validated before the handler runs; a mistake is a 400 that names the field.
     body: inferSchema(api.schema),
-    response: {
-      type: 'object',
-      properties: {object: {type: 'string'}, model: {type: 'string'}, output: {type: 'object'}},
-    },
+    // The answer's schema, for /openapi.json (and the clients generated from it); a streaming route also
+    // declares `events`, the schema of each server-sent event, and a route that reads `?name=` declares `query`.
+    response: api.schema.object(
+      {object: api.schema.string(), model: api.schema.string(), output: api.schema.record(api.schema.unknown())},
+      {title: `${MODEL_TYPE}InferResponse`},
+    ).json,
     async handler({body, models, signal}) {
       // A 404 that lists the running models when there is no such model; typed by this type's operations.
       /** @type {import('service-toolkit').ModelHandle<InferOperations>} */

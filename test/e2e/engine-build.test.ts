@@ -87,10 +87,10 @@ describe('servicectl engine build', function () {
   })
 
   it('names the installed engines when the engine is unknown', async () => {
-    const result = await build(['vllm'], allPrograms)
+    const result = await build(['lmdeploy'], allPrograms)
     expect(result.exitCode).to.equal(1)
     expect(result.stdout).to.equal('')
-    expect(result.stderr).to.equal('Error: no engine named "vllm" is installed here; installed engines: llama.cpp.')
+    expect(result.stderr).to.equal('Error: no engine named "lmdeploy" is installed here; installed engines: llama.cpp, MLX, sglang, transformers, vllm.')
   })
 
   describe('with plugins of its own', () => {
@@ -114,7 +114,7 @@ describe('servicectl engine build', function () {
       const result = await build(['plain-engine'], allPrograms)
       expect(result.exitCode).to.equal(1)
       expect(result.stderr).to.equal('Error: engine plain-engine (plugin service-toolkit-plugin-engine-plain-engine) has nothing to build: it runs as installed.')
-      expect((await build(['nope'], allPrograms)).stderr).to.contain('installed engines: llama.cpp, plain-engine, quick-build.')
+      expect((await build(['nope'], allPrograms)).stderr).to.contain('installed engines: llama.cpp, MLX, plain-engine, quick-build, sglang, transformers, vllm.')
     })
 
     it('runs the build on the terminal, then says which build the engine uses now', async () => {

@@ -316,7 +316,8 @@ describe('OpenAI API (service-local, openai client)', function () {
     it('names the field and the allowed values when a launch does not match', async () => {
       const cases: Array<[Record<string, unknown>, string, RegExp]> = [
         [{}, 'model_engine', /model_engine is required for LLM models; choose one of: llama.cpp/],
-        [{model_engine: 'vllm'}, 'model_engine', /"vllm" is not installed; choose one of: llama.cpp/],
+        [{model_engine: 'lmdeploy'}, 'model_engine', /"lmdeploy" is not installed; choose one of: llama.cpp/],
+        [{model_engine: 'vllm'}, 'model_engine', /^engine "vllm" cannot run tiny-chat: .* the engines that can run it: llama\.cpp\.$/],
         [{model_engine: 'llama.cpp', model_name: 'no-such-model'}, 'model_name', /not in the catalogue/],
         [{model_engine: 'llama.cpp', model_format: 'pytorch'}, 'model_format', /choose one of: ggufv2/],
         [{model_engine: 'llama.cpp', size_in_billions: 7}, 'size_in_billions', /choose one of: 0_5/],

@@ -3,12 +3,13 @@
  * node, the access-control config with its login example, and the catalogue block against a local hub that
  * serves a generated model under the real repo and file names. The quickstart's tiny-random-llm is made by the
  * service itself. Only the custom models' paths (generated GGUFs instead of the reader's files), the port,
- * HF_ENDPOINT and the secret (which the reader generates) differ from what a reader runs.
+ * HF_ENDPOINT, the secret (which the reader generates) and the typed client's `npm install` (the repository has those
+ * packages) differ from what a reader runs.
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {chmod, mkdir, readdir, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
@@ -159,5 +160,34 @@ describe('README access-control example', () => {
     expect(run.stdout).to.match(new RegExp(`^Logged in to ${service.url} as reader until `))
     expect(run.stdout).to.contain('No models are running.')
     expect(run.stdout.trim().split('\n').at(-1)).to.equal('{"data":[],"object":"list"}')
+  })
+})
+
+describe('README typed client example', () => {
+  let service: RunningService
+  let directory: string
+
+  before(async () => {
+    service = await startService()
+    // Inside the repository, so that the example finds openapi-typescript and openapi-fetch in its node_modules.
+    directory = await mkdtemp(join(ROOT, 'test', '.readme-client-'))
+  })
+
+  after(async () => {
+    await service?.stop()
+    await rm(directory, {force: true, recursive: true})
+  })
+
+  it('generates the types from /openapi.json, and the client written with them type-checks and launches, follows and chats', async () => {
+    // The repository has both packages already (devDependencies), and the test has no network: the install line is left out.
+    const generate = (await readmeBlock('openapi-types')).replaceAll('http://127.0.0.1:9997', service.url).replace(/^npm install .*\n/m, '')
+    const generated = await execa('bash', ['-euo', 'pipefail', '-c', generate], {cwd: directory, env: {PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`}, reject: false})
+    expect(generated.exitCode, generated.stderr).to.equal(0)
+    await writeFile(join(directory, 'client.ts'), (await readmeBlock('openapi-client')).replaceAll('http://127.0.0.1:9997', service.url))
+    const tsc = await execa('node', [join(ROOT, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', 'client.ts'], {cwd: directory, reject: false})
+    expect(tsc.exitCode, tsc.stdout).to.equal(0)
+    const run = await execa('node', ['client.ts'], {cwd: directory, reject: false})
+    expect(run.exitCode, run.stderr).to.equal(0)
+    expect(run.stdout).to.match(/^ready \S/)
   })
 })

@@ -12,11 +12,13 @@ import {ROOT} from './service.js'
 const DOCUMENT = [join(ROOT, '../shared/conformance/openai-openapi.yaml'), join(ROOT, 'shared/conformance/openai-openapi.yaml')].find((path) => existsSync(path))
 
 let ajv: Ajv2020 | undefined
+let components: {schemas: Record<string, Record<string, unknown>>} | undefined
 
 function validator(): Ajv2020 {
   if (ajv) return ajv
   if (!DOCUMENT) throw new Error('shared/conformance/openai-openapi.yaml is missing: the conformance material must sit beside the repository')
-  const document = parse(readFileSync(DOCUMENT, 'utf8')) as {components: unknown}
+  const document = parse(readFileSync(DOCUMENT, 'utf8')) as {components: typeof components}
+  components = document.components
   // OpenAPI carries extension keywords (x-stainless-const, x-oaiMeta) and formats such as "unixtime" that
   // are documentation, not constraints.
   ajv = new Ajv2020({allErrors: true, strict: false, validateFormats: false})
@@ -41,4 +43,17 @@ export function assertOpenAiSchema(schemaName: string, value: unknown): void {
   if (!validate) throw new Error(`no schema ${schemaName} in the OpenAI document`)
   if (!validate(value))
     throw new Error(`response does not match OpenAI ${schemaName}:\n${JSON.stringify(validate.errors, null, 2)}\nvalue: ${JSON.stringify(value)}`)
+}
+
+/** The fields an OpenAI schema requires, its `allOf` parts' included: what a client may count on finding, or must send. */
+export function openAiRequired(schemaName: string): string[] {
+  validator()
+  const collect = (schema: Record<string, unknown>): string[] => {
+    if (typeof schema.$ref === 'string') return collect(components!.schemas[schema.$ref.replace('#/components/schemas/', '')])
+    return [...((schema.required as string[]) ?? []), ...((schema.allOf as Array<Record<string, unknown>>) ?? []).flatMap((part) => collect(part))]
+  }
+
+  const schema = components!.schemas[schemaName]
+  if (!schema) throw new Error(`no schema ${schemaName} in the OpenAI document`)
+  return collect(schema)
 }

@@ -148,6 +148,21 @@ describe('ExternalProgram', () => {
     await program.dispose()
   })
 
+  it('sends a chat without tools with neither tools nor a tool choice, which vLLM would refuse', async () => {
+    const {spawn} = spawner()
+    const program = new ExternalProgram('m-5', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})
+    await program.load(request())
+    reply = (response) => {
+      response.writeHead(200, {'content-type': 'text/event-stream'})
+      response.end(`data: ${JSON.stringify({choices: [{delta: {content: 'Hi'}, finish_reason: 'stop', index: 0}]})}\n\ndata: [DONE]\n\n`)
+    }
+
+    const payload = {maxTokens: 5, messages: [{content: 'Hello', role: 'user' as const}], toolChoice: 'auto' as const, tools: []}
+    for await (const _ of program.invoke('chat', payload, new AbortController().signal));
+    expect(upstream.body).to.deep.equal({max_tokens: 5, messages: [{content: 'Hello', role: 'user'}], model: 'm-5', stream: true, stream_options: {include_usage: true}})
+    await program.dispose()
+  })
+
   it("answers the server's refusal in the service's words: its 4xx stays a 4xx, and an operation it lacks is a 400", async () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-4', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})

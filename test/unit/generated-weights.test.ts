@@ -125,4 +125,28 @@ describe('generated weights', () => {
     expect(unknown).to.include({status: 400})
     expect(unknown.message).to.equal(`the weights of odd are made on this machine from the recipe "no-such-recipe" (model_id), which the ggufv2 generator does not know; it makes: ${RECIPE_NAMES.join(', ')}.`)
   })
+
+  it('gives a generator that runs Python the environment of its packages, made through the launch', async () => {
+    const asked: string[][] = []
+    const pythonGenerator: WeightsGenerator = {
+      format: 'ggufv2',
+      async generate({files, python}) {
+        await writeFile(files[0], `made with ${python?.executable}`)
+      },
+      python: {packages: ['transformers']},
+      recipes: ['py-recipe'],
+    }
+    const environment = {binDir: '/envs/e/bin', envDir: '/envs/e', executable: '/envs/e/bin/python'}
+    const path = await store(pythonGenerator).resolve(
+      {modelName: 'py', spec: generated('py-recipe')},
+      {python: async ({packages}) => (asked.push(packages), environment)},
+    )
+    expect(asked).to.deep.equal([['transformers']])
+    expect(await readFile(path, 'utf8')).to.equal('made with /envs/e/bin/python')
+    const refused = await store(pythonGenerator)
+      .resolve({modelName: 'py2', spec: generated('py-recipe')})
+      .catch((e) => e)
+    expect(refused).to.include({param: 'model_name', status: 400})
+    expect(refused.message).to.contain('are made with Python, and this worker cannot make Python environments')
+  })
 })

@@ -38,6 +38,27 @@ describe('kernel: external engines and multipart routes', () => {
     ])
   })
 
+  it("keeps an engine's python packages, and reports a declaration the kernel cannot install", () => {
+    const kernel = Kernel.fromContributions(api, [
+      {contribution: llm, plugin: 'core'},
+      {
+        contribution: {
+          engines: [
+            {external, formats: ['pytorch'], modelTypes: ['LLM'], name: 'transformers', parameters: {}, python: {packages: ['transformers', 'torch==2.13.0']}},
+            {external, formats: ['pytorch'], modelTypes: ['LLM'], name: 'option-smuggler', parameters: {}, python: {packages: ['--index-url=http://elsewhere']}},
+            {formats: ['ggufv2'], hostModule: '/host.js', modelTypes: ['LLM'], name: 'node-python', parameters: {}, python: {packages: ['six']}},
+          ],
+        },
+        plugin: 'engines',
+      },
+    ])
+    expect(kernel.engine('transformers')?.definition.python).to.deep.equal({packages: ['transformers', 'torch==2.13.0']})
+    expect(kernel.problems.map((problem) => problem.message)).to.deep.equal([
+      'engine option-smuggler: python.packages must be a list of pip requirement strings (none starting with "-")',
+      'engine node-python: python packages are installed for external programs only; give the engine an `external` program',
+    ])
+  })
+
   it('keeps a multipart route and skips one whose limits or file fields are missing', () => {
     const kernel = Kernel.fromContributions(api, [
       {

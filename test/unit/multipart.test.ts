@@ -14,7 +14,8 @@ import type {RouteDefinition, RouteRequest} from '../../src/kernel/contracts.js'
 import * as schema from '../../src/kernel/schema.js'
 import {createApp} from '../../src/server/app.js'
 import {listen, type Listening} from '../../src/server/listen.js'
-import {docsRoutes, openApiDocument} from '../../src/server/routes/docs.js'
+import {openApiDocument} from '../../src/server/openapi.js'
+import {docsRoutes} from '../../src/server/routes/docs.js'
 import {until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}

@@ -64,4 +64,16 @@ describe('launch progress view', () => {
     expect(lines[1]).to.equal('Downloading [########......................]  25%  25.0 MB / 100.0 MB  20.0 MB/s  ETA 0:04')
     expect(lines.at(-1)).to.equal('Ready       [##############################] 100%\n')
   })
+
+  it("shows the engine's Python environment being made: a bar on a terminal, one line elsewhere", () => {
+    const installing: Array<[number, LaunchProgress]> = [
+      [0, step('pending', 0, 0)],
+      [1000, step('installing', 0, 0)],
+      [2000, step('installing', 0, 0)],
+      [3000, step('loading', 0, 0.5)],
+      [4000, step('ready', 0, 1)],
+    ]
+    expect(render(true, installing)).to.contain('Installing  [')
+    expect(render(false, installing)).to.equal("Creating the engine's Python environment; later launches that need the same packages reuse it.\n")
+  })
 })

@@ -67,6 +67,9 @@ const host: EngineHost<LlamaCppOperations> = {
     const llama = await getLlama({
       build: 'never',
       gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
+      // Its own notices (such as "the prebuilt binary with Vulkan support is not compatible with the current system,
+      // falling back to using no GPU" where a Vulkan loader is installed without a GPU) would go to stderr unlogged.
+      progressLogs: false,
       logger(level, message) {
         log.debug(`llama.cpp ${level}: ${message.trimEnd()}`)
         if (level === 'error' || level === 'fatal') recentErrors.splice(0, recentErrors.length - 2, message.trim())

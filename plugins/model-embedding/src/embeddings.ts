@@ -26,6 +26,26 @@ function embeddingSchema(s: KernelApi['schema']) {
 
 type EmbeddingRequest = Infer<ReturnType<typeof embeddingSchema>>
 
+function embeddingResponseSchema(s: KernelApi['schema']) {
+  const embedding = s.object(
+    {
+      embedding: s.union([s.array(s.number()), s.string({description: 'Base64 of little-endian float32, with encoding_format base64.'})], 'a vector or its base64'),
+      index: s.integer({minimum: 0}),
+      object: s.literal('embedding'),
+    },
+    {title: 'Embedding'},
+  )
+  return s.object(
+    {
+      data: s.array(embedding, {description: 'One L2-normalized vector per input, in the order of the inputs.'}),
+      model: s.string(),
+      object: s.literal('list'),
+      usage: s.object({prompt_tokens: s.integer({minimum: 0}), total_tokens: s.integer({minimum: 0})}),
+    },
+    {title: 'CreateEmbeddingResponse'},
+  )
+}
+
 /** `[1, 2]` is one input of two tokens, `[[1], "text"]` two inputs. */
 function inputsOf(input: EmbeddingRequest['input']): TextInput[] {
   if (typeof input === 'string') return [input]
@@ -69,6 +89,7 @@ export function embeddingsRoute(api: KernelApi): RouteDefinition<EmbeddingReques
     method: 'POST',
     path: '/v1/embeddings',
     permission: 'models:read',
+    response: embeddingResponseSchema(api.schema).json,
     summary: 'Embeddings (OpenAI API): one vector per input; encoding_format float or base64, dimensions for Matryoshka models',
     tag: 'embedding',
   }

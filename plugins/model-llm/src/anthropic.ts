@@ -9,6 +9,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes} from 'node:crypto'
 
+import {anthropicResponseSchemas} from './anthropic-shapes.js'
 import {started} from './openai-shapes.js'
 
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -80,6 +81,7 @@ function messagesSchema(s: KernelApi['schema']) {
 
 const countSchema = (s: KernelApi['schema']) => s.object(conversationFields(s), {title: 'AnthropicCountTokensRequest'})
 
+type Shapes = ReturnType<typeof anthropicResponseSchemas>
 type Conversation = Infer<ReturnType<typeof countSchema>>
 type MessagesRequest = Infer<ReturnType<typeof messagesSchema>>
 
@@ -191,10 +193,11 @@ function inputOf(json: string): unknown {
 
 const toolUseBlock = (name: string, input: unknown) => ({caller: {type: 'direct'}, id: id('toolu'), input, name, type: 'tool_use'})
 
-function messagesRoute(api: KernelApi): RouteDefinition<MessagesRequest> {
+function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<MessagesRequest> {
   return {
     body: messagesSchema(api.schema),
     errorStyle: 'anthropic',
+    events: shapes.events.json,
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
@@ -267,12 +270,13 @@ function messagesRoute(api: KernelApi): RouteDefinition<MessagesRequest> {
     method: 'POST',
     path: '/anthropic/v1/messages',
     permission: 'models:read',
+    response: shapes.message.json,
     summary: 'Anthropic Messages API: text, tools, stop sequences; server-sent events when stream is true',
     tag: 'Anthropic',
   }
 }
 
-function countTokensRoute(api: KernelApi): RouteDefinition<Conversation> {
+function countTokensRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Conversation> {
   return {
     body: countSchema(api.schema),
     errorStyle: 'anthropic',
@@ -286,6 +290,7 @@ function countTokensRoute(api: KernelApi): RouteDefinition<Conversation> {
     method: 'POST',
     path: '/anthropic/v1/messages/count_tokens',
     permission: 'models:read',
+    response: shapes.count.json,
     summary: 'Anthropic token counting: the input tokens a Messages request would use',
     tag: 'Anthropic',
   }
@@ -309,7 +314,7 @@ function modelInfo(model: ModelHandle) {
   }
 }
 
-function modelRoutes(api: KernelApi): RouteDefinition[] {
+function modelRoutes(api: KernelApi, shapes: Shapes): RouteDefinition[] {
   return [
     {
       errorStyle: 'anthropic',
@@ -320,6 +325,7 @@ function modelRoutes(api: KernelApi): RouteDefinition[] {
       method: 'GET',
       path: '/anthropic/v1/models',
       permission: 'models:list',
+      response: shapes.models.json,
       summary: 'Running chat models in Anthropic\'s list shape',
       tag: 'Anthropic',
     },
@@ -333,6 +339,7 @@ function modelRoutes(api: KernelApi): RouteDefinition[] {
       method: 'GET',
       path: '/anthropic/v1/models/:model_id',
       permission: 'models:list',
+      response: shapes.modelInfo.json,
       summary: 'One running chat model in Anthropic\'s shape',
       tag: 'Anthropic',
     },
@@ -340,5 +347,6 @@ function modelRoutes(api: KernelApi): RouteDefinition[] {
 }
 
 export function anthropicRoutes(api: KernelApi): RouteDefinition[] {
-  return [messagesRoute(api), countTokensRoute(api), ...modelRoutes(api)] as RouteDefinition[]
+  const shapes = anthropicResponseSchemas(api.schema)
+  return [messagesRoute(api, shapes), countTokensRoute(api, shapes), ...modelRoutes(api, shapes)] as RouteDefinition[]
 }

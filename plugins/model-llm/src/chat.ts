@@ -3,7 +3,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
-import {samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -125,8 +125,10 @@ const finishReasonOf = (reason: string) => (reason === 'length' || reason === 't
 const toolCallId = () => `call_${randomBytes(12).toString('base64url')}`
 
 export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
+  const {chat, chatChunk} = responseSchemas(api.schema)
   return {
     body: chatSchema(api.schema),
+    events: chatChunk.json,
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
@@ -188,6 +190,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
     method: 'POST',
     path: '/v1/chat/completions',
     permission: 'models:read',
+    response: chat.json,
     summary: 'Chat completion (OpenAI API) with tools and response_format; streaming with server-sent events when stream is true',
     tag: 'LLM',
   }

@@ -6,7 +6,7 @@ import type {GenerationEvent, Infer, KernelApi, LlmOperations, RouteDefinition} 
 
 import {randomUUID} from 'node:crypto'
 
-import {samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's default for this route, which differs from chat's "until the model stops". */
 const DEFAULT_MAX_TOKENS = 16
@@ -72,8 +72,10 @@ async function startAll(streams: Array<AsyncIterable<GenerationEvent>>): Promise
 const finishReasonOf = (reason: string) => (reason === 'length' ? 'length' : 'stop')
 
 export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequest> {
+  const {completion, completionChunk} = responseSchemas(api.schema)
   return {
     body: completionSchema(api.schema),
+    events: completionChunk.json,
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'generate', 'complete text')
@@ -134,6 +136,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
     method: 'POST',
     path: '/v1/completions',
     permission: 'models:read',
+    response: completion.json,
     summary: 'Text completion (OpenAI API): one choice per prompt; streaming with server-sent events when stream is true',
     tag: 'LLM',
   }

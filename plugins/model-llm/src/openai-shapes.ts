@@ -112,3 +112,83 @@ export async function started<T>(events: AsyncIterable<T>): Promise<AsyncIterabl
   }
   return resumed
 }
+
+/** The wire shapes of the answers, for the OpenAPI document: the fields OpenAI declares required, as this service fills them. */
+export function responseSchemas(s: KernelApi['schema']) {
+  const usage = s.object(
+    {completion_tokens: s.integer({minimum: 0}), prompt_tokens: s.integer({minimum: 0}), total_tokens: s.integer({minimum: 0})},
+    {title: 'CompletionUsage'},
+  )
+  const finishReason = (reasons: string[]) => s.nullable(s.string({enum: reasons}))
+  const toolCall = s.object(
+    {function: s.object({arguments: s.string({description: 'JSON text of the arguments.'}), name: s.string()}), id: s.string(), type: s.literal('function')},
+    {title: 'ChatCompletionMessageToolCall'},
+  )
+  const toolCallDelta = s.object(
+    {
+      function: s.object({arguments: s.optional(s.string()), name: s.optional(s.string())}),
+      id: s.optional(s.string()),
+      index: s.integer({minimum: 0}),
+      type: s.optional(s.literal('function')),
+    },
+    {title: 'ChatCompletionMessageToolCallChunk'},
+  )
+  const common = {created: s.integer({description: 'Seconds since the epoch.'}), id: s.string(), model: s.string()}
+  const chat = s.object(
+    {
+      ...common,
+      choices: s.array(
+        s.object({
+          finish_reason: s.string({enum: ['stop', 'length', 'tool_calls']}),
+          index: s.integer({minimum: 0}),
+          logprobs: s.nullable(s.unknown()),
+          message: s.object(
+            {content: s.nullable(s.string()), refusal: s.nullable(s.string()), role: s.literal('assistant'), tool_calls: s.optional(s.array(toolCall))},
+            {title: 'ChatCompletionResponseMessage'},
+          ),
+        }),
+      ),
+      object: s.literal('chat.completion'),
+      usage,
+    },
+    {title: 'CreateChatCompletionResponse'},
+  )
+  const chatChunk = s.object(
+    {
+      ...common,
+      choices: s.array(
+        s.object({
+          delta: s.object(
+            {content: s.optional(s.nullable(s.string())), role: s.optional(s.literal('assistant')), tool_calls: s.optional(s.array(toolCallDelta))},
+            {title: 'ChatCompletionStreamResponseDelta'},
+          ),
+          finish_reason: finishReason(['stop', 'length', 'tool_calls']),
+          index: s.integer({minimum: 0}),
+          logprobs: s.nullable(s.unknown()),
+        }),
+        {description: 'Empty in the last chunk, which carries only usage (with stream_options.include_usage).'},
+      ),
+      object: s.literal('chat.completion.chunk'),
+      usage: s.optional(s.nullable(usage)),
+    },
+    {title: 'CreateChatCompletionStreamResponse'},
+  )
+  const completion = (streamed: boolean) =>
+    s.object(
+      {
+        ...common,
+        choices: s.array(
+          s.object({
+            finish_reason: streamed ? finishReason(['stop', 'length']) : s.string({enum: ['stop', 'length']}),
+            index: s.integer({description: "The prompt's position in the request.", minimum: 0}),
+            logprobs: s.nullable(s.unknown()),
+            text: s.string(),
+          }),
+        ),
+        object: s.literal('text_completion'),
+        usage: streamed ? s.optional(usage) : usage,
+      },
+      {title: streamed ? 'CompletionChunk' : 'CreateCompletionResponse'},
+    )
+  return {chat, chatChunk, completion: completion(false), completionChunk: completion(true)}
+}

@@ -27,6 +27,27 @@ function rerankSchema(s: KernelApi['schema']) {
 
 type RerankRequest = Infer<ReturnType<typeof rerankSchema>>
 
+function rerankResponseSchema(s: KernelApi['schema']) {
+  const tokens = s.object({input_tokens: s.integer({minimum: 0}), output_tokens: s.integer({minimum: 0})})
+  return s.object(
+    {
+      id: s.string(),
+      meta: s.object({api_version: s.nullable(s.unknown()), billed_units: s.nullable(s.unknown()), tokens, warnings: s.nullable(s.unknown())}, {description: "Cohere's and Xinference's meta."}),
+      model: s.string(),
+      results: s.array(
+        s.object({
+          document: s.nullable(s.object({text: s.string()}, {description: 'With return_documents.'})),
+          index: s.integer({description: "The document's position in the request.", minimum: 0}),
+          relevance_score: s.number(),
+        }),
+        {description: 'Best first.'},
+      ),
+      usage: s.object({total_tokens: s.integer({minimum: 0})}, {description: "Jina's usage."}),
+    },
+    {title: 'RerankResponse'},
+  )
+}
+
 export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
   return {
     body: rerankSchema(api.schema),
@@ -62,6 +83,7 @@ export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
     method: 'POST',
     path: '/v1/rerank',
     permission: 'models:read',
+    response: rerankResponseSchema(api.schema).json,
     summary: 'Rerank documents by relevance to a query (Xinference, Jina and Cohere shape), best first',
     tag: 'rerank',
   }

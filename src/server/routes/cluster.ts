@@ -9,8 +9,11 @@ import type {ModelService, WorkerAdmission} from '../../protocol/services.js'
 
 import {type ClusterTiming, heartbeatSchema, registrationSchema} from '../../protocol/membership.js'
 import {CLUSTER} from '../../kernel/permissions.js'
+import * as s from '../../kernel/schema.js'
+import {clusterInfoSchema, workerAdmissionSchema, workerListSchema} from '../../protocol/cluster.js'
 
 const json = (body: unknown) => ({body, kind: 'json' as const})
+const stopReplySchema = s.object({unreachable_workers: s.array(s.string(), {description: 'Workers that could not be told to stop.'})}, {title: 'StopClusterReply'})
 
 export interface ClusterRouteDependencies {
   supervisor: ModelService
@@ -28,6 +31,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'GET',
       path: '/v1/workers',
       permission: 'admin',
+      response: workerListSchema.json,
       summary: "Workers: address, version, state (ready or lost), resources, last heartbeat and the models each runs",
       tag: 'cluster',
     },
@@ -48,6 +52,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'GET',
       path: '/v1/cluster/info',
       permission: 'admin',
+      response: clusterInfoSchema.json,
       summary: "The cluster at a glance: mode, the supervisor's process id, version, workers ready and lost, models, failure-detection timing",
       tag: 'cluster',
     },
@@ -62,6 +67,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'POST',
       path: '/v1/cluster/workers',
       permission: CLUSTER,
+      response: workerAdmissionSchema.json,
       summary: 'A worker joins (or joins again) with its address, version, resources and running models',
       tag: 'cluster',
     },
@@ -74,6 +80,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'POST',
       path: '/v1/cluster/workers/heartbeat',
       permission: CLUSTER,
+      response: {type: 'null'},
       summary: "A worker's heartbeat with its resources and models; 404 worker_not_registered asks it to register again",
       tag: 'cluster',
     },
@@ -88,6 +95,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
       method: 'POST',
       path: '/v1/cluster/stop',
       permission: 'admin',
+      response: stopReplySchema.json,
       summary: 'Stop the cluster: every worker ends its models and exits, then the supervisor exits',
       tag: 'cluster',
     },

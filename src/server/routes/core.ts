@@ -10,10 +10,14 @@ import type {ModelRegistry} from '../../kernel/registry.js'
 import type {ModelService} from '../../protocol/services.js'
 
 import {parseFamily} from '../../kernel/catalogue.js'
-import {badRequest, notFound, ServiceError} from '../../kernel/errors.js'
+import {notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
-import {launchSchema, memoryEstimateSchema} from '../../protocol/launch.js'
+import {cachedModelListSchema} from '../../protocol/cache.js'
+import {launchProgressSchema, launchReplySchema, launchSchema, memoryEstimateReplySchema, memoryEstimateSchema} from '../../protocol/launch.js'
+import {modelDescriptionSchema, modelListSchema} from '../../protocol/models.js'
+import {engineMatrixSchema, registeredFamilySchema, registrationListSchema} from '../../protocol/registrations.js'
+import {authReplySchema, healthReplySchema, pluginsReplySchema, tokenReplySchema, versionReplySchema} from '../../protocol/service-info.js'
 
 export interface CoreRouteDependencies {
   kernel: Kernel
@@ -25,6 +29,11 @@ export interface CoreRouteDependencies {
 }
 
 const json = (body: unknown, status = 200) => ({body, kind: 'json' as const, status})
+/** What routes that only act answer: a JSON `null`, as Xinference does. */
+const NULL_REPLY = {type: 'null'}
+const MODEL_VERSION = {description: 'A cached model version, as `GET /v1/cache/models` names it.', required: true, schema: {minLength: 1, type: 'string'}}
+const cachedFilesSchema = s.object({model_version: s.string(), paths: s.array(s.string()), workers: s.array(s.string())}, {title: 'CachedModelFiles'})
+const removedCacheSchema = s.object({model_version: s.string(), paths: s.array(s.string(), {description: 'What was deleted.'}), result: s.literal(true)}, {title: 'RemovedCache'})
 
 const registerSchema = s.object(
   {
@@ -48,20 +57,8 @@ const tokenSchema = s.object(
   {title: 'TokenRequest'},
 )
 
-/** A yes/no query parameter (`?wait_ready=false`), with its default when absent. */
-function flag(query: Record<string, string | string[] | undefined>, name: string, fallback: boolean): boolean {
-  const value = query[name]
-  if (value === undefined) return fallback
-  if (value === 'true' || value === '1') return true
-  if (value === 'false' || value === '0') return false
-  throw badRequest(`query parameter \`${name}\` must be true or false (got ${JSON.stringify(value)}).`, name)
-}
-
-function requiredQuery(query: Record<string, string | string[] | undefined>, name: string): string {
-  const value = query[name]
-  if (typeof value !== 'string' || value === '') throw badRequest(`query parameter \`${name}\` is required.`, name)
-  return value
-}
+/** A yes/no query parameter (`?wait_ready=false`), checked against the route's declaration: its default when absent. */
+const flag = (query: Record<string, string | string[] | undefined>, name: string, fallback: boolean) => (query[name] === undefined ? fallback : query[name] === 'true' || query[name] === '1')
 
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
   return typeof model === 'string' ? parseFamily(model, '`model` is a string but', 'model') : (model as ModelFamily)
@@ -78,6 +75,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       onArrival: () => supervisor.launchArriving(),
       path: '/v1/models',
       permission: 'models:start',
+      query: {wait_ready: {description: 'Answer once the model is ready (default), or at once with false.', schema: {default: true, type: 'boolean'}}},
+      response: launchReplySchema.json,
       summary:
         'Launch a model, downloading its weights on first use; answers {model_uid} once it is ready, or at once with ?wait_ready=false (then follow GET /v1/models/{uid}/progress)',
       tag: 'models',
@@ -90,6 +89,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'POST',
       path: '/v1/models/memory',
       permission: 'models:list',
+      response: memoryEstimateReplySchema.json,
       summary: 'Estimate the memory a launch needs (weights, KV cache at context_length, overhead) from the GGUF header, cached or on the hub',
       tag: 'cache',
     },
@@ -100,7 +100,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/models/:model_uid/progress',
       permission: 'models:list',
-      summary: "A launch's stage (pending, downloading, generating, loading, ready, error, cancelled), progress from 0 to 1 and download bytes",
+      response: launchProgressSchema.json,
+      summary: "A launch's stage (pending, downloading, generating, installing, loading, ready, error, cancelled), progress from 0 to 1 and download bytes",
       tag: 'models',
     },
     {
@@ -111,6 +112,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'POST',
       path: '/v1/models/:model_uid/cancel',
       permission: 'models:stop',
+      response: NULL_REPLY,
       summary: 'Cancel a launch in progress; answers once no process and no partial download of it is left',
       tag: 'models',
     },
@@ -122,12 +124,14 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/cache/models',
       permission: 'models:list',
+      query: {model_name: {description: 'Only the versions of this model.', schema: {type: 'string'}}},
+      response: cachedModelListSchema.json,
       summary: 'Cached model versions with their size, path, hub, repo and files (?model_name= for one model)',
       tag: 'cache',
     },
     {
       async handler({query}) {
-        const version = requiredQuery(query, 'model_version')
+        const version = query.model_version as string
         const entries = (await supervisor.cachedModels()).filter((entry) => entry.model_version === version)
         if (entries.length === 0) throw notFound(`there is no cached model version named ${version}; \`servicectl cached\` lists them.`, 'not_found', 'model_version')
         return json({model_version: version, paths: entries.flatMap((entry) => entry.files.map((file) => file.path)), workers: entries.map((entry) => entry.worker)})
@@ -135,16 +139,20 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/cache/models/files',
       permission: 'models:list',
+      query: {model_version: MODEL_VERSION},
+      response: cachedFilesSchema.json,
       summary: 'The files a cached model version has (what remove-cache would delete)',
       tag: 'cache',
     },
     {
       async handler({query}) {
-        return json({...(await supervisor.removeCachedModel(requiredQuery(query, 'model_version'))), result: true})
+        return json({...(await supervisor.removeCachedModel(query.model_version as string)), result: true})
       },
       method: 'DELETE',
       path: '/v1/cache/models',
       permission: 'admin',
+      query: {model_version: MODEL_VERSION},
+      response: removedCacheSchema.json,
       summary: 'Delete a cached model version (?model_version=); refused while a model running or launching uses it',
       tag: 'cache',
     },
@@ -155,6 +163,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/models',
       permission: 'models:list',
+      response: modelListSchema.json,
       summary: 'Running models (OpenAI list shape, with model type, engine, format, size, quantization and status)',
       tag: 'models',
     },
@@ -165,6 +174,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/models/:model_uid',
       permission: 'models:list',
+      response: modelDescriptionSchema.json,
       summary: 'One running model',
       tag: 'models',
     },
@@ -176,12 +186,13 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'DELETE',
       path: '/v1/models/:model_uid',
       permission: 'models:stop',
+      response: NULL_REPLY,
       summary: 'Terminate a model: its process exits and frees its memory',
       tag: 'models',
     },
     {
       async handler({params, query}) {
-        const detailed = query.detailed === 'true'
+        const detailed = flag(query, 'detailed', false)
         return json(
           registry
             .list(params.model_type)
@@ -191,6 +202,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/model_registrations/:model_type',
       permission: 'models:list',
+      query: {detailed: {description: 'Whole families instead of names.', schema: {default: false, type: 'boolean'}}},
+      response: registrationListSchema.json,
       summary: 'Registered models of a type (?detailed=true for full families)',
       tag: 'registrations',
     },
@@ -203,6 +216,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'POST',
       path: '/v1/model_registrations/:model_type',
       permission: 'models:register',
+      response: NULL_REPLY,
       summary: 'Register a custom model (Xinference family JSON; model_uri may be file:///…)',
       tag: 'registrations',
     },
@@ -214,6 +228,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/model_registrations/:model_type/:model_name',
       permission: 'models:list',
+      response: registeredFamilySchema.json,
       summary: 'One registered model family',
       tag: 'registrations',
     },
@@ -225,6 +240,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'DELETE',
       path: '/v1/model_registrations/:model_type/:model_name',
       permission: 'models:unregister',
+      response: NULL_REPLY,
       summary: 'Unregister a custom model',
       tag: 'registrations',
     },
@@ -235,6 +251,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/engines/:model_name',
       permission: 'models:list',
+      response: engineMatrixSchema.json,
       summary: 'Engines, formats, sizes and quantizations a model can be launched with',
       tag: 'registrations',
     },
@@ -250,6 +267,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/cluster/plugins',
       permission: 'models:list',
+      response: pluginsReplySchema.json,
       summary: 'Loaded plugins, their model types and engines, and any problems found while loading them',
       tag: 'service',
     },
@@ -260,6 +278,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/cluster/version',
       permission: PUBLIC,
+      response: versionReplySchema.json,
       summary: 'Service version',
       tag: 'service',
     },
@@ -270,6 +289,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/v1/cluster/auth',
       permission: PUBLIC,
+      response: authReplySchema.json,
       summary: 'Whether access control is on',
       tag: 'service',
     },
@@ -291,7 +311,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'POST',
       path: '/token',
       permission: PUBLIC,
-      response: {properties: {access_token: {type: 'string'}, expires_in: {type: 'integer'}, token_type: {const: 'bearer'}}, type: 'object'},
+      response: tokenReplySchema.json,
       summary: 'Log in with a username and password (OAuth2 password grant, form-encoded or JSON) for an access token',
       tag: 'service',
     },
@@ -302,6 +322,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       method: 'GET',
       path: '/health',
       permission: PUBLIC,
+      response: healthReplySchema.json,
       summary: 'Liveness check',
       tag: 'service',
     },

@@ -1,65 +1,62 @@
 /**
- * The API reference: an OpenAPI 3.1 document built from the route schemas (`/openapi.json`) and a
- * self-contained HTML page rendering it (`/docs`). The page loads nothing from the network, so it works
- * on machines without internet access.
+ * The API reference: the OpenAPI document of every route (`/openapi.json`, see ../openapi.ts) and `/docs`, an
+ * interactive page rendering it with Swagger UI, whose script and styles come inlined from the installed
+ * `swagger-ui-dist` package: the page loads nothing from any other host, so it works on machines without internet
+ * access, and "Try it out" calls this service.
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
+import type {openApiDocument} from '../openapi.js'
 
-import {PUBLIC, requiredPermission} from '../../kernel/permissions.js'
-import {multipartSchema} from '../multipart.js'
+import {readFile} from 'node:fs/promises'
+import {createRequire} from 'node:module'
+import {dirname, join} from 'node:path'
 
-const openApiPath = (path: string) => path.replaceAll(/:(\w+)/g, '{$1}')
-const bodyTypes = (definition: RouteDefinition) => (definition.acceptsForm ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'])
+import {PUBLIC} from '../../kernel/permissions.js'
 
-export function openApiDocument(routes: Array<{definition: RouteDefinition; plugin: string}>, version: string) {
-  const paths: Record<string, Record<string, unknown>> = {}
-  for (const {definition, plugin} of routes) {
-    const path = openApiPath(definition.path)
-    const parameters = [...definition.path.matchAll(/:(\w+)/g)].map(([, name]) => ({in: 'path', name, required: true, schema: {type: 'string'}}))
-    paths[path] ??= {}
-    paths[path][definition.method.toLowerCase()] = {
-      parameters: parameters.length > 0 ? parameters : undefined,
-      requestBody: definition.multipart
-        ? {content: {'multipart/form-data': {schema: multipartSchema(definition)}}, required: true}
-        : definition.body
-          ? {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {schema: definition.body!.json}])), required: true}
-          : undefined,
-      responses: {
-        200: {content: {'application/json': {schema: definition.response ?? {}}}, description: 'Success'},
-        default: {description: 'An error in the OpenAI envelope {error: {message, type, param, code}} (Anthropic shape under /anthropic)'},
-      },
-      summary: definition.summary,
-      tags: [definition.tag ?? plugin],
-      'x-permission': requiredPermission(definition),
-      'x-plugin': plugin,
-    }
-  }
-
-  return {info: {description: 'OpenAI- and Anthropic-compatible model serving.', title: 'service-toolkit API', version}, openapi: '3.1.0', paths}
-}
+type OpenApiDocument = ReturnType<typeof openApiDocument>
 
 const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')
+const SWAGGER_UI = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
 
-export function docsPage(document: ReturnType<typeof openApiDocument>): string {
-  const rows = Object.entries(document.paths)
+/**
+ * A file of swagger-ui-dist, ready to inline: without its source map comment, which would send devtools to fetch a
+ * file this page does not serve, and with no `</script` or `</style` that would end its element early.
+ */
+async function swaggerUiFile(name: string): Promise<string> {
+  return (await readFile(join(SWAGGER_UI, name), 'utf8')).replaceAll(/\/[/*]# sourceMappingURL=\S+/g, '').replaceAll(/<\/(script|style)/gi, '<\\/$1')
+}
+
+/** Every operation as a line of plain HTML, for a reader without JavaScript. */
+function operationList(document: OpenApiDocument): string {
+  return Object.entries(document.paths)
     .flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, operation]) => {
         const op = operation as {summary: string; requestBody?: {content: Record<string, {schema: unknown}>}; 'x-permission': string}
-        const [type, body] = Object.entries(op.requestBody?.content ?? {})[0] ?? []
-        const schema = body ? `<details><summary>request body${type === 'application/json' ? '' : ` (${escape(type)})`}</summary><pre>${escape(JSON.stringify(body.schema, null, 2))}</pre></details>` : ''
-        return `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3><p>${escape(op.summary)} <small>permission: ${escape(op['x-permission'])}</small></p>${schema}</section>`
+        const [type] = Object.keys(op.requestBody?.content ?? {})
+        const body = type ? ` request body${type === 'application/json' ? '' : ` (${escape(type)})`}.` : ''
+        return `<li><b>${method.toUpperCase()}</b> <code>${escape(path)}</code>: ${escape(op.summary)}.${body} Permission: ${escape(op['x-permission'])}.</li>`
       }),
     )
     .join('\n')
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(document.info.title)}</title>
-<style>body{font:15px system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}h3{font-size:15px;margin:.2em 0}section{border-bottom:1px solid #ddd;padding:.6em 0}
-.m{display:inline-block;min-width:4.5em;font-size:12px;padding:2px 6px;border-radius:3px;color:#fff;background:#555}.get{background:#2b7bb9}.post{background:#2e9a52}.delete{background:#c0392b}.put{background:#b9770e}
-pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:12px}small{color:#777}</style></head>
-<body><h1>${escape(document.info.title)} <small>${escape(document.info.version)}</small></h1><p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. OpenAI clients use <code>/v1</code> as base URL; Anthropic clients use <code>/anthropic</code>.</p>
-${rows}</body></html>`
 }
 
-export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): RouteDefinition[] {
+/**
+ * Swagger UI's own settings: the document from this service (relative, so a path prefix of a proxy still works), no
+ * validator badge (it would call validator.swagger.io), and credentials kept across reloads once authorized.
+ */
+const SETTINGS = {deepLinking: true, displayOperationId: true, dom_id: '#swagger-ui', persistAuthorization: true, url: 'openapi.json', validatorUrl: null}
+
+export async function docsPage(document: OpenApiDocument): Promise<string> {
+  const [script, styles] = await Promise.all([swaggerUiFile('swagger-ui-bundle.js'), swaggerUiFile('swagger-ui.css')])
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(document.info.title)} ${escape(document.info.version)}</title><link rel="icon" href="data:,"><style>${styles}</style></head>
+<body><div id="swagger-ui"></div>
+<noscript><h1>${escape(document.info.title)} ${escape(document.info.version)}</h1><p>Machine-readable: <a href="openapi.json">/openapi.json</a>.</p><ul>${operationList(document)}</ul></noscript>
+<script>${script}</script>
+<script>window.ui = SwaggerUIBundle(${JSON.stringify(SETTINGS)})</script></body></html>`
+}
+
+export function docsRoutes(document: () => OpenApiDocument): RouteDefinition[] {
   return [
     {
       async handler() {
@@ -68,17 +65,25 @@ export function docsRoutes(document: () => ReturnType<typeof openApiDocument>): 
       method: 'GET',
       path: '/openapi.json',
       permission: PUBLIC,
+      response: {
+        additionalProperties: true,
+        description: 'An OpenAPI 3.1 document.',
+        properties: {info: {additionalProperties: true, type: 'object'}, openapi: {const: '3.1.0'}, paths: {additionalProperties: true, type: 'object'}},
+        required: ['openapi', 'info', 'paths'],
+        type: 'object',
+      },
       summary: 'OpenAPI document of every route',
       tag: 'service',
     },
     {
       async handler() {
-        return {body: docsPage(document()), headers: {'Content-Type': 'text/html; charset=utf-8'}, kind: 'json'}
+        return {body: await docsPage(document()), headers: {'Content-Type': 'text/html; charset=utf-8'}, kind: 'json'}
       },
       method: 'GET',
       path: '/docs',
       permission: PUBLIC,
-      summary: 'API reference page',
+      produces: 'text/html',
+      summary: 'Interactive API reference (Swagger UI): every route, its schemas, and "Try it out" against this service',
       tag: 'service',
     },
   ]

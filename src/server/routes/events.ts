@@ -21,7 +21,7 @@ export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
       path: '/v1/models/:model_uid/events',
       permission: 'models:list',
       response: s.array(modelEventSchema).json,
-      summary: "A model's events, oldest first: launch, download milestones, generating, loading, ready, crash with reason, terminate (kept for a while after it ended)",
+      summary: "A model's events, oldest first: launch, download milestones, generating, installing (a Python environment), loading, ready, crash with reason, terminate (kept for a while after it ended)",
       tag: 'models',
     },
     {
@@ -31,6 +31,7 @@ export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
       method: 'GET',
       path: '/v1/launch_history',
       permission: 'models:list',
+      query: {model_name: {description: 'Only the launches of this model.', schema: {type: 'string'}}},
       response: s.array(launchRecordSchema).json,
       summary: 'Past and current launches, newest first (?model_name= for one model): engine, parameters, start, end and outcome; kept across restarts',
       tag: 'models',

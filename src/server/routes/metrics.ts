@@ -15,6 +15,7 @@ export function metricsRoutes(metrics: MetricsExposition): RouteDefinition[] {
       method: 'GET',
       path: '/metrics',
       permission: 'metrics:read',
+      produces: 'text/plain',
       response: {description: "Prometheus' text exposition format (text/plain; version=0.0.4).", type: 'string'},
       summary: 'Metrics in Prometheus text format: requests, tokens and latencies per model, workers, downloads, the process',
       tag: 'service',

@@ -1,0 +1,52 @@
+import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook} from 'service-toolkit'
+
+import {existsSync} from 'node:fs'
+
+import {SGLANG_PARAMETERS, sglangCommand} from './server-command.js'
+
+/**
+ * SGLang's package on PyPI is built for CUDA (torch with CUDA, flashinfer, its CUDA kernels), so it needs Linux with an
+ * NVIDIA GPU; its CPU backend exists only as a build from source.
+ */
+export function sglangAvailability(platform: string = process.platform, nvidiaDriver: boolean = existsSync('/proc/driver/nvidia/version')): true | string {
+  if (platform === 'linux' && nvidiaDriver) return true
+  const here = platform === 'linux' ? 'this Linux machine has no NVIDIA GPU (no driver at /proc/driver/nvidia)' : `this machine is ${platform}`
+  return `SGLang needs Linux with an NVIDIA GPU: its PyPI package is built for CUDA, and ${here}; use vllm (its CPU build runs here on Linux), llama.cpp (GGUF, any machine) or transformers instead.`
+}
+
+/** Tool calls need SGLang's parser of the model's format, so a model has the tools ability only when launched with one. */
+const info = (request: LoadRequest) => ({
+  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || typeof request.parameters.tool_call_parser === 'string'),
+  contextLength: (request.parameters.context_length as number | undefined) ?? request.family.context_length,
+})
+
+/**
+ * The engine is data: the kernel makes a virtual environment with SGLang, starts its server in it on a free port and
+ * proxies chat and completions to its OpenAI API. The program's own options are the engine's parameters.
+ */
+const register: RegisterHook = async ({api}) => {
+  const external: ExternalEngine<LlmOperations> = {
+    // Without an environment from the kernel, the machine's own Python runs it.
+    command: (request, context) => sglangCommand(request, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags),
+    // A large model from a slow disk, or SGLang capturing its CUDA graphs, takes minutes.
+    health: {path: '/health', timeoutMs: 30 * 60_000},
+    info,
+    operations: api.external.openAICompatible(),
+    stopGraceMs: 30_000,
+  }
+  return {
+    engines: [
+      {
+        availability: () => sglangAvailability(),
+        external,
+        formats: ['pytorch', 'awq', 'gptq', 'fp8'],
+        modelTypes: ['LLM'],
+        name: 'sglang',
+        parameters: SGLANG_PARAMETERS,
+        python: {packages: ['sglang']},
+      },
+    ],
+  }
+}
+
+export default register

@@ -1,0 +1,53 @@
+/**
+ * How a model becomes an SGLang server (`python -m sglang.launch_server`): the launch's engine parameters are
+ * SGLang's own options, passed through as flags.
+ */
+import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
+
+type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
+
+/**
+ * `launch_server`'s options that a launch may set (`--mem_fraction_static 0.8`), as SGLang names them. Not
+ * `quantization`: a launch's `quantization` picks the spec, and SGLang reads the method from the model's config.
+ */
+export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
+  attention_backend: {description: 'Attention kernels (e.g. flashinfer, triton, torch_native).', type: 'string'},
+  chat_template: {description: 'Path of a chat template to use instead of the model\'s own.', type: 'string'},
+  chunked_prefill_size: {description: 'Tokens of a long prompt prefilled per step.', minimum: 1, type: 'integer'},
+  context_length: {description: 'Context length in tokens (default: the model\'s).', minimum: 16, type: 'integer'},
+  device: {description: 'Device type to run on (default: cuda where there is a GPU).', enum: ['cuda', 'cpu', 'xpu', 'hpu', 'npu'], type: 'string'},
+  disable_cuda_graph: {description: 'Do not capture CUDA graphs: starts faster, generates slower.', type: 'boolean'},
+  disable_radix_cache: {description: 'Do not reuse the KV cache of shared prompt prefixes.', type: 'boolean'},
+  dp_size: {description: 'Data-parallel replicas inside the server.', minimum: 1, type: 'integer'},
+  dtype: {description: 'Data type of the weights and activations (default auto).', enum: ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32'], type: 'string'},
+  kv_cache_dtype: {description: 'Data type of the KV cache.', enum: ['auto', 'fp8_e4m3', 'fp8_e5m2'], type: 'string'},
+  max_running_requests: {description: 'Requests served at once.', minimum: 1, type: 'integer'},
+  mem_fraction_static: {description: 'Fraction of GPU memory for the weights and KV cache, from 0 to 1.', maximum: 1, minimum: 0, type: 'number'},
+  random_seed: {description: 'Random seed of the server.', type: 'integer'},
+  reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek-r1, qwen3).', type: 'string'},
+  tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. qwen25, llama3); the model then has the tools ability.', type: 'string'},
+  tp_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
+  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', type: 'boolean'},
+}
+
+export interface ServerLaunch {
+  /** The Python interpreter that has SGLang installed. */
+  python: string
+  port: number
+}
+
+/**
+ * The model is served under its uid, which requests name. SGLang's flags are `store_true`, so a false boolean is
+ * simply left out; a launch given several GPUs splits the model across them unless it says otherwise.
+ */
+export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python}: ServerLaunch, flags: Flags): ExternalCommand {
+  const passed: Record<string, unknown> = {...request.parameters}
+  const devices = request.devices ?? []
+  if (devices.length > 1 && passed.tp_size === undefined) passed.tp_size = devices.length
+  return {
+    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed)],
+    // The weights are local, so the program never needs the hub.
+    env: {HF_HUB_OFFLINE: '1'},
+    file: python,
+  }
+}

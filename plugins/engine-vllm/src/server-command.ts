@@ -1,0 +1,78 @@
+/**
+ * How a model becomes a `vllm serve` program: the launch's engine parameters are vLLM's own options, passed through
+ * as flags, except the CPU backend's settings, which vLLM reads from its environment.
+ */
+import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
+
+import {delimiter} from 'node:path'
+
+type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
+
+const DTYPES = ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32']
+
+/**
+ * `vllm serve`'s options that a launch may set (`--gpu_memory_utilization 0.9`), as vLLM names them. Not
+ * `quantization`: a launch's `quantization` picks the spec (AWQ's `Int4`), and vLLM reads the method from the model's
+ * config.
+ */
+export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
+  chat_template: {description: 'Path of a Jinja chat template to use instead of the model\'s own.', type: 'string'},
+  cpu_kvcache_space: {description: 'CPU backend only: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE; vLLM\'s default is 4).', minimum: 1, type: 'integer'},
+  dtype: {description: 'Data type of the weights and activations (default auto: the model\'s, bfloat16 on CPU).', enum: DTYPES, type: 'string'},
+  enable_auto_tool_choice: {description: 'Let the model call tools when it decides to (needs tool_call_parser); the model then has the tools ability.', type: 'boolean'},
+  enable_prefix_caching: {description: 'Reuse the KV cache of shared prompt prefixes (vLLM\'s default: on).', type: 'boolean'},
+  enforce_eager: {description: 'Run in eager mode, without CUDA graphs or compilation: starts faster, generates slower.', type: 'boolean'},
+  gpu_memory_utilization: {description: 'Fraction of each GPU\'s memory vLLM may take, from 0 to 1 (vLLM\'s default 0.9).', maximum: 1, minimum: 0, type: 'number'},
+  kv_cache_dtype: {description: 'Data type of the KV cache.', enum: ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2'], type: 'string'},
+  max_model_len: {description: 'Context length in tokens (default: the model\'s).', minimum: 16, type: 'integer'},
+  max_num_batched_tokens: {description: 'Tokens processed in one engine step.', minimum: 1, type: 'integer'},
+  max_num_seqs: {description: 'Requests served at once.', minimum: 1, type: 'integer'},
+  pipeline_parallel_size: {description: 'Pipeline stages, one per GPU group.', minimum: 1, type: 'integer'},
+  reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek_r1, qwen3).', type: 'string'},
+  seed: {description: 'Random seed of the engine.', type: 'integer'},
+  swap_space: {description: 'GiB of CPU memory per GPU for swapped-out KV cache.', minimum: 0, type: 'number'},
+  tensor_parallel_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
+  tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. hermes for Qwen, llama3_json for Llama).', type: 'string'},
+  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', type: 'boolean'},
+}
+
+/** Parameters vLLM's CPU backend reads from its environment, by the variable that carries each. */
+const ENVIRONMENT_PARAMETERS: Record<string, string> = {cpu_kvcache_space: 'VLLM_CPU_KVCACHE_SPACE'}
+
+export interface ServerLaunch {
+  /** The Python interpreter that has vLLM installed. */
+  python: string
+  port: number
+  /** The plugin's folder of Python start-up code (its `sitecustomize.py`), put first on the program's PYTHONPATH. */
+  startupDir: string
+  /** PYTHONPATH as the service has it, kept after the plugin's folder. */
+  pythonPath?: string
+}
+
+/**
+ * `python -m vllm.entrypoints.openai.api_server` rather than `vllm serve`: the same server, and the one entry point
+ * that works in every vLLM package, as the CLI of the CPU build (`vllm-cpu` 0.32) asks for the version of a package
+ * named `vllm` at start and fails. The model is served under its uid, which requests name; a launch given several
+ * GPUs splits the model across them unless it says otherwise.
+ */
+export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python, pythonPath, startupDir}: ServerLaunch, flags: Flags): ExternalCommand {
+  const passed: Record<string, unknown> = {}
+  const env: Record<string, string> = {
+    // The weights are local, so the program never needs the hub; vLLM's usage statistics stay on this machine.
+    HF_HUB_OFFLINE: '1',
+    PYTHONPATH: pythonPath ? `${startupDir}${delimiter}${pythonPath}` : startupDir,
+    VLLM_NO_USAGE_STATS: '1',
+  }
+  for (const [name, value] of Object.entries(request.parameters)) {
+    if (ENVIRONMENT_PARAMETERS[name]) env[ENVIRONMENT_PARAMETERS[name]] = String(value)
+    else passed[name] = value
+  }
+
+  const devices = request.devices ?? []
+  if (devices.length > 1 && passed.tensor_parallel_size === undefined) passed.tensor_parallel_size = devices.length
+  return {
+    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true})],
+    env,
+    file: python,
+  }
+}

@@ -1,0 +1,368 @@
+/**
+ * The web interface at /ui of a real `service-local`, in headless Chromium (test/helpers/browser.ts fails a test on
+ * any console error or request to another host): how the files are served, launching tiny-random-llm from the
+ * catalogue to ready, a streamed chat, a crash's reason, terminating it, registering and unregistering a custom
+ * model, a download's progress (from a local hub) and its cancel, the audio and image playgrounds (against
+ * OpenAI's shapes, which the browser answers until those model types exist), and the login, the refusal naming the
+ * missing permission, and the logout when access control is on.
+ */
+import {expect} from 'chai'
+import {join} from 'node:path'
+
+import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
+import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
+import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
+import {FakeHub} from '../helpers/fake-hub.js'
+import {callApi, closedPort, type RunningService, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
+
+describe('web interface (service-local, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    // Every hub points at a closed port: the page and the model need nothing from the network.
+    const unreachable = `http://127.0.0.1:${await closedPort()}`
+    service = await startService({env: {HF_ENDPOINT: unreachable, MODELSCOPE_ENDPOINT: unreachable}})
+  })
+
+  afterEach(async () => {
+    try {
+      browser?.check()
+    } finally {
+      await browser?.close()
+      browser = undefined
+    }
+  })
+
+  after(async () => service?.stop())
+
+  it('serves the app at /ui: / redirects there, deep links get the app, hashed assets are immutable and compressed', async () => {
+    const root = await fetch(`${service.url}/`, {redirect: 'manual'})
+    expect(root.status).to.equal(302)
+    expect(root.headers.get('location')).to.equal('/ui/')
+
+    const deepLink = await fetch(`${service.url}/ui/playground/some-model`)
+    expect(deepLink.status).to.equal(200)
+    expect(deepLink.headers.get('content-type')).to.equal('text/html; charset=utf-8')
+    expect(deepLink.headers.get('cache-control')).to.equal('no-cache')
+    const html = await deepLink.text()
+    const assets = [...html.matchAll(/(?:src|href)="(\/ui\/assets\/[^"]+)"/g)].map((match) => match[1])
+    expect(assets.some((asset) => asset.endsWith('.js'))).to.equal(true)
+    expect(assets.some((asset) => asset.endsWith('.css'))).to.equal(true)
+    for (const asset of assets) {
+      const response = await fetch(`${service.url}${asset}`, {headers: {'accept-encoding': 'gzip'}})
+      expect(response.status, asset).to.equal(200)
+      expect(response.headers.get('cache-control')).to.equal('max-age=31536000,immutable')
+      expect(response.headers.get('content-encoding')).to.equal('gzip')
+      expect(response.headers.get('content-type')).to.match(asset.endsWith('.js') ? /^text\/javascript/ : /^text\/css/)
+    }
+
+    expect((await fetch(`${service.url}/ui/assets/index-gone.js`)).status).to.equal(404)
+    // The API is unchanged beside it.
+    expect((await callApi(service, 'GET', '/v1/nothing-here')).body.error.code).to.equal('not_found')
+  })
+
+  it('is served by a supervisor too, from the same package', async () => {
+    const supervisor = await startProgram('service-supervisor', ['-H', '127.0.0.1', '-p', '0'], {})
+    try {
+      const response = await fetch(`${supervisor.url}/ui/cluster`)
+      expect(response.status).to.equal(200)
+      expect(await response.text()).to.contain('<div id="app"></div>')
+    } finally {
+      await supervisor.stop()
+    }
+  })
+
+  it('fits a phone-sized screen without sideways scrolling, and is usable with the keyboard alone', async () => {
+    browser = await openBrowser(service.url, {viewport: {height: 844, width: 390}})
+    const {page} = browser
+    for (const path of ['/ui/', '/ui/models', '/ui/register', '/ui/cache', '/ui/cluster', '/ui/playground']) {
+      await page.goto(`${service.url}${path}`)
+      await page.locator('h1').first().waitFor()
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), path).to.be.at.most(390)
+    }
+
+    await page.setViewportSize({height: 800, width: 1280})
+    await page.goto(`${service.url}/ui/`)
+    await page.getByRole('button', {name: 'Configure tiny-random-llm'}).waitFor()
+    for (let presses = 0; presses < 80; presses++) {
+      await page.keyboard.press('Tab')
+      if (await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Configure tiny-random-llm')) break
+    }
+
+    await page.keyboard.press('Enter')
+    await page.getByRole('form', {name: 'Launch tiny-random-llm'}).waitFor()
+
+    // The model types are tabs: arrow keys move between them.
+    await page.getByRole('tab', {name: 'LLM'}).focus()
+    await page.keyboard.press('ArrowRight')
+    expect(await page.getByRole('tab', {name: 'embedding'}).getAttribute('aria-selected')).to.equal('true')
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('embedding')
+    await page.getByRole('button', {name: 'Configure tiny-random-embedding'}).waitFor()
+  })
+
+  it('launches tiny-random-llm from the catalogue, shows its progress reach ready, chats with it streaming, shows why it crashed, and terminates it', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/`)
+    await page.getByRole('searchbox', {name: 'Search'}).fill('tiny')
+    await page.getByRole('button', {name: 'Configure tiny-random-llm'}).click()
+    const form = page.getByRole('form', {name: 'Launch tiny-random-llm'})
+    await form.getByText(/Memory estimate: \d[\d.]* (kB|MB)/).waitFor()
+    await form.getByRole('button', {name: 'Launch'}).click()
+    await page.locator('[data-stage="ready"]').waitFor({timeout: 60_000})
+
+    await page.getByRole('link', {name: 'Open playground'}).click()
+    await page.waitForURL(`${service.url}/ui/playground/tiny-random-llm`)
+    await page.getByRole('spinbutton', {name: 'Max tokens'}).fill('16')
+    await page.getByRole('textbox', {name: 'Message'}).fill('Hello there')
+    const streamed = page.waitForResponse((response) => response.url().endsWith('/v1/chat/completions'))
+    await page.getByRole('button', {name: 'Send'}).click()
+    expect((await streamed).headers()['content-type']).to.match(/^text\/event-stream/)
+    const reply = page.locator('.messages li.assistant:not(.streaming)')
+    await reply.waitFor()
+    expect((await reply.textContent())!.replace(/^assistant/, '').trim()).to.not.equal('')
+    await page.getByText('Code for this request').click()
+    expect(await page.locator('.snippet pre').textContent()).to.contain('"model": "tiny-random-llm"').and.contain('"stream": true')
+
+    await page.getByRole('link', {name: 'Running models'}).click()
+    await page.getByRole('button', {name: 'Events'}).click()
+    const events = page.getByRole('region', {name: 'Events of tiny-random-llm'})
+    await events.getByText('ready', {exact: true}).waitFor()
+
+    // A crash shows why, in the list and among the events.
+    const {pid} = (await callApi(service, 'GET', '/v1/models/tiny-random-llm')).body
+    process.kill(pid, 'SIGKILL')
+    await page.locator('.status.error').waitFor()
+    expect(await page.getByRole('row', {name: /^tiny-random-llm/}).textContent()).to.match(/error.*(exit|signal|SIGKILL|died|crash)/i)
+    await events.getByText('crash', {exact: true}).waitFor()
+    await page.getByRole('button', {name: 'Terminate tiny-random-llm'}).click()
+    await page.getByText('No model runs.').waitFor()
+    expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
+  })
+
+  it('renders a reply as Markdown with highlighted code, and drops what could run script or load a file from elsewhere', async () => {
+    expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm'})).status).to.equal(200)
+    try {
+      browser = await openBrowser(service.url)
+      const {page} = browser
+      // Random weights cannot be asked for a given reply: this one stream is written here, in the service's format.
+      const reply = '# Title\n\nSome *text*.\n\n```python\nprint("hi")\n```\n\n<img src="http://elsewhere.example/x.png" onerror="window.hacked = 1"><script>window.hacked = 2</script>'
+      const chunks = reply.match(/[\s\S]{1,12}/g)!.map((content) => `data: ${JSON.stringify({choices: [{delta: {content}, finish_reason: null, index: 0}], id: 'x', model: 'tiny-random-llm', object: 'chat.completion.chunk'})}\n\n`)
+      await page.route('**/v1/chat/completions', (route) => route.fulfill({body: `${chunks.join('')}data: [DONE]\n\n`, contentType: 'text/event-stream'}))
+      await page.goto(`${service.url}/ui/playground/tiny-random-llm`)
+      await page.getByRole('textbox', {name: 'Message'}).fill('Show me')
+      await page.getByRole('button', {name: 'Send'}).click()
+      const markdown = page.locator('.messages li.assistant:not(.streaming) .markdown')
+      await markdown.locator('h1', {hasText: 'Title'}).waitFor()
+      expect(await markdown.locator('em').textContent()).to.equal('text')
+      await markdown.locator('pre code.hljs .hljs-string').waitFor()
+      expect(await markdown.locator('img, script').count()).to.equal(0)
+      expect(await page.evaluate(() => (window as unknown as {hacked?: number}).hacked)).to.equal(undefined)
+    } finally {
+      await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')
+    }
+  })
+
+  it('lists the worker of the cluster, and the cached versions with their size, deleting one', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/ui/cluster`)
+    expect(await page.getByRole('row', {name: /^local/}).textContent()).to.contain('in this process').and.contain('ready')
+
+    await page.getByRole('link', {name: 'Cache'}).click()
+    const version = 'tiny-random-llm--0_0001B--ggufv2--f32'
+    const row = page.getByRole('row', {name: new RegExp(`^${version}`)})
+    expect(await row.textContent()).to.match(/tiny-random-llm.*ggufv2.*f32\d[\d.]* kB.*generated.*complete.*local/)
+    await page.getByRole('button', {name: `Delete ${version}`}).click()
+    await page.getByText('No weights are cached yet').waitFor()
+    expect((await callApi(service, 'GET', '/v1/cache/models')).body.list).to.deep.equal([])
+  })
+
+  it('offers the audio and image playgrounds by ability, and speaks OpenAI\'s shapes to /v1/audio and /v1/images', async () => {
+    // No audio or image model type exists yet, so the browser plays the service's part: the model list shows one
+    // model with those abilities, and the three routes answer as OpenAI documents them. What is checked is the page:
+    // which playgrounds it offers, what it sends, and how it shows the answers.
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    const sent: Record<string, {type: string | undefined; body: string}> = {}
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
+    const model = {id: 'media-abilities', model_ability: ['audio2text', 'text2audio', 'text2image'], model_type: 'media', object: 'model', status: 'ready'}
+    const answers: Record<string, {contentType: string; body: string | Buffer}> = {
+      '/v1/models': {body: JSON.stringify({data: [model], object: 'list'}), contentType: 'application/json'},
+      '/v1/audio/speech': {body: Buffer.from('ID3 not really audio'), contentType: 'audio/mpeg'},
+      '/v1/audio/transcriptions': {body: JSON.stringify({text: 'hello from the file'}), contentType: 'application/json'},
+      '/v1/images/generations': {body: JSON.stringify({created: 1, data: [{b64_json: png}]}), contentType: 'application/json'},
+    }
+    for (const [path, answer] of Object.entries(answers))
+      await page.route(`**${path}`, async (route) => {
+        sent[path] = {body: route.request().postDataBuffer()?.toString('latin1') ?? '', type: await route.request().headerValue('content-type') ?? undefined}
+        await route.fulfill({...answer, status: 200})
+      })
+
+    await page.goto(`${service.url}/ui/playground/media-abilities`)
+    await page.getByRole('tab', {name: 'Image'}).waitFor()
+    expect(await page.getByRole('tab').allTextContents()).to.deep.equal(['Transcribe', 'Speak', 'Image'])
+
+    await page.getByRole('tab', {name: 'Transcribe'}).click()
+    await page.getByLabel('Audio file').setInputFiles({buffer: Buffer.from('RIFF fake wave'), mimeType: 'audio/wav', name: 'hello.wav'})
+    await page.getByRole('button', {name: 'Transcribe'}).click()
+    expect(await page.getByLabel('Transcript').textContent()).to.equal('hello from the file')
+    expect(sent['/v1/audio/transcriptions'].type).to.match(/^multipart\/form-data; boundary=/)
+    expect(sent['/v1/audio/transcriptions'].body).to.contain('name="file"; filename="hello.wav"').and.contain('name="model"\r\n\r\nmedia-abilities')
+
+    await page.getByRole('tab', {name: 'Speak'}).click()
+    await page.getByRole('textbox', {name: 'Text'}).fill('Say this')
+    await page.getByRole('button', {name: 'Speak'}).click()
+    expect(await page.getByLabel('Speech').getAttribute('src')).to.match(/^blob:/)
+    expect(JSON.parse(sent['/v1/audio/speech'].body)).to.deep.equal({input: 'Say this', model: 'media-abilities', response_format: 'mp3'})
+
+    await page.getByRole('tab', {name: 'Image'}).click()
+    await page.getByRole('button', {name: 'Generate'}).click()
+    expect(await page.getByRole('img').getAttribute('src')).to.equal(`data:image/png;base64,${png}`)
+    expect(JSON.parse(sent['/v1/images/generations'].body)).to.deep.include({model: 'media-abilities', n: 1, response_format: 'b64_json', size: '512x512'})
+  })
+
+  it('registers a custom model with the form, refusing a bad name first, and unregisters it', async () => {
+    browser = await openBrowser(service.url)
+    const {page} = browser
+    await page.goto(`${service.url}/ui/register`)
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('not a name!')
+    await page.getByRole('textbox', {name: /^Size in billions/}).fill('0_5')
+    await page.getByRole('combobox', {name: 'Where'}).selectOption('hub')
+    await page.getByRole('textbox', {name: 'Repository (owner/name)'}).fill('someone/custom-GGUF')
+    await page.getByRole('textbox', {name: /^File name template/}).fill('custom-{quantization}.gguf')
+    await page.getByRole('button', {name: 'Register'}).click()
+    await page.getByText('model_name must be letters, digits').waitFor()
+    expect(await page.getByRole('textbox', {exact: true, name: 'Name'}).getAttribute('aria-invalid')).to.equal('true')
+
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('my-custom-llm')
+    expect(JSON.parse(await page.getByRole('textbox', {name: /^JSON sent to/}).inputValue())).to.deep.include({model_name: 'my-custom-llm'})
+    await page.getByRole('button', {name: 'Register'}).click()
+    await page.getByText('Registered my-custom-llm as a LLM model').waitFor()
+    const registered = await callApi(service, 'GET', '/v1/model_registrations/LLM/my-custom-llm')
+    expect(registered.body.model_specs).to.deep.equal([
+      {model_file_name_template: 'custom-{quantization}.gguf', model_format: 'ggufv2', model_hub: 'huggingface', model_id: 'someone/custom-GGUF', model_size_in_billions: '0_5', quantization: 'q4_k_m'},
+    ])
+
+    await page.getByRole('button', {name: 'Unregister my-custom-llm'}).click()
+    await page.getByText('None yet.').waitFor()
+    expect((await callApi(service, 'GET', '/v1/model_registrations/LLM/my-custom-llm')).status).to.equal(404)
+  })
+})
+
+describe('web interface with access control (service-local --auth-config, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    service = await startService({args: ['--auth-config', await writeTestAuthConfig(await temporaryDirectory())]})
+  })
+
+  after(async () => {
+    await browser?.close()
+    await service?.stop()
+  })
+
+  it('serves the app without credentials while the API still asks for them', async () => {
+    expect((await fetch(`${service.url}/ui/models`)).status).to.equal(200)
+    expect((await fetch(`${service.url}/v1/models`)).status).to.equal(401)
+    expect((await fetch(`${service.url}/v1/models`, {headers: {authorization: `Bearer ${apiKeyOf('root')}`}})).status).to.equal(200)
+  })
+
+  it('sends a visitor to the login page, logs in, names the permission an action lacks, and logs out', async () => {
+    browser = await openBrowser(service.url, {expectedStatuses: [403]})
+    const {page} = browser
+    await page.goto(`${service.url}/ui/models`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fmodels`)
+    const user = 'all-but-models:register'
+    await page.getByRole('textbox', {name: 'Username'}).fill(user)
+    await page.getByLabel('Password').fill(passwordOf(user))
+    await page.getByRole('button', {name: 'Log in'}).click()
+    await page.waitForURL(`${service.url}/ui/models`)
+    await page.getByText('No model runs.').waitFor()
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal(['service-toolkit.token'])
+
+    await page.getByRole('link', {name: 'Register'}).click()
+    await page.getByRole('textbox', {exact: true, name: 'Name'}).fill('refused-llm')
+    await page.getByRole('textbox', {name: /^Size in billions/}).fill('7')
+    await page.getByRole('textbox', {name: /^File/}).fill('/models/refused.gguf')
+    await page.getByRole('button', {name: 'Register'}).click()
+    const refusal = await page.getByRole('alert').textContent()
+    expect(refusal).to.contain('Permission denied').and.contain(`user "${user}" does not have the permission models:register`)
+    browser.check()
+
+    await page.getByRole('button', {name: 'Log out'}).click()
+    await page.waitForURL(`${service.url}/ui/login`)
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal([])
+    await page.goto(`${service.url}/ui/cache`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fcache`)
+    browser.check()
+  })
+
+  it('asks for a login again when the service refuses the token (expired, or signed before a restart with another secret)', async () => {
+    await browser?.close()
+    browser = await openBrowser(service.url, {expectedStatuses: [401]})
+    const {page} = browser
+    await page.goto(`${service.url}/ui/login`)
+    await page.evaluate(() => sessionStorage.setItem('service-toolkit.token', 'not-a-token-the-service-signed'))
+    await page.goto(`${service.url}/ui/models`)
+    await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fmodels`)
+    await page.getByText('Your session ended').waitFor()
+    expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal([])
+    browser.check()
+  })
+})
+
+describe('web interface launch progress (service-local with a local hub, headless Chromium)', function () {
+  this.timeout(120_000)
+  let service: RunningService
+  let hub: FakeHub
+  let half: number
+  let browser: BrowserSession | undefined
+
+  before(async () => {
+    await ensureChromium()
+    const file = join(await temporaryDirectory(), 'tiny.gguf')
+    half = Math.floor((await writeRandomLlamaGguf(file)).bytes / 2)
+    hub = await FakeHub.start()
+    await hub.addRepo('test-org/web-GGUF', {'web-q4_0.gguf': file})
+    service = await startService({env: {HF_ENDPOINT: hub.url, MODELSCOPE_ENDPOINT: hub.url}})
+    const model = {
+      context_length: 2048,
+      model_ability: ['chat'],
+      model_name: 'web-tiny',
+      model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_5', model_src: {huggingface: {model_file_name_template: 'web-{quantization}.gguf', model_id: 'test-org/web-GGUF', quantizations: ['q4_0']}}}],
+    }
+    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model, persist: false})).status).to.equal(200)
+  })
+
+  after(async () => {
+    await browser?.close()
+    await service?.stop()
+    await hub?.stop()
+  })
+
+  it('shows a download with its bytes, speed and time left, and cancels it', async () => {
+    const hold = hub.hold('web-q4_0.gguf', half)
+    try {
+      browser = await openBrowser(service.url)
+      const {page} = browser
+      await page.goto(`${service.url}/ui/`)
+      await page.getByRole('button', {name: 'Configure web-tiny'}).click()
+      await page.getByRole('form', {name: 'Launch web-tiny'}).getByRole('button', {name: 'Launch'}).click()
+      await page.locator('[data-stage="downloading"]').waitFor()
+      await page.getByText(/[\d.]+ kB of [\d.]+ kB · [\d.]+ k?B\/s · .+ left · huggingface: test-org\/web-GGUF/).waitFor()
+      await page.getByRole('button', {name: 'Cancel launch'}).click()
+      await page.locator('[data-stage="cancelled"]').waitFor()
+      expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
+      browser.check()
+    } finally {
+      hold.release()
+    }
+  })
+})

@@ -1,0 +1,85 @@
+/**
+ * Headless Chromium (the Debian package, driven by playwright-core, which downloads no browser) for tests of the
+ * web interface. A page fails its test on any console error, uncaught exception or request to a host other than
+ * the service's: `check()` throws what was seen. Each browser gets a fresh profile, removed on close.
+ */
+import {execa} from 'execa'
+import {existsSync} from 'node:fs'
+import {mkdtemp, rm} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {type BrowserContext, chromium, type Page} from 'playwright-core'
+
+import {ROOT} from './service.js'
+
+export const CHROMIUM = '/usr/bin/chromium'
+
+/**
+ * As root Chromium needs --no-sandbox; the rest keep it from calling home (updates, sync, safe browsing, field
+ * trials), which on a closed network would stall or flood it, and from doing first-run work.
+ */
+const FLAGS = [
+  '--no-sandbox',
+  '--headless',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-default-apps',
+  '--disable-dev-shm-usage',
+  '--disable-features=Translate,OptimizationHints,MediaRouter',
+]
+
+/** Installs the browser where it is missing (scripts/ensure-chromium.sh, idempotent). */
+export async function ensureChromium(): Promise<void> {
+  if (!existsSync(CHROMIUM)) await execa('bash', [join(ROOT, 'scripts/ensure-chromium.sh')], {stdio: 'inherit'})
+}
+
+export interface BrowserSession {
+  page: Page
+  context: BrowserContext
+  /** Throws the console errors, page errors and requests to other hosts seen since the last check. */
+  check(): void
+  close(): Promise<void>
+}
+
+export interface BrowserOptions {
+  /** HTTP statuses the test provokes on purpose (a 403 it checks the message of): Chromium logs them as console errors. */
+  expectedStatuses?: number[]
+  viewport?: {width: number; height: number}
+}
+
+export async function openBrowser(serviceUrl: string, {expectedStatuses = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
+  await ensureChromium()
+  const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'))
+  const context = await chromium.launchPersistentContext(profile, {args: FLAGS, executablePath: CHROMIUM, headless: true, viewport})
+  const origin = new URL(serviceUrl).origin
+  const problems: string[] = []
+  const expected = new RegExp(`^Failed to load resource: the server responded with a status of (${expectedStatuses.join('|') || 'none'}) `)
+
+  await context.route('**/*', (route) => {
+    const url = route.request().url()
+    if (url.startsWith(`${origin}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue()
+    problems.push(`request to another host: ${url}`)
+    return route.abort('blockedbyclient')
+  })
+  const page = context.pages()[0] ?? (await context.newPage())
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !expected.test(message.text())) problems.push(`console error: ${message.text()} (${message.location().url})`)
+  })
+  page.on('pageerror', (error) => problems.push(`uncaught: ${error.stack ?? error.message}`))
+
+  return {
+    check() {
+      const seen = problems.splice(0)
+      if (seen.length > 0) throw new Error(`the page had problems:\n${seen.join('\n')}`)
+    },
+    async close() {
+      await context.close()
+      await rm(profile, {force: true, recursive: true})
+    },
+    context,
+    page,
+  }
+}
