@@ -107,7 +107,9 @@ export async function lockHome(home: string, roles: HomeRole[], options: HomeLoc
     }
 
     const holder = await readHolder(recordOf(role))
-    if (holder && holder.host === hostname() && !isRunning(holder.pid)) {
+    // A record naming this very process was left by an earlier run in a reused pid namespace: a container started
+    // again runs its service as the same pid (1) on the same host name, so "that pid runs" says nothing there.
+    if (holder && holder.host === hostname() && (holder.pid === process.pid || !isRunning(holder.pid))) {
       notify(`SERVICE_HOME ${home} was left locked by ${holder.program} (pid ${holder.pid}), which no longer runs; waiting up to ${STALE_MS / 1000} s for its lock to go stale.`)
       try {
         return await lockfile.lock(join(folder, role), {...lockOptions, retries: {factor: 1, maxTimeout: RETRY_MS, minTimeout: RETRY_MS, retries: STALE_MS / RETRY_MS + 2}})

@@ -9,7 +9,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
@@ -17,16 +17,10 @@ import {writeTestAudio} from '../helpers/audio.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {writeLinearModel} from '../helpers/onnx-models.js'
 import {diffusersServiceEnv} from '../../bench/image-diffusers.js'
+import {readmeBlock} from '../helpers/readme.js'
 import {writeRandomBertGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-bert.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
-
-async function readmeBlock(marker: string): Promise<string> {
-  const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
-  const match = new RegExp(`<!-- tested: ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\``).exec(readme)
-  if (!match) throw new Error(`README.md has no block marked "tested: ${marker}"`)
-  return match[1]
-}
 
 describe('README examples', () => {
   let service: RunningService

@@ -30,10 +30,15 @@ export async function startService({args = [], env = {}, home}: {home?: string; 
 /**
  * Starts one of the service programs (`service-local`, `service-supervisor`, `service-worker`) as a real
  * process and answers once it prints where it runs. A temporary SERVICE_HOME is removed on stop unless given.
+ * `programFile` runs another installation's copy (an installed package's bin) instead of this checkout's.
  */
-export async function startProgram(program: string, args: string[], {env = {}, home}: {home?: string; env?: Record<string, string>} = {}): Promise<RunningService> {
+export async function startProgram(
+  program: string,
+  args: string[],
+  {env = {}, home, programFile = join(ROOT, 'bin', `${program}.js`)}: {home?: string; env?: Record<string, string>; programFile?: string} = {},
+): Promise<RunningService> {
   const serviceHome = home ?? (await temporaryDirectory())
-  const child = execa('node', [join(ROOT, 'bin', `${program}.js`), ...args], {
+  const child = execa('node', [programFile, ...args], {
     all: true,
     buffer: false,
     // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported.

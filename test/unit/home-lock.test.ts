@@ -3,7 +3,8 @@
  * another machine, or does not name at all. Real processes, stale locks and roles: test/e2e/home-lock.test.ts.
  */
 import {expect} from 'chai'
-import {rm, writeFile} from 'node:fs/promises'
+import {mkdir, rm, utimes, writeFile} from 'node:fs/promises'
+import {hostname} from 'node:os'
 import {join} from 'node:path'
 
 import {lockHome} from '../../src/util/home-lock.js'
@@ -33,5 +34,18 @@ describe('home lock', () => {
     expect(error.message).to.match(/is in use by another service; stop that service first/)
     const supervisor = await lockHome(home, ['supervisor'], {program: 'service-supervisor'})
     await Promise.all([supervisor.release(), held.release()])
+  })
+
+  it('waits for a lock whose record names this very process (a restarted container\'s pid 1) to go stale, instead of refusing', async () => {
+    const home = await temporaryDirectory()
+    await mkdir(join(home, 'locks/worker.lock'), {recursive: true})
+    await writeFile(join(home, 'locks/worker.json'), JSON.stringify({host: hostname(), pid: process.pid, program: 'service-local'}))
+    // Refreshed 8 s ago by the earlier run: stale (10 s) within the wait.
+    const refreshed = new Date(Date.now() - 8000)
+    await utimes(join(home, 'locks/worker.lock'), refreshed, refreshed)
+    const notices: string[] = []
+    const lock = await lockHome(home, ['worker'], {isRunning: () => true, notify: (message) => notices.push(message), program: 'service-local'})
+    expect(notices.join('\n')).to.contain(`was left locked by service-local (pid ${process.pid}), which no longer runs`)
+    await lock.release()
   })
 })
