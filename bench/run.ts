@@ -20,6 +20,7 @@ import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
 import {benchFlexibleOnnx} from './flexible-onnx.js'
 import {benchImageDiffusers, diffusersServiceEnv} from './image-diffusers.js'
+import {benchPythonEngines} from './python-engines.js'
 import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
 
 const {values: options} = parseArgs({
@@ -204,6 +205,7 @@ async function main() {
 
     results.flexible_onnx = await benchFlexibleOnnx(service, print)
     results.image_diffusers = await benchImageDiffusers(service, print)
+    results.python_engines = await benchPythonEngines(service, print, {concurrency: [1, 4], maxTokens: MAX_TOKENS, repeats})
   } finally {
     await service.stop()
     await rm(work, {force: true, recursive: true})
