@@ -9,7 +9,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {chmod, mkdir, mkdtemp, readdir, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadAuthConfig} from '../../src/auth/config.js'
