@@ -2,8 +2,7 @@
  * The web interface at /ui of a real `service-local`, in headless Chromium (test/helpers/browser.ts fails a test on
  * any console error or request to another host): how the files are served, launching tiny-random-llm from the
  * catalogue to ready, a streamed chat, a crash's reason, terminating it, registering and unregistering a custom
- * model, a download's progress (from a local hub) and its cancel, the audio and image playgrounds (against
- * OpenAI's shapes, which the browser answers until those model types exist), and the login, the refusal naming the
+ * model, a download's progress (from a local hub) and its cancel, and the login, the refusal naming the
  * missing permission, and the logout when access control is on.
  */
 import {expect} from 'chai'
@@ -180,50 +179,6 @@ describe('web interface (service-local, headless Chromium)', function () {
     await page.getByRole('button', {name: `Delete ${version}`}).click()
     await page.getByText('No weights are cached yet').waitFor()
     expect((await callApi(service, 'GET', '/v1/cache/models')).body.list).to.deep.equal([])
-  })
-
-  it('offers the audio and image playgrounds by ability, and speaks OpenAI\'s shapes to /v1/audio and /v1/images', async () => {
-    // No audio or image model type exists yet, so the browser plays the service's part: the model list shows one
-    // model with those abilities, and the three routes answer as OpenAI documents them. What is checked is the page:
-    // which playgrounds it offers, what it sends, and how it shows the answers.
-    browser = await openBrowser(service.url)
-    const {page} = browser
-    const sent: Record<string, {type: string | undefined; body: string}> = {}
-    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
-    const model = {id: 'media-abilities', model_ability: ['audio2text', 'text2audio', 'text2image'], model_type: 'media', object: 'model', status: 'ready'}
-    const answers: Record<string, {contentType: string; body: string | Buffer}> = {
-      '/v1/models': {body: JSON.stringify({data: [model], object: 'list'}), contentType: 'application/json'},
-      '/v1/audio/speech': {body: Buffer.from('ID3 not really audio'), contentType: 'audio/mpeg'},
-      '/v1/audio/transcriptions': {body: JSON.stringify({text: 'hello from the file'}), contentType: 'application/json'},
-      '/v1/images/generations': {body: JSON.stringify({created: 1, data: [{b64_json: png}]}), contentType: 'application/json'},
-    }
-    for (const [path, answer] of Object.entries(answers))
-      await page.route(`**${path}`, async (route) => {
-        sent[path] = {body: route.request().postDataBuffer()?.toString('latin1') ?? '', type: await route.request().headerValue('content-type') ?? undefined}
-        await route.fulfill({...answer, status: 200})
-      })
-
-    await page.goto(`${service.url}/ui/playground/media-abilities`)
-    await page.getByRole('tab', {name: 'Image'}).waitFor()
-    expect(await page.getByRole('tab').allTextContents()).to.deep.equal(['Transcribe', 'Speak', 'Image'])
-
-    await page.getByRole('tab', {name: 'Transcribe'}).click()
-    await page.getByLabel('Audio file').setInputFiles({buffer: Buffer.from('RIFF fake wave'), mimeType: 'audio/wav', name: 'hello.wav'})
-    await page.getByRole('button', {name: 'Transcribe'}).click()
-    expect(await page.getByLabel('Transcript').textContent()).to.equal('hello from the file')
-    expect(sent['/v1/audio/transcriptions'].type).to.match(/^multipart\/form-data; boundary=/)
-    expect(sent['/v1/audio/transcriptions'].body).to.contain('name="file"; filename="hello.wav"').and.contain('name="model"\r\n\r\nmedia-abilities')
-
-    await page.getByRole('tab', {name: 'Speak'}).click()
-    await page.getByRole('textbox', {name: 'Text'}).fill('Say this')
-    await page.getByRole('button', {name: 'Speak'}).click()
-    expect(await page.getByLabel('Speech').getAttribute('src')).to.match(/^blob:/)
-    expect(JSON.parse(sent['/v1/audio/speech'].body)).to.deep.equal({input: 'Say this', model: 'media-abilities', response_format: 'mp3'})
-
-    await page.getByRole('tab', {name: 'Image'}).click()
-    await page.getByRole('button', {name: 'Generate'}).click()
-    expect(await page.getByRole('img').getAttribute('src')).to.equal(`data:image/png;base64,${png}`)
-    expect(JSON.parse(sent['/v1/images/generations'].body)).to.deep.include({model: 'media-abilities', n: 1, response_format: 'b64_json', size: '512x512'})
   })
 
   it('registers a custom model with the form, refusing a bad name first, and unregisters it', async () => {

@@ -48,12 +48,14 @@ export interface BrowserOptions {
   /** HTTP statuses the test provokes on purpose (a 403 it checks the message of): Chromium logs them as console errors. */
   expectedStatuses?: number[]
   viewport?: {width: number; height: number}
+  /** More Chromium flags (a fake microphone for the recording tests). */
+  args?: string[]
 }
 
-export async function openBrowser(serviceUrl: string, {expectedStatuses = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
+export async function openBrowser(serviceUrl: string, {args = [], expectedStatuses = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
   await ensureChromium()
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'))
-  const context = await chromium.launchPersistentContext(profile, {args: FLAGS, executablePath: CHROMIUM, headless: true, viewport})
+  const context = await chromium.launchPersistentContext(profile, {args: [...FLAGS, ...args], executablePath: CHROMIUM, headless: true, viewport})
   const origin = new URL(serviceUrl).origin
   const problems: string[] = []
   const expected = new RegExp(`^Failed to load resource: the server responded with a status of (${expectedStatuses.join('|') || 'none'}) `)

@@ -1,29 +1,81 @@
 /**
- * Audio and image playgrounds, built on OpenAI's request and response shapes (`/v1/audio/transcriptions`,
- * `/v1/audio/speech`, `/v1/images/generations`): the playground page offers them to models with the matching ability.
+ * Audio playgrounds, through the client library's calls on OpenAI's routes: a transcription of an uploaded or
+ * recorded file (`/v1/audio/transcriptions`, `verbose_json` so the page can say how long the audio was), and speech
+ * in one of the model's voices (`/v1/audio/speech`) played in the page. Stop, or leaving the page, aborts the request.
  */
-import {useEffect, useState} from 'preact/hooks'
+import {useEffect, useRef, useState} from 'preact/hooks'
 
-import {callRaw} from '../api.js'
-import {ErrorLine, useAction} from '../ui.js'
+import type {RunningModel} from '../../../src/client/client.js'
+import type {Transcription} from '../../../src/client/audio.js'
+
+import {client} from '../api.js'
+import {ErrorLine, useCancellableAction, useLoad} from '../ui.js'
 
 /** An object URL for a Blob, revoked when it is replaced or the view goes away. */
-function useObjectUrl() {
+export function useObjectUrl() {
   const [url, setUrl] = useState<string | undefined>(undefined)
   useEffect(() => () => url && URL.revokeObjectURL(url), [url])
-  return [url, (blob: Blob) => setUrl(URL.createObjectURL(blob))] as const
+  return [url, (blob: Blob | undefined) => setUrl(blob && URL.createObjectURL(blob))] as const
+}
+
+/** The microphone through MediaRecorder: start asks for it, stop hands over the recording and releases it. */
+function useRecorder(onRecorded: (audio: File) => void, onError: (message: string) => void) {
+  const recorder = useRef<MediaRecorder | undefined>(undefined)
+  const [recording, setRecording] = useState(false)
+  const release = () => recorder.current?.stream.getTracks().forEach((track) => track.stop())
+  useEffect(() => release, [])
+  const start = async () => {
+    // Browsers offer the microphone only to secure pages: HTTPS, or the service on this machine (localhost).
+    if (!navigator.mediaDevices) return onError('This browser offers the microphone only to pages served over HTTPS or from localhost; upload a file instead.')
+    try {
+      const stream = await navigator.mediaDevices.getUserMedia({audio: true})
+      const chunks: Blob[] = []
+      const started = new MediaRecorder(stream)
+      started.ondataavailable = (event) => chunks.push(event.data)
+      started.onstop = () => {
+        const type = started.mimeType || 'audio/webm'
+        // The extension tells the service the container (webm in Chromium, ogg or mp4 elsewhere).
+        const extension = /ogg/.test(type) ? 'ogg' : /mp4/.test(type) ? 'm4a' : 'webm'
+        onRecorded(new File(chunks, `recording.${extension}`, {type}))
+        release()
+      }
+      started.start()
+      recorder.current = started
+      setRecording(true)
+    } catch (failure) {
+      onError(`The microphone cannot be used: ${(failure as Error).message}`)
+    }
+  }
+
+  const stop = () => {
+    recorder.current?.stop()
+    setRecording(false)
+  }
+
+  return {recording, start, stop}
 }
 
 export function TranscriptionPlayground({uid}: {uid: string}) {
-  const [text, setText] = useState<string | undefined>(undefined)
-  const action = useAction()
+  const [audio, setAudio] = useState<File | undefined>(undefined)
+  const [language, setLanguage] = useState('')
+  const [translate, setTranslate] = useState(false)
+  const [result, setResult] = useState<Transcription | undefined>(undefined)
+  const [recordingUrl, setRecordingUrl] = useObjectUrl()
+  const fileInput = useRef<HTMLInputElement>(null)
+  const action = useCancellableAction()
+  const recorder = useRecorder((recorded) => {
+    if (fileInput.current) fileInput.current.value = ''
+    setAudio(recorded)
+    setRecordingUrl(recorded)
+  }, action.setError)
+
   const submit = (event: Event) => {
     event.preventDefault()
-    const form = new FormData(event.currentTarget as HTMLFormElement)
-    form.set('model', uid)
-    void action.run(async () => {
-      const reply = (await (await callRaw('/v1/audio/transcriptions', {body: form, method: 'POST'})).json()) as {text: string}
-      setText(reply.text)
+    if (!audio) return action.setError('Choose an audio file or record one first.')
+    setResult(undefined)
+    void action.run(async (signal) => {
+      const options = {fileName: audio.name, language: language || undefined, response_format: 'verbose_json' as const, translate}
+      setResult((await client.model(uid).transcribe(audio, options, signal)) as Transcription)
     })
   }
 
@@ -31,39 +83,82 @@ export function TranscriptionPlayground({uid}: {uid: string}) {
     <form class="stack" onSubmit={submit}>
       <label>
         Audio file
-        <input accept="audio/*" name="file" required type="file" />
+        <input
+          accept="audio/*,video/webm"
+          name="file"
+          onChange={(event) => {
+            setAudio(event.currentTarget.files?.[0])
+            setRecordingUrl(undefined)
+          }}
+          ref={fileInput}
+          type="file"
+        />
       </label>
+      <div class="composer">
+        <button class="secondary" onClick={() => (recorder.recording ? recorder.stop() : void recorder.start())} type="button">
+          {recorder.recording ? 'Stop recording' : 'Record'}
+        </button>
+        {recordingUrl && <audio aria-label="Recording" controls src={recordingUrl} />}
+      </div>
       <label>
         Language (optional, ISO-639-1)
-        <input name="language" placeholder="en" />
+        <input onInput={(event) => setLanguage(event.currentTarget.value)} placeholder="en" value={language} />
       </label>
-      <button disabled={action.busy} type="submit">
-        Transcribe
-      </button>
+      <label class="inline">
+        <input checked={translate} onChange={(event) => setTranslate(event.currentTarget.checked)} type="checkbox" />
+        Translate to English
+      </label>
+      <div class="composer">
+        <button disabled={action.busy || recorder.recording} type="submit">
+          Transcribe
+        </button>
+        {action.busy && (
+          <button class="danger" onClick={action.stop} type="button">
+            Stop
+          </button>
+        )}
+      </div>
       <ErrorLine error={action.error} />
-      {text !== undefined && (
-        <blockquote aria-label="Transcript" class="output">
-          {text}
-        </blockquote>
+      {result && (
+        <>
+          <blockquote aria-label="Transcript" class="output">
+            {result.text.trim() || '(no words recognised)'}
+          </blockquote>
+          <p class="muted" aria-label="Transcript details">
+            {result.duration !== undefined && `${result.duration.toFixed(1)} s of audio`}
+            {result.language && ` · language ${result.language}`}
+            {result.segments && ` · ${result.segments.length} segments`}
+          </p>
+        </>
       )}
     </form>
   )
 }
 
-export function SpeechPlayground({uid}: {uid: string}) {
+/** The voices a text2audio model's registration lists; `default` for one that lists none. */
+async function voicesOf(model: RunningModel): Promise<string[]> {
+  const registration = await client.registration(model.model_type, model.model_name).catch(() => ({}) as Record<string, unknown>)
+  return Array.isArray(registration.voices) && registration.voices.length > 0 ? (registration.voices as string[]) : ['default']
+}
+
+const SPEECH_FORMATS = ['mp3', 'wav', 'opus', 'flac', 'aac'] as const
+
+export function SpeechPlayground({model}: {model: RunningModel}) {
   const [input, setInput] = useState('Hello from the playground.')
-  const [voice, setVoice] = useState('')
+  const voices = useLoad(() => voicesOf(model), [model.id])
+  const [voice, setVoice] = useState<string | undefined>(undefined)
+  const [format, setFormat] = useState<(typeof SPEECH_FORMATS)[number]>('mp3')
+  const [speed, setSpeed] = useState('1')
   const [audio, setAudio] = useObjectUrl()
-  const action = useAction()
+  const action = useCancellableAction()
+  const chosenVoice = voice ?? voices.data?.[0] ?? 'default'
   const submit = (event: Event) => {
     event.preventDefault()
-    void action.run(async () => {
-      const response = await callRaw('/v1/audio/speech', {
-        body: JSON.stringify({input, model: uid, response_format: 'mp3', ...(voice ? {voice} : {})}),
-        headers: {'content-type': 'application/json'},
-        method: 'POST',
-      })
-      setAudio(await response.blob())
+    setAudio(undefined)
+    void action.run(async (signal) => {
+      const chunks: Uint8Array<ArrayBuffer>[] = []
+      for await (const chunk of client.model(model.id).speech(input, {response_format: format, speed: Number(speed), voice: chosenVoice}, signal)) chunks.push(chunk as Uint8Array<ArrayBuffer>)
+      setAudio(new Blob(chunks, {type: format === 'mp3' ? 'audio/mpeg' : `audio/${format}`}))
     })
   }
 
@@ -73,58 +168,40 @@ export function SpeechPlayground({uid}: {uid: string}) {
         Text
         <textarea onInput={(event) => setInput(event.currentTarget.value)} required rows={3} value={input} />
       </label>
-      <label>
-        Voice (optional)
-        <input onInput={(event) => setVoice(event.currentTarget.value)} value={voice} />
-      </label>
-      <button disabled={action.busy} type="submit">
-        Speak
-      </button>
-      <ErrorLine error={action.error} />
+      <div class="grid">
+        <label>
+          Voice
+          <select onChange={(event) => setVoice(event.currentTarget.value)} value={chosenVoice}>
+            {(voices.data ?? [chosenVoice]).map((name) => (
+              <option key={name}>{name}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Format
+          <select onChange={(event) => setFormat(event.currentTarget.value as typeof format)} value={format}>
+            {SPEECH_FORMATS.map((name) => (
+              <option key={name}>{name}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Speed
+          <input max="4" min="0.25" onInput={(event) => setSpeed(event.currentTarget.value)} step="0.25" type="number" value={speed} />
+        </label>
+      </div>
+      <div class="composer">
+        <button disabled={action.busy} type="submit">
+          Speak
+        </button>
+        {action.busy && (
+          <button class="danger" onClick={action.stop} type="button">
+            Stop
+          </button>
+        )}
+      </div>
+      <ErrorLine error={action.error ?? voices.error} />
       {audio && <audio aria-label="Speech" controls src={audio} />}
-    </form>
-  )
-}
-
-export function ImagePlayground({uid}: {uid: string}) {
-  const [prompt, setPrompt] = useState('A lighthouse at dawn, watercolour')
-  const [size, setSize] = useState('512x512')
-  const [images, setImages] = useState<string[]>([])
-  const action = useAction()
-  const submit = (event: Event) => {
-    event.preventDefault()
-    void action.run(async () => {
-      const response = await callRaw('/v1/images/generations', {
-        body: JSON.stringify({model: uid, n: 1, prompt, response_format: 'b64_json', size}),
-        headers: {'content-type': 'application/json'},
-        method: 'POST',
-      })
-      const reply = (await response.json()) as {data: Array<{b64_json?: string; url?: string}>}
-      setImages(reply.data.map((image) => (image.b64_json ? `data:image/png;base64,${image.b64_json}` : (image.url ?? ''))).filter(Boolean))
-    })
-  }
-
-  return (
-    <form class="stack" onSubmit={submit}>
-      <label>
-        Prompt
-        <textarea onInput={(event) => setPrompt(event.currentTarget.value)} required rows={3} value={prompt} />
-      </label>
-      <label>
-        Size
-        <select onChange={(event) => setSize(event.currentTarget.value)} value={size}>
-          {['256x256', '512x512', '768x768', '1024x1024'].map((option) => (
-            <option key={option}>{option}</option>
-          ))}
-        </select>
-      </label>
-      <button disabled={action.busy} type="submit">
-        Generate
-      </button>
-      <ErrorLine error={action.error} />
-      {images.map((source, index) => (
-        <img alt={`Generated for: ${prompt}`} key={index} src={source} />
-      ))}
     </form>
   )
 }

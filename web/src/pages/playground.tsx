@@ -7,7 +7,8 @@ import type {RunningModel} from '../../../src/client/client.js'
 import {client} from '../api.js'
 import {ErrorLine, Tabs, useLoad} from '../ui.js'
 import {ChatPlayground} from './chat.js'
-import {ImagePlayground, SpeechPlayground, TranscriptionPlayground} from './media.js'
+import {ImagePlayground} from './image-playground.js'
+import {SpeechPlayground, TranscriptionPlayground} from './media.js'
 import {CompletionPlayground, EmbeddingPlayground, RerankPlayground} from './retrieval.js'
 
 /** The playgrounds a model offers, by its type and abilities; audio and image ones follow OpenAI's shapes. */
@@ -20,8 +21,8 @@ function playgroundsOf(model: RunningModel) {
     {label: 'Embeddings', offered: model.model_type === 'embedding', view: () => <EmbeddingPlayground uid={uid} />},
     {label: 'Rerank', offered: model.model_type === 'rerank', view: () => <RerankPlayground uid={uid} />},
     {label: 'Transcribe', offered: abilities.has('audio2text'), view: () => <TranscriptionPlayground uid={uid} />},
-    {label: 'Speak', offered: abilities.has('text2audio'), view: () => <SpeechPlayground uid={uid} />},
-    {label: 'Image', offered: abilities.has('text2image'), view: () => <ImagePlayground uid={uid} />},
+    {label: 'Speak', offered: abilities.has('text2audio'), view: () => <SpeechPlayground model={model} />},
+    {label: 'Image', offered: abilities.has('text2image') || abilities.has('image2image'), view: () => <ImagePlayground model={model} />},
   ].filter((playground) => playground.offered)
 }
 
