@@ -174,20 +174,37 @@ describe('web interface playgrounds on real audio and image models (service-loca
     await shot(page, 'image')
   })
 
-  it('edits an uploaded picture and makes variations of it, at the picture\'s size', async () => {
-    const page = await open('tiny-random-image')
-    const picture = join(directory, 'picture.png')
+  it('edits an uploaded picture, repaints the part a mask marks and makes variations of it, at the picture\'s size', async () => {
+    const page = await open('tiny-random-image', {expectedStatuses: [400]})
+    const [picture, mask, wrongMask] = ['picture', 'mask', 'wrong-mask'].map((name) => join(directory, `${name}.png`))
     await writeFile(picture, solidPng(48, 32, [200, 120, 40]))
-    for (const [task, path] of [['Edit a picture', '/v1/images/edits'], ['Variations of a picture', '/v1/images/variations']]) {
+    await writeFile(mask, solidPng(48, 32, [255, 255, 255]))
+    await writeFile(wrongMask, solidPng(32, 32, [255, 255, 255]))
+    const cases = [
+      {event: 'image_edit', mask: undefined, task: 'Edit a picture'},
+      {event: 'image_edit', mask, task: 'Edit a picture'},
+      {event: 'image_variation', mask: undefined, task: 'Variations of a picture'},
+    ]
+    for (const {event, mask: maskFile, task} of cases) {
       await page.getByRole('combobox', {name: 'Make'}).selectOption(task)
       await page.getByLabel('Picture', {exact: true}).setInputFiles(picture)
+      if (maskFile) await page.getByLabel(/^Mask/).setInputFiles(maskFile)
       await page.getByRole('textbox', {name: 'Prompt'}).fill('a blue door')
-      const answered = page.waitForResponse((response) => response.url().endsWith(path))
+      const request = page.waitForRequest((candidate) => candidate.url().includes('/v1/images/'))
+      const answered = page.waitForResponse((response) => response.url().includes('/v1/images/'))
       await page.getByRole('button', {name: 'Generate'}).click()
       expect((await answered).status(), task).to.equal(200)
+      // A mask goes as OpenAI's `mask` part; the stream's event names tell which operation ran.
+      expect((await request).postDataBuffer()!.toString('latin1').includes('name="mask"; filename="mask.png"'), task).to.equal(maskFile !== undefined)
+      expect(await (await answered).text(), task).to.contain(`"type":"${event}.completed"`)
       await page.getByRole('img').waitFor()
       expect(await decodedSizes(page), task).to.deep.equal([[48, 32]])
     }
+
+    await page.getByRole('combobox', {name: 'Make'}).selectOption('Edit a picture')
+    await page.getByLabel(/^Mask/).setInputFiles(wrongMask)
+    await page.getByRole('button', {name: 'Generate'}).click()
+    expect(await page.getByRole('alert').textContent()).to.contain('`mask` is 32x32 but the image is 48x32')
   })
 
   it('stops a generation on Stop, and when the page is left, at the engine\'s next step', async () => {

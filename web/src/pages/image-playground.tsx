@@ -1,6 +1,7 @@
 /**
  * The image playground: a picture from a prompt (`/v1/images/generations`), or from an uploaded picture
- * (`/v1/images/edits`, `/v1/images/variations`) where the model's abilities allow. Every request asks for
+ * (`/v1/images/edits`, with a mask of the parts to repaint for an inpainting model, `/v1/images/variations`) where the
+ * model's abilities allow. Every request asks for
  * `stream`, so the page shows each denoising step as the engine finishes it; Stop, or leaving the page, closes the
  * stream, and the service stops the generation at its next step.
  */
@@ -34,10 +35,10 @@ function fieldsOf(values: Record<string, string>, uid: string) {
   return fields
 }
 
-function formOf(fields: Record<string, string | number | boolean>, picture: File): FormData {
+function formOf(fields: Record<string, string | number | boolean>, files: Record<string, File | undefined>): FormData {
   const form = new FormData()
   for (const [name, value] of Object.entries(fields)) form.append(name, String(value))
-  form.append('image', picture, picture.name)
+  for (const [name, file] of Object.entries(files)) if (file) form.append(name, file, file.name)
   return form
 }
 
@@ -47,6 +48,8 @@ export function ImagePlayground({model}: {model: RunningModel}) {
   const task = tasks.find((candidate) => candidate.label === taskLabel) ?? tasks[0]
   const [values, setValues] = useState({n: '1', prompt: 'A lighthouse at dawn, watercolour', seed: '', size: '', steps: ''})
   const [picture, setPicture] = useState<File | undefined>(undefined)
+  const [mask, setMask] = useState<File | undefined>(undefined)
+  const masked = task.path === '/v1/images/edits' && model.model_ability.includes('inpainting')
   const [progress, setProgress] = useState<{step: number; steps: number; stopped: boolean} | undefined>(undefined)
   const [images, setImages] = useState<string[]>([])
   const action = useCancellableAction()
@@ -61,7 +64,7 @@ export function ImagePlayground({model}: {model: RunningModel}) {
       const fields = fieldsOf(values, model.id)
       let last = {step: 0, steps: 0}
       try {
-        for await (const event of client.stream<ImageEvent>(task.path, task.upload ? formOf(fields, picture!) : fields, signal)) {
+        for await (const event of client.stream<ImageEvent>(task.path, task.upload ? formOf(fields, {image: picture, mask: masked ? mask : undefined}) : fields, signal)) {
           if (event.step !== undefined && event.steps !== undefined) setProgress({...(last = {step: event.step, steps: event.steps}), stopped: false})
           const source = event.b64_json ? `data:image/png;base64,${event.b64_json}` : event.url
           if (source) setImages((shown) => [...shown, source])
@@ -77,7 +80,14 @@ export function ImagePlayground({model}: {model: RunningModel}) {
       {tasks.length > 1 && (
         <label>
           Make
-          <select onChange={(event) => setTaskLabel(event.currentTarget.value)} value={task.label}>
+          <select
+            onChange={(event) => {
+              setTaskLabel(event.currentTarget.value)
+              // The mask's file input goes away with the task, so must the file chosen in it.
+              setMask(undefined)
+            }}
+            value={task.label}
+          >
             {tasks.map((option) => (
               <option key={option.label}>{option.label}</option>
             ))}
@@ -88,6 +98,12 @@ export function ImagePlayground({model}: {model: RunningModel}) {
         <label>
           Picture
           <input accept="image/png,image/jpeg,image/webp" onChange={(event) => setPicture(event.currentTarget.files?.[0])} type="file" />
+        </label>
+      )}
+      {masked && (
+        <label>
+          Mask <small>optional: white where the picture is repainted, the picture's size</small>
+          <input accept="image/png" onChange={(event) => setMask(event.currentTarget.files?.[0])} type="file" />
         </label>
       )}
       <label>
