@@ -127,7 +127,7 @@ export function TranscriptionPlayground({uid}: {uid: string}) {
           <p class="muted" aria-label="Transcript details">
             {result.duration !== undefined && `${result.duration.toFixed(1)} s of audio`}
             {result.language && ` · language ${result.language}`}
-            {result.segments && ` · ${result.segments.length} segments`}
+            {result.segments && ` · ${result.segments.length} ${result.segments.length === 1 ? 'segment' : 'segments'}`}
           </p>
         </>
       )}
