@@ -14,7 +14,7 @@ import {join} from 'node:path'
 import type {Page} from 'playwright-core'
 
 import {writeTestAudio} from '../helpers/audio.js'
-import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
+import {type BrowserSession, checkAndClose, ensureChromium, openBrowser} from '../helpers/browser.js'
 import {solidPng} from '../helpers/media.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {callApi, closedPort, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
@@ -66,12 +66,9 @@ describe('web interface playgrounds on real audio and image models (service-loca
   })
 
   afterEach(async () => {
-    try {
-      browser?.check()
-    } finally {
-      await browser?.close()
-      browser = undefined
-    }
+    const opened = browser
+    browser = undefined
+    await checkAndClose(opened)
   })
 
   after(async () => service?.stop())

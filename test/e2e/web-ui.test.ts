@@ -10,7 +10,7 @@ import {join} from 'node:path'
 
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
-import {type BrowserSession, ensureChromium, openBrowser} from '../helpers/browser.js'
+import {type BrowserSession, checkAndClose, ensureChromium, openBrowser} from '../helpers/browser.js'
 import {FakeHub} from '../helpers/fake-hub.js'
 import {callApi, closedPort, type RunningService, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
 
@@ -27,12 +27,9 @@ describe('web interface (service-local, headless Chromium)', function () {
   })
 
   afterEach(async () => {
-    try {
-      browser?.check()
-    } finally {
-      await browser?.close()
-      browser = undefined
-    }
+    const opened = browser
+    browser = undefined
+    await checkAndClose(opened)
   })
 
   after(async () => service?.stop())

@@ -85,3 +85,12 @@ export async function openBrowser(serviceUrl: string, {args = [], expectedStatus
     page,
   }
 }
+
+/** A test's afterEach for the browser it opened: fails on what the page saw, and closes it either way. */
+export async function checkAndClose(browser: BrowserSession | undefined): Promise<void> {
+  try {
+    browser?.check()
+  } finally {
+    await browser?.close()
+  }
+}

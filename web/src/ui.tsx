@@ -102,6 +102,22 @@ export function useCancellableAction() {
   return {...action, run, stop: () => controller.current?.abort()}
 }
 
+/** A form's submit button and, while its request runs, Stop beside it, which aborts the request. */
+export function SubmitOrStop({action, disabled = false, label}: {label: string; action: {busy: boolean; stop: () => void}; disabled?: boolean}) {
+  return (
+    <div class="composer">
+      <button disabled={action.busy || disabled} type="submit">
+        {label}
+      </button>
+      {action.busy && (
+        <button class="danger" onClick={action.stop} type="button">
+          Stop
+        </button>
+      )}
+    </div>
+  )
+}
+
 /** A table with column headings, scrolling sideways inside itself on a narrow screen rather than widening the page. */
 export function Table({children, headings}: {headings: string[]; children: ComponentChildren}) {
   return (

@@ -10,7 +10,7 @@ import {useState} from 'preact/hooks'
 import type {RunningModel} from '../../../src/client/client.js'
 
 import {client} from '../api.js'
-import {ErrorLine, useCancellableAction} from '../ui.js'
+import {ErrorLine, SubmitOrStop, useCancellableAction} from '../ui.js'
 
 /** The stream's events (`image_generation.progress`, `image_edit.completed`, …). */
 interface ImageEvent {
@@ -133,16 +133,7 @@ export function ImagePlayground({model}: {model: RunningModel}) {
           <input min="0" onInput={set('seed')} type="number" value={values.seed} />
         </label>
       </div>
-      <div class="composer">
-        <button disabled={action.busy} type="submit">
-          Generate
-        </button>
-        {action.busy && (
-          <button class="danger" onClick={action.stop} type="button">
-            Stop
-          </button>
-        )}
-      </div>
+      <SubmitOrStop action={action} label="Generate" />
       {progress && (
         <div aria-label="Generation progress" role="status">
           <progress max={progress.steps} value={progress.step} />

@@ -9,7 +9,7 @@ import type {RunningModel} from '../../../src/client/client.js'
 import type {Transcription} from '../../../src/client/audio.js'
 
 import {client} from '../api.js'
-import {ErrorLine, useCancellableAction, useLoad} from '../ui.js'
+import {ErrorLine, SubmitOrStop, useCancellableAction, useLoad} from '../ui.js'
 
 /** An object URL for a Blob, revoked when it is replaced or the view goes away. */
 export function useObjectUrl() {
@@ -108,16 +108,7 @@ export function TranscriptionPlayground({uid}: {uid: string}) {
         <input checked={translate} onChange={(event) => setTranslate(event.currentTarget.checked)} type="checkbox" />
         Translate to English
       </label>
-      <div class="composer">
-        <button disabled={action.busy || recorder.recording} type="submit">
-          Transcribe
-        </button>
-        {action.busy && (
-          <button class="danger" onClick={action.stop} type="button">
-            Stop
-          </button>
-        )}
-      </div>
+      <SubmitOrStop action={action} disabled={recorder.recording} label="Transcribe" />
       <ErrorLine error={action.error} />
       {result && (
         <>
@@ -190,16 +181,7 @@ export function SpeechPlayground({model}: {model: RunningModel}) {
           <input max="4" min="0.25" onInput={(event) => setSpeed(event.currentTarget.value)} step="0.25" type="number" value={speed} />
         </label>
       </div>
-      <div class="composer">
-        <button disabled={action.busy} type="submit">
-          Speak
-        </button>
-        {action.busy && (
-          <button class="danger" onClick={action.stop} type="button">
-            Stop
-          </button>
-        )}
-      </div>
+      <SubmitOrStop action={action} label="Speak" />
       <ErrorLine error={action.error ?? voices.error} />
       {audio && <audio aria-label="Speech" controls src={audio} />}
     </form>
