@@ -20,6 +20,7 @@ import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {callApi, closedPort, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const SCREENSHOTS = process.env.SERVICE_SCREENSHOTS
+const SPEECH_STOPS = /speech stopped: the client went away after (\d+) of 60 sentences/
 
 /** How many times the model's log says its work stopped because the client went away. */
 async function stopsLogged(service: RunningService, uid: string, pattern: RegExp): Promise<string[]> {
@@ -144,6 +145,25 @@ describe('web interface playgrounds on real audio and image models (service-loca
     await shot(page, 'speak')
   })
 
+  it('plays the first sentences of mp3 speech while the model speaks the rest, and Stop ends it', async () => {
+    const page = await open('tiny-random-vits')
+    await page.getByRole('textbox', {name: 'Text'}).fill(Array.from({length: 60}, (_, i) => `This is sentence number ${i + 1}.`).join(' '))
+    // Whether the request was still running (Stop shown) when the element could first play.
+    await page.evaluate(() => {
+      const seen = window as unknown as {playableWhileSpeaking?: boolean}
+      document.addEventListener('canplay', () => (seen.playableWhileSpeaking ??= document.querySelector('button.danger') !== null), {capture: true})
+    })
+    const before = (await stopsLogged(service, 'tiny-random-vits', SPEECH_STOPS)).length
+    await page.getByRole('button', {name: 'Speak'}).click()
+    await page.waitForFunction(() => (window as unknown as {playableWhileSpeaking?: boolean}).playableWhileSpeaking !== undefined)
+    expect(await page.evaluate(() => (window as unknown as {playableWhileSpeaking?: boolean}).playableWhileSpeaking)).to.equal(true)
+    await page.getByRole('button', {name: 'Stop'}).click()
+    const stopped = await until(async () => (await stopsLogged(service, 'tiny-random-vits', SPEECH_STOPS))[before], 'the speech to stop', 60_000)
+    expect(Number(stopped)).to.be.lessThan(60)
+    // What arrived stays playable.
+    expect(await page.getByLabel('Speech').evaluate((audio: HTMLAudioElement) => audio.buffered.length > 0 && audio.buffered.end(0) > 0)).to.equal(true)
+  })
+
   it('stops the speech when the page is left, and the service sees the client go', async () => {
     const page = await open('tiny-random-vits')
     const sentences = Array.from({length: 60}, (_, i) => `This is sentence number ${i + 1}.`).join(' ')
@@ -151,8 +171,9 @@ describe('web interface playgrounds on real audio and image models (service-loca
     const started = page.waitForResponse((response) => response.url().endsWith('/v1/audio/speech'))
     await page.getByRole('button', {name: 'Speak'}).click()
     await started
+    const before = (await stopsLogged(service, 'tiny-random-vits', SPEECH_STOPS)).length
     await page.getByRole('link', {name: 'Running models'}).click()
-    const stopped = await until(async () => (await stopsLogged(service, 'tiny-random-vits', /speech stopped: the client went away after (\d+) of 60 sentences/))[0], 'the speech to stop', 60_000)
+    const stopped = await until(async () => (await stopsLogged(service, 'tiny-random-vits', SPEECH_STOPS))[before], 'the speech to stop', 60_000)
     expect(Number(stopped)).to.be.lessThan(60)
   })
 

@@ -11,11 +11,40 @@ import type {Transcription} from '../../../src/client/audio.js'
 import {client} from '../api.js'
 import {ErrorLine, SubmitOrStop, useCancellableAction, useLoad} from '../ui.js'
 
-/** An object URL for a Blob, revoked when it is replaced or the view goes away. */
+/** An object URL for a Blob or MediaSource, revoked when it is replaced or the view goes away. */
 export function useObjectUrl() {
   const [url, setUrl] = useState<string | undefined>(undefined)
   useEffect(() => () => url && URL.revokeObjectURL(url), [url])
-  return [url, (blob: Blob | undefined) => setUrl(blob && URL.createObjectURL(blob))] as const
+  return [url, (source: Blob | MediaSource | undefined) => setUrl(source && URL.createObjectURL(source))] as const
+}
+
+/**
+ * Hands speech to the <audio> element as its bytes arrive: through a MediaSource where the browser takes the format
+ * in pieces (mp3 in Chromium and Firefox), so the first sentence plays while the model speaks the rest; otherwise as
+ * one file once the last byte is in. What arrived before a Stop stays playable.
+ */
+async function playAsItArrives(chunks: AsyncIterable<Uint8Array>, type: string, show: (source: Blob | MediaSource) => void): Promise<void> {
+  if (typeof MediaSource === 'undefined' || !MediaSource.isTypeSupported(type)) {
+    const parts: BlobPart[] = []
+    for await (const chunk of chunks) parts.push(chunk as Uint8Array<ArrayBuffer>)
+    return show(new Blob(parts, {type}))
+  }
+
+  const source = new MediaSource()
+  // The source opens once the element it is shown in takes it.
+  const opened = new Promise((resolve) => source.addEventListener('sourceopen', resolve, {once: true}))
+  show(source)
+  await opened
+  const buffer = source.addSourceBuffer(type)
+  try {
+    for await (const chunk of chunks) {
+      const appended = new Promise((resolve) => buffer.addEventListener('updateend', resolve, {once: true}))
+      buffer.appendBuffer(chunk as Uint8Array<ArrayBuffer>)
+      await appended
+    }
+  } finally {
+    if (source.readyState === 'open' && !buffer.updating) source.endOfStream()
+  }
 }
 
 /** The microphone through MediaRecorder: start asks for it, stop hands over the recording and releases it. */
@@ -147,9 +176,8 @@ export function SpeechPlayground({model}: {model: RunningModel}) {
     event.preventDefault()
     setAudio(undefined)
     void action.run(async (signal) => {
-      const chunks: Uint8Array<ArrayBuffer>[] = []
-      for await (const chunk of client.model(model.id).speech(input, {response_format: format, speed: Number(speed), voice: chosenVoice}, signal)) chunks.push(chunk as Uint8Array<ArrayBuffer>)
-      setAudio(new Blob(chunks, {type: format === 'mp3' ? 'audio/mpeg' : `audio/${format}`}))
+      const chunks = client.model(model.id).speech(input, {response_format: format, speed: Number(speed), voice: chosenVoice}, signal)
+      await playAsItArrives(chunks, format === 'mp3' ? 'audio/mpeg' : `audio/${format}`, setAudio)
     })
   }
 
