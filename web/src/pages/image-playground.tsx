@@ -10,7 +10,8 @@ import {useState} from 'preact/hooks'
 import type {RunningModel} from '../../../src/client/client.js'
 
 import {client} from '../api.js'
-import {ErrorLine, SubmitOrStop, useCancellableAction} from '../ui.js'
+import {ErrorLine} from '../ui.js'
+import {SubmitOrStop, useCancellableAction} from './request-controls.js'
 
 /** The stream's events (`image_generation.progress`, `image_edit.completed`, …). */
 interface ImageEvent {

@@ -9,7 +9,8 @@ import type {RunningModel} from '../../../src/client/client.js'
 import type {Transcription} from '../../../src/client/audio.js'
 
 import {client} from '../api.js'
-import {ErrorLine, SubmitOrStop, useCancellableAction, useLoad} from '../ui.js'
+import {ErrorLine, useLoad} from '../ui.js'
+import {SubmitOrStop, useCancellableAction} from './request-controls.js'
 
 /** An object URL for a Blob or MediaSource, revoked when it is replaced or the view goes away. */
 export function useObjectUrl() {
