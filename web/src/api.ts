@@ -33,24 +33,6 @@ const authorizedFetch: typeof fetch = async (input, init = {}) => {
 
 export const client = new Client(location.origin, {fetch: authorizedFetch, onVersionMismatch: () => undefined})
 
-/** A call whose answer is not JSON (speech) or whose body is a form (uploads), with the same credentials and errors. */
-export async function callRaw(path: string, init: RequestInit): Promise<Response> {
-  const response = await authorizedFetch(`${location.origin}${path}`, init)
-  if (!response.ok) {
-    const text = await response.text()
-    let message = `${response.status} ${response.statusText}`
-    try {
-      message = (JSON.parse(text) as {error?: {message?: string}}).error?.message ?? message
-    } catch {
-      // not JSON: the status line says enough
-    }
-
-    throw new ServiceError(response.status, String(response.status), message)
-  }
-
-  return response
-}
-
 /** What a person reads when a call fails: the server's sentence, which names the field or the permission. */
 export function describeError(error: unknown): string {
   if (error instanceof ServiceError) {
