@@ -22,7 +22,7 @@ import {callApi, closedPort, type RunningService, startService, temporaryDirecto
 const SCREENSHOTS = process.env.SERVICE_SCREENSHOTS
 const SPEECH_STOPS = /speech stopped: the client went away after (\d+) of 60 sentences/
 
-/** How many times the model's log says its work stopped because the client went away. */
+/** Where the model stopped, each time its log says it stopped because the client went away (oldest first). */
 async function stopsLogged(service: RunningService, uid: string, pattern: RegExp): Promise<string[]> {
   const log = await readFile(join(service.home, 'logs', 'models', `${uid}.log`), 'utf8').catch(() => '')
   return [...log.matchAll(new RegExp(pattern, 'g'))].map((match) => match[1])
