@@ -5,8 +5,9 @@
  *   weights, generated in whisper.cpp's ggml format, transcribing the same 25 s WAV file (one Whisper window) through
  *   `POST /v1/audio/transcriptions` and through @fugood/whisper.node used directly (bench/whisper-direct.ts, which
  *   decodes the file itself as whisper.cpp's command-line program does), with the same threads; real-time factor (wall time / audio length), one at a time and 4 at once (n_parallel 4).
- * - Speech: tiny-random-vits through `POST /v1/audio/speech` (pcm, streamed) against the engine's own Python program
- *   called directly: time to the first audio byte and real-time factor.
+ * - Speech: tiny-random-vits (VITS engine) and tiny-random-piper (Piper engine) through `POST /v1/audio/speech` (pcm,
+ *   streamed) against each engine's own Python program called directly, rounds alternating: time to the first audio
+ *   byte and real-time factor.
  *
  * Prints medians (min–max) and writes JSON to bench/results/. `node --import tsx bench/audio.ts --only speech` (or
  * `transcription`) runs one half.
@@ -25,6 +26,7 @@ import {callApi, closedPort, ROOT, servicectl, startService, temporaryDirectory}
 const {values: options} = parseArgs({options: {only: {type: 'string'}}})
 const AUDIO_SECONDS = 25
 const REPEATS = 3
+const SPEECH_ROUNDS = 5
 const SPEECH_INPUT = 'The quick brown fox jumps over the lazy dog. It was a bright cold day in April, and the clocks were striking thirteen. Call me Ishmael.'
 const threads = availableParallelism()
 
@@ -96,11 +98,9 @@ try {
   }
 
   if (options.only !== 'transcription') {
-    const launched = await servicectl(['launch', '-n', 'tiny-random-vits', '-t', 'audio', '--model-engine', 'vits'], {env: {SERVICE_ENDPOINT: service.url}})
-    if (launched.exitCode !== 0) throw new Error(launched.stderr)
     const speak = async (url: string, body: Record<string, unknown>, sampleRate: number) => {
       const start = performance.now()
-      const response = await fetch(url, {body: JSON.stringify({input: SPEECH_INPUT, voice: 'default', ...body}), headers: {'content-type': 'application/json'}, method: 'POST'})
+      const response = await fetch(url, {body: JSON.stringify({input: SPEECH_INPUT, ...body}), headers: {'content-type': 'application/json'}, method: 'POST'})
       let first = 0
       let bytes = 0
       for await (const chunk of response.body!) {
@@ -112,33 +112,61 @@ try {
       return {rtf: seconds / (bytes / 2 / sampleRate), ttfb: first}
     }
 
-    const runs = async (once: () => Promise<{rtf: number; ttfb: number}>) => {
-      await once()
-      const samples = [await once(), await once(), await once()]
-      return {rtf: samples.map((s) => s.rtf), ttfb: samples.map((s) => s.ttfb)}
-    }
+    // Each engine's speech through our API (pcm, which it answers at 24 kHz) against its own program called directly
+    // (at the model's 16 kHz), in an environment the service made for it; rounds alternate between the two.
+    const compare = async (name: string, engine: {name: string; voice: string; program: (port: number) => Promise<string[]>}) => {
+      const launched = await servicectl(['launch', '-n', name, '-t', 'audio', '--model-engine', engine.name], {env: {SERVICE_ENDPOINT: service.url}})
+      if (launched.exitCode !== 0) throw new Error(launched.stderr)
+      const port = await closedPort()
+      const [python, ...args] = await engine.program(port)
+      const program = execa(python, args, {reject: false})
+      try {
+        const base = `http://127.0.0.1:${port}`
+        for (let i = 0; i < 600; i++) {
+          if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break
+          await new Promise((resolve) => setTimeout(resolve, 250))
+        }
 
-    // Our API answers pcm at 24 kHz; the program answers at the model's 16 kHz.
-    const api = await runs(() => speak(`${service.url}/v1/audio/speech`, {model: 'tiny-random-vits', response_format: 'pcm'}, 24_000))
-    // An environment the service made with transformers in it, as the engine's program runs in.
-    const withTransformers = (await execa('bash', ['-c', `ls -d ${join(TEST_CACHE, 'virtualenv')}/*/lib/python3*/site-packages/transformers | head -1`])).stdout
-    const python = join(withTransformers, '../../../../bin/python')
-    const cacheFolder = join(service.home, 'cache', 'tiny-random-vits--pytorch--none')
-    const port = await closedPort()
-    const program = execa(python, ['-u', join(ROOT, 'plugins/engine-vits/python/vits_server.py'), '--model', cacheFolder, '--port', String(port), '--voices', '["default","second"]'], {reject: false})
-    try {
-      const base = `http://127.0.0.1:${port}`
-      for (let i = 0; i < 600; i++) {
-        if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break
-        await new Promise((resolve) => setTimeout(resolve, 250))
+        const viaApi = () => speak(`${service.url}/v1/audio/speech`, {model: name, response_format: 'pcm', voice: engine.voice}, 24_000)
+        const direct = () => speak(`${base}/speak`, {voice: engine.voice}, 16_000)
+        await viaApi()
+        await direct()
+        const samples = {api: [] as Array<{rtf: number; ttfb: number}>, engine: [] as Array<{rtf: number; ttfb: number}>}
+        for (let round = 0; round < SPEECH_ROUNDS; round++) {
+          samples.api.push(await viaApi())
+          samples.engine.push(await direct())
+        }
+
+        const of = (runs: Array<{rtf: number; ttfb: number}>) => ({rtf: runs.map((s) => s.rtf), ttfb: runs.map((s) => s.ttfb)})
+        const measured = {api: of(samples.api), engine: of(samples.engine)}
+        results[`speech_${engine.name}`] = measured
+        console.log(
+          `speech (${name}, ${engine.name}): time to first byte through our API ${show(measured.api.ttfb, 1)} ms, program directly ${show(measured.engine.ttfb, 1)} ms; ` +
+            `RTF ${show(measured.api.rtf)} against ${show(measured.engine.rtf)}`,
+        )
+      } finally {
+        program.kill()
+        await servicectl(['terminate', '--model-uid', name], {env: {SERVICE_ENDPOINT: service.url}})
       }
-
-      const engine = await runs(() => speak(`${base}/speak`, {}, 16_000))
-      results.speech = {api, engine}
-      console.log(`speech: time to first byte through our API ${show(api.ttfb, 1)} ms, program directly ${show(engine.ttfb, 1)} ms; RTF ${show(api.rtf)} against ${show(engine.rtf)}`)
-    } finally {
-      program.kill()
     }
+
+    // The environment the service made with `pkg` in it and, where given, without `without`.
+    const environmentWith = async (pkg: string, without = '') => {
+      const test = without ? `[ -d "$d/../${without}" ] || ` : ''
+      const {stdout} = await execa('bash', ['-c', `for d in ${join(TEST_CACHE, 'virtualenv')}/*/lib/python3*/site-packages/${pkg}; do ${test}{ echo "$d"; break; }; done`])
+      return join(stdout, '../../../../bin/python')
+    }
+
+    await compare('tiny-random-vits', {
+      name: 'vits',
+      program: async (port) => [await environmentWith('transformers'), '-u', join(ROOT, 'plugins/engine-vits/python/vits_server.py'), '--model', join(service.home, 'cache', 'tiny-random-vits--pytorch--none'), '--port', String(port), '--voices', '["default","second"]'],
+      voice: 'default',
+    })
+    await compare('tiny-random-piper', {
+      name: 'piper',
+      program: async (port) => [await environmentWith('piper', 'torch'), '-u', join(ROOT, 'plugins/engine-piper/python/piper_server.py'), '--model', join(service.home, 'cache', 'tiny-random-piper--onnx--none', 'tiny-random-piper.onnx'), '--port', String(port)],
+      voice: 'p226',
+    })
   }
 } finally {
   await service.stop()

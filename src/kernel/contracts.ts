@@ -10,6 +10,7 @@ import type {ErrorCode, ServiceError} from './errors.js'
 import type {ExternalEngine} from './external-engine.js'
 import type {MediaKit} from './media-kit.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
+import type {PcmSpeechOperations} from './pcm-speech-program.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
 import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
@@ -47,6 +48,8 @@ export interface KernelApi {
     openAICompatible(options?: OpenAICompatibleOptions): OpenAICompatibleOperations
     /** Engine parameters as a Python server's flags: `max_model_len: 4096` → `--max-model-len 4096`. */
     commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
+    /** `speak` proxied to a program that answers POST /speak with PCM as it synthesizes (see pcm-speech-program.ts). */
+    pcmSpeech(): PcmSpeechOperations
   }
   /** What the image and video model types share: their families, request checks and url answers. */
   media: MediaKit

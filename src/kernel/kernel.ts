@@ -22,6 +22,7 @@ import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
 import {mediaKit} from './media-kit.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
+import {pcmSpeechOperations} from './pcm-speech-program.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
 import {pythonRequirementsProblem} from './virtualenv.js'
@@ -44,7 +45,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
-    external: {commandLineFlags, openAICompatible: openAICompatibleOperations},
+    external: {commandLineFlags, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
     log,
     media: mediaKit,
     requireAbility(model, ability, what) {

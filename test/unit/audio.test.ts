@@ -100,6 +100,7 @@ describe('audio: family checks', () => {
     expect(refusal({language: 'en'})).to.equal('language')
     expect(refusal({voices: []})).to.equal('voices')
     expect(refusal({default_transcription_config: 'en'})).to.equal('default_transcription_config')
+    expect(refusal({default_transcription_config: {language: 'zz'}})).to.equal('default_transcription_config')
     expect(refusal({model_family: ''})).to.equal('model_family')
   })
 })

@@ -1,4 +1,4 @@
-import type {AudioOperations, ExternalEngine, RegisterHook, SpeechEvent, SpeechPayload} from 'service-toolkit'
+import type {AudioOperations, ExternalEngine, RegisterHook} from 'service-toolkit'
 
 import {dirname} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -7,24 +7,11 @@ import {generateRecipe, RECIPE_NAMES} from './tiny-random-vits.js'
 
 const SERVER = fileURLToPath(new URL('../python/vits_server.py', import.meta.url))
 
-/** The program streams raw PCM, one sentence at a time; each chunk that arrives goes on at once. */
-async function* speak(payload: SpeechPayload, {baseUrl, signal}: {baseUrl: string; signal: AbortSignal}): AsyncGenerator<SpeechEvent> {
-  const response = await fetch(`${baseUrl}/speak`, {body: JSON.stringify(payload), headers: {'content-type': 'application/json'}, method: 'POST', signal})
-  if (!response.ok) {
-    const {error} = (await response.json()) as {error: {message: string; param?: string}}
-    throw Object.assign(new Error(error.message), {code: 'invalid_request', param: error.param, status: response.status})
-  }
-
-  yield {sampleRate: Number(response.headers.get('x-sample-rate')), type: 'format'}
-  for await (const chunk of response.body!) yield {pcm: Buffer.from(chunk).toString('base64'), type: 'audio'}
-  yield {type: 'done'}
-}
-
 /**
  * VITS voices (transformers' VitsModel: Meta's MMS-TTS in 1100 languages, VITS) in a Python program per model, in a
  * virtual environment with PyTorch and transformers that the kernel makes on first launch.
  */
-const register: RegisterHook = async () => {
+const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine<Pick<AudioOperations, 'speak'>> = {
     command(request, {port, python}) {
       const voices = Array.isArray(request.family.voices) ? request.family.voices : ['default']
@@ -33,7 +20,8 @@ const register: RegisterHook = async () => {
     },
     health: {intervalMs: 250, path: '/health', timeoutMs: 300_000},
     info: () => ({abilities: ['text2audio']}),
-    operations: {speak},
+    // The program streams raw PCM, one sentence at a time; each chunk that arrives goes on at once.
+    operations: api.external.pcmSpeech(),
     stopGraceMs: 3000,
   }
   return {

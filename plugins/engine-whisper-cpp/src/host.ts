@@ -48,6 +48,27 @@ class ContextPool {
 
 const seconds = (ms: number) => Math.round(ms) / 1000
 
+type TranscribeJob = ReturnType<WhisperContext['transcribeData']>
+
+/**
+ * The job's result, or the signal's reason as soon as it aborts. whisper.node's promise never settles once a job
+ * fails (its worker reports an error with one argument, which the promise's callback ignores), as every stopped job
+ * does: waiting for it would keep the context leased, and every later request queued behind it, forever. The
+ * context's own lock holds the next job until the stopped one's window is done.
+ */
+function settleOnAbort(job: TranscribeJob, signal: AbortSignal): TranscribeJob['promise'] {
+  return new Promise((resolve, reject) => {
+    const stop = () => {
+      void job.stop()
+      reject(signal.reason)
+    }
+
+    if (signal.aborted) return stop()
+    signal.addEventListener('abort', stop, {once: true})
+    job.promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop))
+  })
+}
+
 /**
  * whisper.cpp with `max_len` 1 makes a segment of every token (its command line's word timestamps); a token that does
  * not begin with a space continues the word before it.
@@ -102,12 +123,7 @@ const host: EngineHost<WhisperOperations> = {
           // A copy: the binding reads an ArrayBuffer whole, and `samples` shares its buffer with the rest.
           const window = samples.slice(start, end).buffer
           const offset = start / SAMPLE_RATE
-          const run = (extra: Record<string, unknown>) => {
-            const job = context.transcribeData(window, {...options, language: language ?? 'auto', ...(prompt ? {prompt} : {}), ...extra})
-            const stop = () => void job.stop()
-            signal.addEventListener('abort', stop, {once: true})
-            return job.promise.finally(() => signal.removeEventListener('abort', stop))
-          }
+          const run = (extra: Record<string, unknown>) => settleOnAbort(context.transcribeData(window, {...options, language: language ?? 'auto', ...(prompt ? {prompt} : {}), ...extra}), signal)
 
           const result = await run({})
           // The first window decides the language for the rest, as Whisper does for a whole file.

@@ -5,6 +5,8 @@
  */
 import type {KernelApi, ModelFamily} from 'service-toolkit'
 
+import {isLanguageCode} from './languages.js'
+
 export const AUDIO_ABILITIES = ['audio2text', 'text2audio']
 
 export function validateAudioFamily(api: KernelApi, family: ModelFamily): void {
@@ -22,4 +24,8 @@ export function validateAudioFamily(api: KernelApi, family: ModelFamily): void {
   const config = family.default_transcription_config
   if (config !== undefined && (typeof config !== 'object' || config === null || Array.isArray(config)))
     throw bad('default_transcription_config', 'must be an object of transcription options, such as {"language": "en"}.')
+  // whisper.node ends the model process on a language whisper.cpp does not know, so the registration is where to refuse one.
+  const language = (config as {language?: unknown} | undefined)?.language
+  if (language !== undefined && (typeof language !== 'string' || !isLanguageCode(language)))
+    throw bad('default_transcription_config', `language ${JSON.stringify(language)} is not one Whisper knows; give an ISO-639-1 code such as "en", "de" or "zh".`)
 }

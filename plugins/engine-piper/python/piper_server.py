@@ -1,0 +1,117 @@
+"""Serves one Piper voice (an ONNX VITS model and its .onnx.json, run by the piper-tts package on ONNX Runtime) over
+HTTP for the service's Piper engine.
+
+GET /health answers 200 once the voice is loaded. POST /speak {"input",
+"voice", "speed"} answers raw 16-bit mono PCM (the sample rate in X-Sample-Rate), one sentence at a time as Piper
+synthesizes each, so the first audio leaves before the last sentence is made; a client that goes away stops it at the
+next sentence.
+
+Voices: a multi-speaker voice's speakers by the names of its .onnx.json `speaker_id_map`; `default` for its default
+speaker (the only one of a single-speaker voice); and OpenAI's voice names (alloy, ash, ...), each the speaker whose
+id is its place in that list, counted round the speakers, so OpenAI clients work unchanged. Anything else is a 400
+naming `voice` and listing the voices.
+"""
+import argparse
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import onnxruntime
+from piper import PiperVoice, SynthesisConfig
+from piper.config import PiperConfig
+
+OPENAI_VOICES = ["alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"]
+# An error lists this many speakers at most (LibriTTS-R's voice has 904).
+LISTED_SPEAKERS = 60
+
+
+def load(model, threads):
+    with open(f"{model}.json", encoding="utf-8") as file:
+        config = PiperConfig.from_dict(json.load(file))
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    return PiperVoice(config=config, session=session)
+
+
+def speaker_ids(config):
+    """Every name a voice answers to, with its speaker id (None for a single-speaker voice)."""
+    speakers = sorted(config.speaker_id_map.items(), key=lambda item: item[1])
+    if config.num_speakers <= 1 or not speakers:
+        return {name: None for name in ["default", *OPENAI_VOICES]}
+    names = {"default": config.default_speaker_id}
+    names.update({name: speakers[index % len(speakers)][1] for index, name in enumerate(OPENAI_VOICES)})
+    names.update(dict(speakers))
+    return names
+
+
+def unknown_voice_message(voice, config):
+    speakers = [name for name, _ in sorted(config.speaker_id_map.items(), key=lambda item: item[1])] if config.num_speakers > 1 else []
+    listed = ", ".join(speakers[:LISTED_SPEAKERS]) + (f", … ({len(speakers)} speakers in all)" if len(speakers) > LISTED_SPEAKERS else "")
+    speakers_part = f"its speakers {listed}, " if speakers else ""
+    return f"`voice` \"{voice}\" is not a voice of this model; it takes {speakers_part}default, or one of OpenAI's voices ({', '.join(OPENAI_VOICES)})."
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True, help="the voice's .onnx file; its .onnx.json lies beside it")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime's threads (0: its own choice)")
+    args = parser.parse_args()
+    voice = load(args.model, args.threads)
+    voices = speaker_ids(voice.config)
+    # One synthesis at a time: ONNX Runtime already spreads one over the cores.
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
+        # whole (a body that ends by closing the connection reads as a failure to fetch).
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format, *values):
+            pass
+
+        def answer_json(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.answer_json(200 if self.path == "/health" else 404, {"status": "ok"})
+
+        def do_POST(self):
+            if self.path != "/speak":
+                return self.answer_json(404, {"error": {"message": "no such route"}})
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            name = request.get("voice")
+            if name not in voices:
+                return self.answer_json(400, {"error": {"message": unknown_voice_message(name, voice.config), "param": "voice"}})
+            synthesis = SynthesisConfig(speaker_id=voices[name], length_scale=voice.config.length_scale / float(request.get("speed", 1.0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/pcm")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Sample-Rate", str(voice.config.sample_rate))
+            self.end_headers()
+            self.wfile.flush()
+            with lock:
+                for done, chunk in enumerate(voice.synthesize(request["input"], synthesis)):
+                    pcm = chunk.audio_int16_bytes
+                    if not pcm:
+                        continue
+                    try:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(pcm), pcm))
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        print(f"speech stopped: the client went away after {done + 1} sentences", flush=True)
+                        return
+            self.wfile.write(b"0\r\n\r\n")
+
+    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()
