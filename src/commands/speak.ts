@@ -11,7 +11,8 @@ import {ServiceError} from '../kernel/errors.js'
 const FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const
 
 export default class Speak extends ClientCommand<typeof Speak> {
-  static args = {text: Args.string({description: 'What to say; read from stdin when absent.'})}
+  // oclif reads a missing argument from stdin itself but drops what it read if the pipe has not ended within 10 ms.
+  static args = {text: Args.string({description: 'What to say; read from stdin when absent.', ignoreStdin: true})}
   static description = `Speak a text with a running text2audio model, writing the audio to a file.
 
 The format follows the file's extension (mp3, opus, aac, flac, wav, pcm) unless --response-format says otherwise. The file appears only once the audio is complete.`

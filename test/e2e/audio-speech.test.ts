@@ -9,6 +9,8 @@ import {expect} from 'chai'
 import {execa} from 'execa'
 import {readdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {Readable} from 'node:stream'
+import {setTimeout as delay} from 'node:timers/promises'
 import OpenAI from 'openai'
 
 import {Client} from '../../src/client/index.js'
@@ -89,13 +91,18 @@ describe('audio: text to speech with the VITS engine (service-local, virtual env
   })
 
   it('speaks to a file with `servicectl speak` and the client library, leaving no file when refused', async () => {
-    const cli = (args: string[], input?: string) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}, input})
+    const cli = (args: string[], input?: string | Readable) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}, input})
     const flac = join(directory, 'hello.flac')
     const spoken = await cli(['speak', '-u', 'tiny-random-vits', '-o', flac, INPUT])
     expect(spoken.exitCode, spoken.stderr).to.equal(0)
     expect(spoken.stdout).to.match(/^Wrote .*hello\.flac \(flac, \d+ bytes\)/)
     expect((await probe(flac)).codec).to.equal('flac')
-    const piped = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'second', '-o', join(directory, 'piped.mp3')], 'Read from stdin.')
+    // The text comes at once and the pipe ends later than oclif's own 10 ms wait for stdin, as a slow pipe's would.
+    const lateStdin = Readable.from((async function* () {
+      yield 'Read from stdin.'
+      await delay(200)
+    })())
+    const piped = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'second', '-o', join(directory, 'piped.mp3')], lateStdin)
     expect(piped.exitCode, piped.stderr).to.equal(0)
     const refused = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'alloy', '-o', join(directory, 'refused.wav'), 'Hello.'])
     expect(refused.exitCode).to.not.equal(0)

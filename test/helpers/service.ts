@@ -7,6 +7,7 @@ import {mkdtemp, rm} from 'node:fs/promises'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
+import type {Readable} from 'node:stream'
 
 export const ROOT = resolve(import.meta.dirname, '../..')
 export const SERVICECTL = join(ROOT, 'bin/servicectl.js')
@@ -80,7 +81,7 @@ export interface CliResult {
   exitCode: number
 }
 
-export async function servicectl(args: string[], {env = {}, input}: {env?: Record<string, string>; input?: string} = {}): Promise<CliResult> {
+export async function servicectl(args: string[], {env = {}, input}: {env?: Record<string, string>; input?: string | Readable} = {}): Promise<CliResult> {
   const result = await execa('node', [SERVICECTL, ...args], {env: {NO_COLOR: '1', ...env}, input, reject: false})
   return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout)}
 }
