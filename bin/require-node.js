@@ -3,19 +3,12 @@
 import module from 'node:module'
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
-import v8 from 'node:v8'
 
 const [major] = process.versions.node.split('.').map(Number)
 if (major < 22) {
   process.stderr.write(`service-toolkit needs Node.js 22 or newer; this is ${process.version}. Run \`. scripts/ensure-node.sh\` from the repository, or install a newer Node.\n`)
   process.exit(1)
 }
-
-// V8 doubles its young generation whenever most of it survives a collection, which is what loading a few hundred
-// modules looks like: sized by its start, the idle service kept 16 MB of semi-spaces (8 MB more RSS). Growth is
-// held off while a program starts; a service allows it again once it listens (src/server/listen.ts), so its
-// requests size it as before.
-v8.setFlagsFromString('--semi-space-growth-factor=1')
 
 process.env.SERVICECTL_DATA_DIR ??= join(resolve(process.env.SERVICE_HOME || join(homedir(), '.service')), 'plugins')
 // Plain-JavaScript plugins linked with `servicectl plugins link` need no transpiling; oclif would otherwise
