@@ -51,8 +51,13 @@ export async function ensureLlamaServer({gpu = false, log = console.error}: {gpu
   const flags = ['-DCMAKE_BUILD_TYPE=Release', '-DLLAMA_CURL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', `-DGGML_CUDA=${gpu ? 'ON' : 'OFF'}`]
   log(`llama-server: building ${release}${gpu ? ' with CUDA' : ''} in ${build} (about 10 minutes on 2 cores)`)
   const started = performance.now()
-  await execa('nice', ['-n', '10', 'cmake', '-S', source, '-B', build, ...flags], {stdout: 'ignore'})
-  await execa('nice', ['-n', '10', 'cmake', '--build', build, '--target', 'llama-server', '--config', 'Release', '-j', String(cpus().length)], {stdout: 'ignore'})
+  // cmake's own words end the error (for --gpu without a CUDA toolkit or GPU: "No CUDA devices found", …).
+  const cmake = (args: string[]) =>
+    execa('nice', ['-n', '10', 'cmake', ...args], {stdout: 'ignore'}).catch((error: {stderr?: string}) => {
+      throw new Error(`llama-server's build failed (cmake ${args.join(' ')}):\n${(error.stderr ?? '').split('\n').slice(-15).join('\n')}`)
+    })
+  await cmake(['-S', source, '-B', build, ...flags])
+  await cmake(['--build', build, '--target', 'llama-server', '--config', 'Release', '-j', String(cpus().length)])
   // The binary appears in the cache only once whole, so an interrupted build is never taken for a finished one.
   await rename(join(build, 'bin', 'llama-server'), binary)
   log(`llama-server: built in ${((performance.now() - started) / 60_000).toFixed(1)} min`)
