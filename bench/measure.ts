@@ -28,6 +28,59 @@ export const median = (values: number[]) => {
 export const summary = (values: number[]) => ({max: Math.max(...values), median: median(values), min: Math.min(...values)})
 export const show = (s: {median: number; min: number; max: number}, digits = 1) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`
 
+/** A streamed chat's sample, with its prompt size and text as the server reported and wrote them. */
+export interface ChatSample extends Sample {
+  promptTokens: number
+  text: string
+}
+
+/**
+ * One streamed chat completion against an OpenAI-compatible server, timed on the client: PROMPT and MAX_TOKENS
+ * unless `body` says otherwise. Other servers get `ignore_eos` so that real models produce all MAX_TOKENS; our
+ * generated models never end a turn.
+ */
+export async function streamChat(baseUrl: string, body: Record<string, unknown> & {model: string}): Promise<ChatSample> {
+  const start = performance.now()
+  const response = await fetch(`${baseUrl}/chat/completions`, {
+    body: JSON.stringify({
+      max_tokens: MAX_TOKENS,
+      messages: [{content: PROMPT, role: 'user'}],
+      stream: true,
+      stream_options: {include_usage: true},
+      temperature: 0,
+      ...body,
+    }),
+    headers: {'content-type': 'application/json'},
+    method: 'POST',
+  })
+  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`)
+  const stamps: number[] = []
+  let tokens = 0
+  let promptTokens = 0
+  let text = ''
+  let buffer = ''
+  const decoder = new TextDecoder()
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, {stream: true})
+    let boundary
+    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+      const line = buffer.slice(0, boundary).replace(/^data: /, '')
+      buffer = buffer.slice(boundary + 2)
+      if (line === '[DONE]') continue
+      const event = JSON.parse(line)
+      const content = event.choices?.[0]?.delta?.content
+      if (content) {
+        stamps.push(performance.now())
+        text += content
+      }
+
+      if (event.usage) [tokens, promptTokens] = [event.usage.completion_tokens, event.usage.prompt_tokens]
+    }
+  }
+
+  return {...sampleFrom(start, stamps, performance.now(), tokens || stamps.length), promptTokens, text}
+}
+
 export function sampleFrom(start: number, stamps: number[], end: number, tokens: number): Sample {
   const ttft = (stamps[0] ?? end) - start
   return {
@@ -64,3 +117,17 @@ export function describeRounds(list: Round[]) {
 }
 
 export type Measured = ReturnType<typeof describeRounds>
+
+/**
+ * How far the first tokens' order is from the order requests were sent: Spearman's rho (1 is FIFO), and how many
+ * requests got their first token in another wave of `slots` than FIFO would give them.
+ */
+export function queueOrder(firstTokens: number[], slots: number) {
+  const ranks = firstTokens.map((_, index) => index).sort((a, b) => firstTokens[a] - firstTokens[b])
+  const rankOf = new Map(ranks.map((request, rank) => [request, rank]))
+  const n = firstTokens.length
+  const squares = firstTokens.reduce((sum, _, index) => sum + (index - rankOf.get(index)!) ** 2, 0)
+  const outOfWave = firstTokens.filter((_, index) => Math.floor(index / slots) !== Math.floor(rankOf.get(index)! / slots)).length
+  return {outOfWave, rho: n < 2 ? 1 : 1 - (6 * squares) / (n * (n * n - 1))}
+}
+

@@ -21,7 +21,7 @@ import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../te
 import {benchFlexibleOnnx} from './flexible-onnx.js'
 import {benchImageDiffusers, diffusersServiceEnv} from './image-diffusers.js'
 import {benchPythonEngines} from './python-engines.js'
-import {describeRounds, MAX_TOKENS, type Measured, median, PROMPT, type Round, rounds, type Sample, sampleFrom, show, summary} from './measure.js'
+import {describeRounds, MAX_TOKENS, type Measured, median, type Round, rounds, show, streamChat, summary} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -37,46 +37,6 @@ const LAUNCH_PARAMETERS = {n_ctx: 1024, n_parallel: 8}
 const sizes = options.sizes.split(',') as Array<keyof typeof RANDOM_LLAMA_SIZES>
 const levels = options.concurrency.split(',').map(Number)
 const repeats = Number(options.repeats)
-
-/**
- * One streamed chat completion against an OpenAI-compatible server, timed on the client. Other servers
- * get `ignore_eos` so that real models produce all MAX_TOKENS; our generated models never end a turn.
- */
-async function streamOnce(baseUrl: string, model: string, extra: Record<string, unknown> = {}): Promise<Sample> {
-  const start = performance.now()
-  const response = await fetch(`${baseUrl}/chat/completions`, {
-    body: JSON.stringify({
-      ...extra,
-      max_tokens: MAX_TOKENS,
-      messages: [{content: PROMPT, role: 'user'}],
-      model,
-      stream: true,
-      stream_options: {include_usage: true},
-      temperature: 0,
-    }),
-    headers: {'content-type': 'application/json'},
-    method: 'POST',
-  })
-  if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`)
-  const stamps: number[] = []
-  let tokens = 0
-  let buffer = ''
-  const decoder = new TextDecoder()
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, {stream: true})
-    let boundary
-    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-      const line = buffer.slice(0, boundary).replace(/^data: /, '')
-      buffer = buffer.slice(boundary + 2)
-      if (line === '[DONE]') continue
-      const event = JSON.parse(line)
-      if (event.choices?.[0]?.delta?.content) stamps.push(performance.now())
-      if (event.usage) tokens = event.usage.completion_tokens
-    }
-  }
-
-  return sampleFrom(start, stamps, performance.now(), tokens || stamps.length)
-}
 
 /**
  * The same workload on our engine in-process, without the service: the engine's host module loaded in a child
@@ -179,9 +139,9 @@ async function main() {
       print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target | target TTFT ms' : ''))
       const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, load_new_process_ms: newProcessMs, parameters: written.parameters}
       for (const concurrency of levels) {
-        const ours = describeRounds(await rounds(() => streamOnce(`${service.url}/v1`, name), concurrency, repeats))
+        const ours = describeRounds(await rounds(() => streamChat(`${service.url}/v1`, {model: name}), concurrency, repeats))
         const engine = await engineDirect(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
-        const target = options.target ? describeRounds(await rounds(() => streamOnce(options.target!, options.model ?? name, {ignore_eos: true}), concurrency, repeats)) : undefined
+        const target = options.target ? describeRounds(await rounds(() => streamChat(options.target!, {ignore_eos: true, model: options.model ?? name}), concurrency, repeats)) : undefined
         bySize[`c${concurrency}`] = {engine, ours, target}
         print(
           [

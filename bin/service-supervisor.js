@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import './require-node.js'
+import './hold-young-generation.js'
 
 import {execute} from '@oclif/core'
 

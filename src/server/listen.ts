@@ -2,6 +2,7 @@ import type {Server} from 'node:http'
 import type Koa from 'koa'
 
 import {createRequire} from 'node:module'
+import {setFlagsFromString} from 'node:v8'
 
 import {ServiceError} from '../kernel/errors.js'
 
@@ -37,6 +38,8 @@ export async function listen(app: Koa, {host, port}: {host: string; port: number
     )
     server.listen(port, host, () => resolve())
   })
+  // The launcher held the young generation's growth while the program started (bin/require-node.js); V8's default.
+  setFlagsFromString('--semi-space-growth-factor=2')
   const address = server.address()
   const boundPort = typeof address === 'object' && address ? address.port : port
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
