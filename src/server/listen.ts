@@ -38,7 +38,7 @@ export async function listen(app: Koa, {host, port}: {host: string; port: number
     )
     server.listen(port, host, () => resolve())
   })
-  // The launcher held the young generation's growth while the program started (bin/require-node.js); V8's default.
+  // The launcher held the young generation's growth while the program started (bin/hold-young-generation.js); back to V8's default.
   setFlagsFromString('--semi-space-growth-factor=2')
   const address = server.address()
   const boundPort = typeof address === 'object' && address ? address.port : port
