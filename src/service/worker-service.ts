@@ -17,7 +17,9 @@ import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {discoverGpus} from '../cluster/devices.js'
+import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
@@ -41,6 +43,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
   const version = config.version
   const kernel = await loadKernel(config, log)
+  const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: settings.autoBuild})
 
   const shutdown = new AbortController()
   // As the supervisor's: nothing new comes in, live streams end with an error event, launches stop, the models'
@@ -51,6 +54,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     listening.stopAccepting()
     shutdown.abort(new ServiceError(503, 'shutting_down', `worker ${listening.url} is shutting down; this request was not completed.`))
     await worker.dispose()
+    await autoBuilds.dispose()
     await listening.close()
     await log.close()
   })
@@ -61,7 +65,10 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     },
     list: () => [],
   }
-  const routes = workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}).map((definition) => ({definition, plugin: 'core'}))
+  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes((engine) => autoBuilds.status(engine))].map((definition) => ({
+    definition,
+    plugin: 'core',
+  }))
   const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
@@ -90,6 +97,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     throw error
   }
 
+  autoBuilds.start()
   log.info(`worker ${version} listening on ${listening.url}, joined ${endpoint} (home ${settings.home})`)
   return {kernel, stop, stopped, url: listening.url}
 }
