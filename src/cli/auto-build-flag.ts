@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-/** `--auto-build` / `--no-auto-build` of the programs that run models (service-local, service-worker); it overrides SERVICE_AUTO_BUILD and the config file's `auto_build`. */
+/** `--auto-build` / `--no-auto-build` of the programs that run models (service-local, service-worker); it overrides SERVICE_AUTO_BUILD. */
 export const autoBuildFlag = () =>
   Flags.boolean({
     allowNo: true,

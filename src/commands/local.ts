@@ -30,8 +30,8 @@ export default class Local extends ServiceProcessCommand {
     const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
     const service = await startLocalService(
       this.config,
-      {...settings, autoBuild: flags['auto-build'] ?? settings.autoBuild, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
-      {auth},
+      {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {auth, autoBuild: flags['auto-build']},
     )
     this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
     await this.untilStopped(service)

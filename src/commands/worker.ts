@@ -30,8 +30,8 @@ export default class Worker extends ServiceProcessCommand {
     const settings = await loadSettings()
     const service = await startWorkerService(
       this.config,
-      {...settings, autoBuild: flags['auto-build'] ?? settings.autoBuild, host: flags.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
-      {clusterToken: flags['cluster-token'], endpoint},
+      {...settings, host: flags.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
+      {autoBuild: flags['auto-build'], clusterToken: flags['cluster-token'], endpoint},
     )
     this.log(`Worker running at ${service.url}, joined the supervisor at ${endpoint}. Ctrl-C stops it and its models.`)
     await this.untilStopped(service)

@@ -8,9 +8,6 @@ import {delimiter, dirname, join, resolve} from 'node:path'
 
 import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
 
-/** `true`: every engine that offers a background build; `false`: none; a list: only the engines it names (lower case). */
-export type AutoBuildSetting = boolean | string[]
-
 export interface ServiceSettings {
   home: string
   host: string
@@ -24,11 +21,6 @@ export interface ServiceSettings {
   allowedModelDirs: string[]
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
   restoreModels: boolean
-  /**
-   * Build engines for this machine in the background when the service starts (SERVICE_AUTO_BUILD, `auto_build`):
-   * on by default, `0` turns it off, a comma-separated list allows only those engines (see src/service/engine-auto-build.ts).
-   */
-  autoBuild: AutoBuildSetting
 }
 
 export const DEFAULT_PORT = 9997
@@ -56,12 +48,11 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models' | 'auto_build', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   return {
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
-    autoBuild: parseAutoBuildSetting(env.SERVICE_AUTO_BUILD ?? file.auto_build),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logFormat: format === 'json' ? 'json' : 'text',
@@ -81,17 +72,4 @@ function allowedModelDirs(env: NodeJS.ProcessEnv, fromFile: unknown, fileFolder:
   if (fromEnv !== undefined) return fromEnv.split(delimiter).filter(Boolean).map((folder) => resolve(folder))
   const listed = Array.isArray(fromFile) ? fromFile.map(String) : typeof fromFile === 'string' ? fromFile.split(delimiter) : []
   return listed.filter(Boolean).map((folder) => resolve(fileFolder, folder))
-}
-
-const OFF = ['0', 'false', 'no', 'off', 'none']
-const ON = ['1', 'true', 'yes', 'on', 'all']
-
-/** SERVICE_AUTO_BUILD's value (or the config file's `auto_build`): on, off, or a comma-separated list of engines. */
-export function parseAutoBuildSetting(value: unknown): AutoBuildSetting {
-  if (value === undefined || value === null) return true
-  if (typeof value === 'boolean') return value
-  const text = String(value).trim().toLowerCase()
-  if (text === '' || ON.includes(text)) return true
-  if (OFF.includes(text)) return false
-  return text.split(',').map((name) => name.trim()).filter(Boolean)
 }

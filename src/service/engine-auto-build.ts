@@ -6,10 +6,26 @@
 import {stripVTControlCharacters} from 'node:util'
 
 import type {EngineBuildPlan} from '../kernel/engine-build-plan.js'
-import type {AutoBuildSetting} from '../kernel/settings.js'
 import type {EngineBuildStatus} from '../protocol/engine-build.js'
 
 import {missingRequirementsError} from '../kernel/engine-build-plan.js'
+
+/** `true`: every engine that offers a background build; `false`: none; a list: only the engines it names (lower case). */
+export type AutoBuildSetting = boolean | string[]
+
+const OFF = ['0', 'false', 'no', 'off', 'none']
+const ON = ['1', 'true', 'yes', 'on', 'all']
+
+/** SERVICE_AUTO_BUILD's value: on (unset, 1, true), off (0, false, no), or a comma-separated list of engines. */
+export function parseAutoBuildSetting(value: string | undefined): AutoBuildSetting {
+  const text = (value ?? '').trim().toLowerCase()
+  if (text === '' || ON.includes(text)) return true
+  if (OFF.includes(text)) return false
+  return text.split(',').map((name) => name.trim()).filter(Boolean)
+}
+
+/** `--auto-build` or `--no-auto-build` when given, else SERVICE_AUTO_BUILD. */
+export const autoBuildSetting = (flag: boolean | undefined, env: NodeJS.ProcessEnv = process.env): AutoBuildSetting => flag ?? parseAutoBuildSetting(env.SERVICE_AUTO_BUILD)
 
 export const autoBuildAllowed = (setting: AutoBuildSetting, engine: string): boolean =>
   typeof setting === 'boolean' ? setting : setting.includes(engine.toLowerCase())

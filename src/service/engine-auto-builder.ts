@@ -20,9 +20,8 @@ import type {EngineBuildStatus} from '../protocol/engine-build.js'
 import {findOnPath, planEngineBuild} from '../kernel/engine-build-plan.js'
 import {notFound} from '../kernel/errors.js'
 import {type BuildLock, type BuildProcess, type BuildStarter, type OutputReader, readOutput, startLowPriorityBuild, takeBuildLock} from './build-process.js'
-import type {AutoBuildSetting} from '../kernel/settings.js'
-
 import {
+  type AutoBuildSetting,
   type BuildProgress,
   firstDecision,
   followBuildOutput,

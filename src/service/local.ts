@@ -41,6 +41,7 @@ import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
+import {autoBuildSetting} from './engine-auto-build.js'
 import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
@@ -64,9 +65,11 @@ export interface ServiceOptions {
   auth?: AuthConfig
   /** Cluster mode: no worker in this process; workers join over the network. */
   cluster?: {timing: ClusterTiming; clusterToken?: string}
+  /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
+  autoBuild?: boolean
 }
 
-export async function startLocalService(config: Config, settings: ServiceSettings, {auth, cluster}: ServiceOptions = {}): Promise<RunningService> {
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
@@ -111,7 +114,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
         }),
       ]
   // The machine's models run here only in local mode, so only then is there an engine to build for it.
-  const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: settings.autoBuild})
+  const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, restart: restartPolicyFrom(process.env), workers})

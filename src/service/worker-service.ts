@@ -19,6 +19,7 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {discoverGpus} from '../cluster/devices.js'
+import {autoBuildSetting} from './engine-auto-build.js'
 import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
@@ -32,9 +33,11 @@ export interface WorkerServiceOptions {
   /** The supervisor's endpoint, e.g. http://10.0.0.1:9997. */
   endpoint: string
   clusterToken?: string
+  /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
+  autoBuild?: boolean
 }
 
-export async function startWorkerService(config: Config, settings: ServiceSettings, {clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
+export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
@@ -43,7 +46,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
   const version = config.version
   const kernel = await loadKernel(config, log)
-  const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: settings.autoBuild})
+  const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
 
   const shutdown = new AbortController()
   // As the supervisor's: nothing new comes in, live streams end with an error event, launches stop, the models'

@@ -12,12 +12,13 @@ import type {BuildLock, BuildStarter, OutputReader} from '../../src/service/buil
 
 import {autoBuildVerdict} from '../../plugins/engine-llama-cpp/src/auto-build-verdict.js'
 import {buildStatusLine} from '../../src/cli/engine-build-status.js'
-import {parseAutoBuildSetting} from '../../src/kernel/settings.js'
 import {
   autoBuildAllowed,
+  autoBuildSetting,
   type BuildProgress,
   firstDecision,
   followBuildOutput,
+  parseAutoBuildSetting,
   parseProbeOutput,
   progressWorthLogging,
   startProgress,
@@ -46,9 +47,11 @@ function plan(folder: string, overrides: Partial<EngineBuildPlan> = {}): EngineB
 const follow = (lines: string[], from: BuildProgress = startProgress()) => lines.reduce(followBuildOutput, from)
 
 describe('background engine build: decisions', () => {
-  it('reads SERVICE_AUTO_BUILD as on (unset, 1, true), off (0, false, no, off) or a list of engines', () => {
-    for (const on of [undefined, '', '1', 'true', 'ON', true]) expect(parseAutoBuildSetting(on), String(on)).to.equal(true)
-    for (const off of ['0', 'false', 'no', 'Off', false]) expect(parseAutoBuildSetting(off), String(off)).to.equal(false)
+  it('reads SERVICE_AUTO_BUILD as on (unset, 1, true), off (0, false, no, off) or a list of engines, and --(no-)auto-build over it', () => {
+    for (const on of [undefined, '', '1', 'true', 'ON']) expect(parseAutoBuildSetting(on), String(on)).to.equal(true)
+    for (const off of ['0', 'false', 'no', 'Off']) expect(parseAutoBuildSetting(off), String(off)).to.equal(false)
+    expect(autoBuildSetting(false, {SERVICE_AUTO_BUILD: '1'}), 'the flag wins').to.equal(false)
+    expect(autoBuildSetting(undefined, {SERVICE_AUTO_BUILD: '0'})).to.equal(false)
     expect(parseAutoBuildSetting('llama.cpp, Whisper.cpp')).to.deep.equal(['llama.cpp', 'whisper.cpp'])
     expect(autoBuildAllowed(['llama.cpp'], 'LLAMA.cpp')).to.equal(true)
     expect(autoBuildAllowed(['whisper.cpp'], 'llama.cpp')).to.equal(false)
