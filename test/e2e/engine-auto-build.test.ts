@@ -74,7 +74,7 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     expect(none.body.error.message).to.contain('engine vllm has no background build here; engines that have one: ')
   })
 
-  it('builds at low priority in the background, shows progress on the route and in the log, and one service builds for the machine', async () => {
+  it('builds at low priority in the background, shows progress on the route and in the log, and one service (nor `engine build` meanwhile) builds for the machine', async () => {
     const folder = join(work, 'succeeds')
     await rm(folder, {force: true, recursive: true})
     // Only the stand-in, in every service here: the list form of SERVICE_AUTO_BUILD leaves llama.cpp off.
@@ -91,6 +91,10 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     const seen = await until(second, (body) => body.pid === building.pid)
     expect(seen).to.deep.include({percent: 50, state: 'building'})
     expect(second.output()).to.contain('stand-in-build: another service on this machine is building it in the background; GET /v1/engines/stand-in-build/build shows its progress.')
+
+    const byHand = await servicectl(['engine', 'build', 'stand-in-build'], {env: {SERVICE_HOME: first.home, STAND_IN_BUILD_FOLDER: folder}})
+    expect(byHand.exitCode).to.equal(1)
+    expect(byHand.stderr).to.contain('Error: a service on this machine is building stand-in-build in the background; GET /v1/engines/stand-in-build/build shows its progress.')
 
     await writeFile(join(folder, 'finish'), '0')
     const done = await until(first, (body) => body.state === 'succeeded')
