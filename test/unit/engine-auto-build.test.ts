@@ -4,13 +4,15 @@
  * runs here; the e2e test engine-auto-build.test.ts runs a stand-in build program through a real service.
  */
 import {expect} from 'chai'
-import {readFile, rm} from 'node:fs/promises'
+import {mkdir, readFile, rm, utimes} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {EngineBuildPlan} from '../../src/kernel/engine-build-plan.js'
 import type {BuildLock, BuildStarter, OutputReader} from '../../src/service/build-process.js'
 
 import {autoBuildVerdict} from '../../plugins/engine-llama-cpp/src/auto-build-verdict.js'
+import {buildInProgress} from '../../plugins/engine-llama-cpp/src/build-in-progress.js'
+import {takeBuildLock} from '../../src/service/build-process.js'
 import {buildStatusLine} from '../../src/cli/engine-build-status.js'
 import {
   autoBuildAllowed,
@@ -116,6 +118,28 @@ describe('background engine build: the line under `servicectl engine`', () => {
     )
     for (const state of ['off', 'unavailable', 'checking', 'not_needed'] as const) expect(buildStatusLine({engine: 'llama.cpp', state})).to.equal(undefined)
     expect(buildStatusLine(undefined)).to.equal(undefined)
+  })
+})
+
+describe('background engine build: a llama.cpp launch meanwhile', () => {
+  it('sees the lock the service takes, and not one left behind by a killed holder', async () => {
+    const folder = await temporaryDirectory('service-build-lock-')
+    const lock = join(folder, 'service-auto-build.lock')
+    try {
+      expect(await buildInProgress(lock)).to.equal(false)
+      const release = await takeBuildLock(folder)
+      expect(release, 'the lock was free').to.be.a('function')
+      expect(await takeBuildLock(folder), 'a second holder').to.equal(undefined)
+      expect(await buildInProgress(lock)).to.equal(true)
+      await release!()
+      expect(await buildInProgress(lock)).to.equal(false)
+      await mkdir(lock)
+      const minuteAgo = new Date(Date.now() - 60_000)
+      await utimes(lock, minuteAgo, minuteAgo)
+      expect(await buildInProgress(lock)).to.equal(false)
+    } finally {
+      await rm(folder, {force: true, recursive: true})
+    }
   })
 })
 

@@ -10,6 +10,10 @@ export interface AutoBuildVerdict {
   reason: string
 }
 
+/** Which binaries a Llama was loaded from, as the model's log and `servicectl engine build` say it. */
+export const describeBinaries = (buildType: 'localBuild' | 'prebuilt', gpu: LlamaGpuType): string =>
+  `${buildType === 'localBuild' ? 'the local build of llama.cpp' : "node-llama-cpp's prebuilt llama.cpp binaries"} (${gpu === false ? 'CPU' : `GPU: ${gpu}`})`
+
 export function autoBuildVerdict(buildType: 'localBuild' | 'prebuilt', gpu: LlamaGpuType): AutoBuildVerdict {
   if (buildType === 'localBuild') return {reason: 'models launched now already use the local build of llama.cpp.', wanted: false}
   if (gpu !== false) return {reason: `models launched now run on the GPU (${gpu}) with node-llama-cpp's prebuilt binaries, which a CPU build would not speed up.`, wanted: false}

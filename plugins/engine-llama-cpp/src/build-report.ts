@@ -4,17 +4,15 @@
  * host.ts does for a launch with default parameters. With `--probe` it prints, as one JSON line, whether the
  * service's background build would help (auto-build-verdict.ts).
  */
-import {getLlama, type LlamaGpuType} from 'node-llama-cpp'
+import {getLlama} from 'node-llama-cpp'
 
-import {autoBuildVerdict} from './auto-build-verdict.js'
+import {autoBuildVerdict, describeBinaries} from './auto-build-verdict.js'
 
 const llama = await getLlama({build: 'never', gpu: 'auto'})
 if (process.argv.includes('--probe')) console.log(JSON.stringify(autoBuildVerdict(llama.buildType, llama.gpu)))
 else {
-  const binaries = llama.buildType === 'localBuild' ? 'the local build of llama.cpp' : "node-llama-cpp's prebuilt llama.cpp binaries"
-  const device = (gpu: LlamaGpuType) => (gpu === false ? 'CPU' : `GPU: ${gpu}`)
   const cpuNote = llama.gpu === false ? '' : '; launch with --n_gpu_layers 0 to run on the CPU, which uses the local build'
-  console.log(`Models launched now use ${binaries} (${device(llama.gpu)})${cpuNote}.`)
+  console.log(`Models launched now use ${describeBinaries(llama.buildType, llama.gpu)}${cpuNote}.`)
 }
 
 await llama.dispose()

@@ -2,12 +2,11 @@ import type {RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
+import {NODE_LLAMA_CPP_BUILD_FOLDER} from './build-in-progress.js'
 import {generateRecipe, RECIPE_NAMES} from './gguf/recipes.js'
 
 /** node-llama-cpp's own command-line tool (its package's `bin`), run with the node that runs the toolkit. */
 const NODE_LLAMA_CPP_CLI = fileURLToPath(new URL('cli/cli.js', import.meta.resolve('node-llama-cpp')))
-/** Where node-llama-cpp keeps its source and its local builds (`localBuilds/`): what a build writes into. */
-const NODE_LLAMA_CPP_BUILD_FOLDER = fileURLToPath(new URL('../llama', import.meta.resolve('node-llama-cpp')))
 const BUILD_REPORT = fileURLToPath(new URL('build-report.js', import.meta.url))
 
 /**
