@@ -26,6 +26,7 @@ import {
   startProgress,
   TAIL_LINES,
 } from '../../src/service/engine-auto-build.js'
+import {engineBuildProblem} from '../../src/kernel/kernel.js'
 import {EngineAutoBuilder} from '../../src/service/engine-auto-builder.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
@@ -69,6 +70,15 @@ describe('background engine build: decisions', () => {
       state: 'unavailable',
     })
     expect(firstDecision(plan('/f'), true)).to.equal('probe')
+  })
+
+  it('checks a plugin\'s `build.auto`: an absolute folder and a probe command', () => {
+    const build = {command: ['/usr/bin/node', 'build.js'], description: 'Compiles it.'}
+    expect(engineBuildProblem({...build, auto: {folder: '/opt/x/llama', probeCommand: PROBE}})).to.equal(undefined)
+    for (const auto of [{folder: 'llama', probeCommand: PROBE}, {folder: '/opt/x', probeCommand: []}, {folder: '/opt/x'}, 'yes'])
+      expect(engineBuildProblem({...build, auto: auto as never}), JSON.stringify(auto)).to.equal(
+        'build.auto must be {folder, probeCommand}: the absolute folder the build writes into, and the probe as a non-empty list of strings',
+      )
   })
 
   it("takes the probe's last line as its verdict, and says what came when it is not one", () => {
