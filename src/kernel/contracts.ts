@@ -173,7 +173,7 @@ export interface AutomaticBuild {
   probeCommand: string[]
   /**
    * The folder the build writes into. The lock that lets one service on the machine build at a time
-   * (`service-auto-build.lock`, held by proper-lockfile, which the engine's launches may check) and the build's
+   * (`service-auto-build.lock`, held by proper-lockfile) and the build's
    * status for the others live there, as every service using this install shares what is built in it.
    */
   folder: string

@@ -131,25 +131,36 @@ describe('background engine build: the line under `servicectl engine`', () => {
   })
 })
 
-describe('background engine build: a llama.cpp launch meanwhile', () => {
-  it('sees the lock the service takes, and not one left behind by a killed holder', async () => {
-    const folder = await temporaryDirectory('service-build-lock-')
-    const lock = join(folder, 'service-auto-build.lock')
-    try {
-      expect(await buildInProgress(lock)).to.equal(false)
-      const release = await takeBuildLock(folder)
-      expect(release, 'the lock was free').to.be.a('function')
-      expect(await takeBuildLock(folder), 'a second holder').to.equal(undefined)
-      expect(await buildInProgress(lock)).to.equal(true)
-      await release!()
-      expect(await buildInProgress(lock)).to.equal(false)
-      await mkdir(lock)
-      const minuteAgo = new Date(Date.now() - 60_000)
-      await utimes(lock, minuteAgo, minuteAgo)
-      expect(await buildInProgress(lock)).to.equal(false)
-    } finally {
-      await rm(folder, {force: true, recursive: true})
-    }
+describe('background engine build: locks', () => {
+  let folder: string
+
+  beforeEach(async () => {
+    folder = await temporaryDirectory('service-build-lock-')
+  })
+
+  afterEach(async () => {
+    await rm(folder, {force: true, recursive: true})
+  })
+
+  it('lets one holder at a time take the service\'s build lock', async () => {
+    const release = await takeBuildLock(folder)
+    expect(release, 'the lock was free').to.be.a('function')
+    expect(await takeBuildLock(folder), 'a second holder').to.equal(undefined)
+    await release!()
+    const again = await takeBuildLock(folder)
+    expect(again, 'free again').to.be.a('function')
+    await again!()
+  })
+
+  it("sees a llama.cpp build by node-llama-cpp's lock in localBuilds, and not one left behind by a killed build", async () => {
+    expect(await buildInProgress(join(folder, 'absent'))).to.equal(false)
+    await mkdir(join(folder, 'linux-x64'))
+    expect(await buildInProgress(folder), 'a finished build').to.equal(false)
+    await mkdir(join(folder, 'linux-x64.lock'))
+    expect(await buildInProgress(folder), 'a fresh lock').to.equal(true)
+    const minuteAgo = new Date(Date.now() - 60_000)
+    await utimes(join(folder, 'linux-x64.lock'), minuteAgo, minuteAgo)
+    expect(await buildInProgress(folder), 'a stale lock').to.equal(false)
   })
 })
 
