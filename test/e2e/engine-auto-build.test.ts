@@ -3,11 +3,12 @@
  * with the fixture plugin engine-stand-in-build linked, whose build (build.js) compiles nothing; it prints a
  * cmake-like progress line and exits when the test writes an exit code into its folder. What is checked is what the
  * service does around a build: the opt-outs, the low priority, the progress route and log, the machine-wide lock
- * (a second service reports the first's build), the outcome, and no retry of a failure until the next start. No
- * real build of llama.cpp runs here (the README says how long one took on this machine).
+ * (a second service reports the first's build), the outcome, and no retry of a failure until the next start. Then
+ * a real llama.cpp launch while node-llama-cpp's build lock is held (by the test; nothing compiles). No real build
+ * of llama.cpp runs here (the README says how long one took on this machine).
  */
 import {expect} from 'chai'
-import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readFile, rm, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
@@ -124,5 +125,35 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     const next = await serviceFor(folder, {SERVICE_AUTO_BUILD: 'stand-in-build'})
     expect((await until(next, (body) => body.state === 'failed')).error).to.equal('exit code 3')
     expect(await ran(folder), 'the next start tried again').to.deep.equal(['probe', 'build', 'probe', 'build'])
+  })
+})
+
+describe('a llama.cpp launch while llama.cpp is being built (node-llama-cpp\'s build lock held by the test)', function () {
+  this.timeout(120_000)
+  const localBuilds = join(ROOT, 'node_modules/node-llama-cpp/llama/localBuilds')
+  // The name node-llama-cpp gives the lock of a CPU build in progress; no build runs, the test only holds its lock.
+  const lock = join(localBuilds, 'service-test-build.lock')
+  let service: RunningService
+  let refresh: NodeJS.Timeout
+
+  before(async () => {
+    await mkdir(lock, {recursive: true})
+    // Kept fresh as proper-lockfile's holder keeps it, so that it never counts as left behind.
+    refresh = setInterval(() => void utimes(lock, new Date(), new Date()).catch(() => {}), 2000)
+    service = await startService()
+  })
+
+  after(async () => {
+    clearInterval(refresh)
+    await rm(lock, {force: true, recursive: true})
+    await service?.stop()
+  })
+
+  it('loads the prebuilt binaries at once, and its log says why', async () => {
+    const launched = await servicectl(['launch', '-n', 'tiny-random-llm', '--model-engine', 'llama.cpp', '-e', service.url])
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    const log = await readFile(join(service.home, 'logs/models/tiny-random-llm.log'), 'utf8')
+    expect(log).to.contain('llama.cpp is being built for this machine in the background: this model loads the prebuilt binaries; launch it again once the build has ended to use the local build.')
+    expect(log).to.contain("loaded node-llama-cpp's prebuilt llama.cpp binaries (")
   })
 })
