@@ -11,7 +11,7 @@ import {expect} from 'chai'
 import {mkdir, mkdtemp, readFile, rm, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, ROOT, type RunningService, servicectl, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
 
 const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-stand-in-build')
 const ROUTE = '/v1/engines/stand-in-build/build'
@@ -125,6 +125,27 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     const next = await serviceFor(folder, {SERVICE_AUTO_BUILD: 'stand-in-build'})
     expect((await until(next, (body) => body.state === 'failed')).error).to.equal('exit code 3')
     expect(await ran(folder), 'the next start tried again').to.deep.equal(['probe', 'build', 'probe', 'build'])
+  })
+})
+
+describe('background engine build in a cluster', function () {
+  this.timeout(60_000)
+
+  it('is a worker\'s, which runs the models (the supervisor runs none, so it has none), and --no-auto-build turns it off there', async () => {
+    const supervisor = await startProgram('service-supervisor', ['-H', '127.0.0.1', '-p', '0'])
+    try {
+      const worker = await startProgram('service-worker', ['-e', supervisor.url, '-H', '127.0.0.1', '--no-auto-build'], {env: {SERVICE_AUTO_BUILD: '1'}})
+      try {
+        const onWorker = await callApi(worker, 'GET', '/v1/engines/llama.cpp/build')
+        expect(onWorker.status).to.equal(200)
+        expect(onWorker.body).to.deep.include({engine: 'llama.cpp', state: 'off'})
+        expect((await callApi(supervisor, 'GET', '/v1/engines/llama.cpp/build')).status).to.equal(404)
+      } finally {
+        await worker.stop()
+      }
+    } finally {
+      await supervisor.stop()
+    }
   })
 })
 
