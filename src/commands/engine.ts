@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {normalizeSize} from '../kernel/catalogue.js'
 import {ClientCommand} from '../cli/base-command.js'
+import {buildStatusLine} from '../cli/engine-build-status.js'
 
 interface EngineRow {
   name: string
@@ -49,6 +50,11 @@ export default class Engine extends ClientCommand<typeof Engine> {
     if (rows.length > 0)
       this.table(['Name', 'Engine', 'Format', 'Size (in billions)', 'Quantization'], rows.map((r) => [r.name, r.engine, r.format, r.size, r.quantization]))
     for (const line of unavailable) this.logToStderr(`Unavailable here: ${line}`)
+    for (const engine of new Set(rows.map((row) => row.engine))) {
+      const line = buildStatusLine(await this.client().engineBuild(engine).catch(() => undefined))
+      if (line) this.logToStderr(line)
+    }
+
     return rows
   }
 }

@@ -146,8 +146,8 @@ export interface EngineDefinition {
 }
 
 /**
- * A build a person runs on the machine that serves (like `pip install` compiling a wheel): data only, run by
- * `servicectl engine build` with the person's terminal attached, never by the service itself.
+ * A build run on the machine that serves (like `pip install` compiling a wheel): data only, run by `servicectl
+ * engine build` with the person's terminal attached, or by the service itself in the background when `auto` says how.
  */
 export interface EngineBuild {
   /** What building does and when it helps, in a sentence. */
@@ -161,6 +161,25 @@ export interface EngineBuild {
    * person sees it took effect.
    */
   reportCommand?: string[]
+  /**
+   * The service may run this build by itself, in the background, when it starts on a machine that can build
+   * (every requirement on PATH) and the probe says the build would help; see src/service/engine-auto-build.ts.
+   */
+  auto?: AutomaticBuild
+}
+
+export interface AutomaticBuild {
+  /**
+   * A command that prints one JSON line, `{"wanted": boolean, "reason": "…"}`: whether models launched now would
+   * gain from the build (e.g. not when a local build already exists, or a GPU build is in use) and why.
+   */
+  probeCommand: string[]
+  /**
+   * The folder the build writes into. The lock that lets one service on the machine build at a time
+   * (`service-auto-build.lock`, held by proper-lockfile) and the build's
+   * status for the others live there, as every service using this install shares what is built in it.
+   */
+  folder: string
 }
 
 export interface BuildRequirement {

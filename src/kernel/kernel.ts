@@ -16,6 +16,8 @@ import type {
 } from './contracts.js'
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
+import {isAbsolute} from 'node:path'
+
 import {flattenFamily} from './catalogue.js'
 import {commandLineFlags} from './command-line-flags.js'
 import {KERNEL_API_VERSION} from './contracts.js'
@@ -250,6 +252,8 @@ export function engineBuildProblem(build: EngineBuild): string | undefined {
   if (!isCommand(build.command)) return 'build.command must be a non-empty list of strings: the program, then its arguments'
   if (build.reportCommand !== undefined && !isCommand(build.reportCommand))
     return 'build.reportCommand must be a non-empty list of strings: the program, then its arguments'
+  if (build.auto !== undefined && !(isCommand(build.auto?.probeCommand) && isAbsolute(String(build.auto?.folder))))
+    return 'build.auto must be {folder, probeCommand}: the absolute folder the build writes into, and the probe as a non-empty list of strings'
   if (build.requires === undefined) return undefined
   if (!Array.isArray(build.requires)) return 'build.requires must be a list of requirements'
   for (const [index, requirement] of build.requires.entries()) {

@@ -26,6 +26,7 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
+import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {engineModelRoutes} from '../server/routes/engine-models.js'
 import {eventRoutes} from '../server/routes/events.js'
 import {openApiDocument} from '../server/openapi.js'
@@ -40,6 +41,8 @@ import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
+import {autoBuildSetting} from './engine-auto-build.js'
+import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
@@ -62,9 +65,11 @@ export interface ServiceOptions {
   auth?: AuthConfig
   /** Cluster mode: no worker in this process; workers join over the network. */
   cluster?: {timing: ClusterTiming; clusterToken?: string}
+  /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
+  autoBuild?: boolean
 }
 
-export async function startLocalService(config: Config, settings: ServiceSettings, {auth, cluster}: ServiceOptions = {}): Promise<RunningService> {
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
@@ -108,6 +113,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),
         }),
       ]
+  // The machine's models run here only in local mode, so only then is there an engine to build for it.
+  const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, restart: restartPolicyFrom(process.env), workers})
@@ -122,6 +129,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     listening.stopAccepting()
     shutdown.abort(new ServiceError(503, 'shutting_down', `the ${cluster ? 'supervisor' : 'service'} is shutting down; this request was not completed.`))
     await supervisor.dispose()
+    await autoBuilds?.dispose()
     await launches.close()
     await desired.flush()
     await listening.close()
@@ -136,6 +144,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
+    ...(autoBuilds ? engineBuildRoutes((engine) => autoBuilds.status(engine)) : []).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
@@ -144,6 +153,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()
+  autoBuilds?.start()
   // In the background, once the service answers: a restored model is like any other launch, visible as it loads.
   // In a cluster, after the workers had the time to rejoin with the models they kept running (see desired-cluster.ts).
   const relaunch = (request: LaunchRequest) => supervisor.launch(request, {signal: shutdown.signal})

@@ -17,7 +17,10 @@ import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {discoverGpus} from '../cluster/devices.js'
+import {autoBuildSetting} from './engine-auto-build.js'
+import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
 import {WeightStore} from '../weights/store.js'
@@ -30,9 +33,11 @@ export interface WorkerServiceOptions {
   /** The supervisor's endpoint, e.g. http://10.0.0.1:9997. */
   endpoint: string
   clusterToken?: string
+  /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
+  autoBuild?: boolean
 }
 
-export async function startWorkerService(config: Config, settings: ServiceSettings, {clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
+export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
@@ -41,6 +46,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
   const version = config.version
   const kernel = await loadKernel(config, log)
+  const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
 
   const shutdown = new AbortController()
   // As the supervisor's: nothing new comes in, live streams end with an error event, launches stop, the models'
@@ -51,6 +57,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     listening.stopAccepting()
     shutdown.abort(new ServiceError(503, 'shutting_down', `worker ${listening.url} is shutting down; this request was not completed.`))
     await worker.dispose()
+    await autoBuilds.dispose()
     await listening.close()
     await log.close()
   })
@@ -61,7 +68,10 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     },
     list: () => [],
   }
-  const routes = workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}).map((definition) => ({definition, plugin: 'core'}))
+  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes((engine) => autoBuilds.status(engine))].map((definition) => ({
+    definition,
+    plugin: 'core',
+  }))
   const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
@@ -90,6 +100,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     throw error
   }
 
+  autoBuilds.start()
   log.info(`worker ${version} listening on ${listening.url}, joined ${endpoint} (home ${settings.home})`)
   return {kernel, stop, stopped, url: listening.url}
 }

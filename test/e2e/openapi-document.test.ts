@@ -113,6 +113,8 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(404, 'GET', '/v1/model_registrations/{model_type}/{model_name}', {params: {model_name: 'short-lived', model_type: 'LLM'}})
     await refused(400, 'POST', '/v1/model_registrations/{model_type}', {body: {model: {model_name: 'x'}, persist: 'yes'}, params: {model_type: 'LLM'}})
     await ok('GET', '/v1/engines/{model_name}', {params: {model_name: LLM}})
+    await ok('GET', '/v1/engines/{engine}/build', {params: {engine: 'llama.cpp'}})
+    await refused(404, 'GET', '/v1/engines/{engine}/build', {params: {engine: 'vllm'}})
     await ok('GET', '/v1/models/vllm-supported')
     await ok('GET', '/v1/virtualenvs')
     await refused(404, 'DELETE', '/v1/virtualenvs/{name}', {params: {name: 'py3.11.7-0000000000000000'}})

@@ -12,6 +12,10 @@ import type {Readable} from 'node:stream'
 export const ROOT = resolve(import.meta.dirname, '../..')
 export const SERVICECTL = join(ROOT, 'bin/servicectl.js')
 
+// Every service a test starts, however it starts it, inherits this: the suite never compiles llama.cpp in the
+// background (a test of the background build turns it on for itself).
+process.env.SERVICE_AUTO_BUILD = '0'
+
 export async function temporaryDirectory(prefix = 'service-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix))
 }
@@ -42,8 +46,9 @@ export async function startProgram(
   const child = execa('node', [programFile, ...args], {
     all: true,
     buffer: false,
-    // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported.
-    env: {SERVICE_RESTART_ATTEMPTS: '0', ...env, SERVICE_HOME: serviceHome},
+    // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported;
+    // so is the background build of engines, so that the suite never compiles llama.cpp.
+    env: {SERVICE_AUTO_BUILD: '0', SERVICE_RESTART_ATTEMPTS: '0', ...env, SERVICE_HOME: serviceHome},
     reject: false,
   })
   let output = ''

@@ -1,13 +1,18 @@
 /**
  * Says which llama.cpp binaries a model launched now would load. `servicectl engine build llama.cpp` runs it
  * after a build, so the person sees whether the local build took effect; it asks node-llama-cpp exactly as
- * host.ts does for a launch with default parameters.
+ * host.ts does for a launch with default parameters. With `--probe` it prints, as one JSON line, whether the
+ * service's background build would help (auto-build-verdict.ts).
  */
-import {getLlama, type LlamaGpuType} from 'node-llama-cpp'
+import {getLlama} from 'node-llama-cpp'
+
+import {autoBuildVerdict, describeBinaries} from './auto-build-verdict.js'
 
 const llama = await getLlama({build: 'never', gpu: 'auto'})
-const binaries = llama.buildType === 'localBuild' ? 'the local build of llama.cpp' : "node-llama-cpp's prebuilt llama.cpp binaries"
-const device = (gpu: LlamaGpuType) => (gpu === false ? 'CPU' : `GPU: ${gpu}`)
-const cpuNote = llama.gpu === false ? '' : '; launch with --n_gpu_layers 0 to run on the CPU, which uses the local build'
-console.log(`Models launched now use ${binaries} (${device(llama.gpu)})${cpuNote}.`)
+if (process.argv.includes('--probe')) console.log(JSON.stringify(autoBuildVerdict(llama.buildType, llama.gpu)))
+else {
+  const cpuNote = llama.gpu === false ? '' : '; launch with --n_gpu_layers 0 to run on the CPU, which uses the local build'
+  console.log(`Models launched now use ${describeBinaries(llama.buildType, llama.gpu)}${cpuNote}.`)
+}
+
 await llama.dispose()

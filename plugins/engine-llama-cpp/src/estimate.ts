@@ -6,6 +6,7 @@
  */
 import type {MemoryEstimator} from 'service-toolkit'
 
+import {buildInProgress, PASS_OVER_LOCAL_BUILDS} from './build-in-progress.js'
 import {launchShape} from './defaults.js'
 import {useErrorFactory} from './errors.js'
 import {checkGgufHeader, notGguf} from './gguf-header.js'
@@ -16,7 +17,7 @@ const isFetchError = (error: unknown) => (error as Error)?.name === 'FetchError'
 
 const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}, {errors}) => {
   useErrorFactory(errors)
-  const {GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
+  const {getLlama, GgufInsights, readGgufFileInfo} = await import('node-llama-cpp')
   // Parts are read one by one and spliced here: a hub's download URL does not always end in the part's name.
   const parts = await Promise.all(
     files.map(async (file) => {
@@ -42,7 +43,10 @@ const estimate: MemoryEstimator = async ({files, headers, modelType, parameters}
     splicedParts: parts.length,
     totalTensorCount: parts.reduce((sum, part) => sum + Number(part.tensorCount), 0),
   }
-  const insights = await GgufInsights.from(fileInfo)
+  // Without a Llama of its own, GgufInsights loads one that waits for a running build as a launch would
+  // (build-in-progress.ts); like the one it loads, this one lives as long as the estimator's short-lived process.
+  const llama = (await buildInProgress()) ? await getLlama({...PASS_OVER_LOCAL_BUILDS, build: 'never', gpu: false, progressLogs: false}) : undefined
+  const insights = await GgufInsights.from(fileInfo, llama)
   const {contextSize: contextLength, parallel: sequences} = launchShape(modelType, parameters, insights.trainContextSize)
   const requestedLayers = parameters.n_gpu_layers as number | undefined
   const gpuLayers = requestedLayers === undefined ? 0 : requestedLayers === -1 ? insights.totalLayers : Math.min(requestedLayers, insights.totalLayers)

@@ -9,6 +9,8 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 
 import {stat} from 'node:fs/promises'
 
+import {describeBinaries} from './auto-build-verdict.js'
+import {buildInProgress, PASS_OVER_LOCAL_BUILDS} from './build-in-progress.js'
 import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {useErrorFactory} from './errors.js'
@@ -64,7 +66,10 @@ const host: EngineHost<LlamaCppOperations> = {
     const {parameters} = request
     // llama.cpp explains a failed load only in its log; the last errors are kept to say why.
     const recentErrors: string[] = []
+    const building = await buildInProgress()
+    if (building) log.info('llama.cpp is being built for this machine in the background: this model loads the prebuilt binaries; launch it again once the build has ended to use the local build.')
     const llama = await getLlama({
+      ...(building ? PASS_OVER_LOCAL_BUILDS : {}),
       build: 'never',
       gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
       // Its own notices (such as "the prebuilt binary with Vulkan support is not compatible with the current system,
@@ -75,6 +80,7 @@ const host: EngineHost<LlamaCppOperations> = {
         if (level === 'error' || level === 'fatal') recentErrors.splice(0, recentErrors.length - 2, message.trim())
       },
     })
+    log.info(`loaded ${describeBinaries(llama.buildType, llama.gpu)}`)
     const gpuLayers = parameters.n_gpu_layers === undefined ? undefined : parameters.n_gpu_layers === -1 ? 'max' : (parameters.n_gpu_layers as number)
     let model: LlamaModel
     try {

@@ -12,6 +12,7 @@ import {
   runProgram,
 } from '../../cli/engine-build.js'
 import {isServiceErrorShape} from '../../kernel/errors.js'
+import {takeBuildLock} from '../../service/build-process.js'
 import {loadKernel} from '../../kernel/hooks.js'
 import {shellQuote} from '../../util/format.js'
 
@@ -58,7 +59,14 @@ export default class BuildEngine extends Command {
 
     // With --json, standard output carries only the result; the build's own output goes to standard error.
     const run: ProgramRunner = (command, stdout) => runProgram(command, stdout === 'inherit' && this.jsonEnabled() ? 'stderr' : stdout)
-    const result = await runEngineBuild(plan, run)
+    // The lock a service's background build holds while it writes the same folder (src/service/engine-auto-builder.ts),
+    // taken once the build could run at all.
+    const missing = missingRequirementsError(plan)
+    if (missing) throw missing
+    const release = plan.auto ? await takeBuildLock(plan.auto.folder) : undefined
+    if (plan.auto && !release)
+      this.fail(`a service on this machine is building ${plan.engine} in the background; GET /v1/engines/${plan.engine}/build shows its progress. Run this again once it has ended.`, 1, 'conflict')
+    const result = await runEngineBuild(plan, run).finally(() => release?.())
     if (result.exitCode !== 0) {
       const how = result.signal ? `was stopped by ${result.signal}` : `failed with exit code ${result.exitCode}`
       this.fail(`building ${plan.engine} ${how}; its output above says why.`, result.exitCode)
