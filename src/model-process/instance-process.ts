@@ -83,8 +83,14 @@ export async function instanceSpawner(): Promise<SpawnInstance> {
       pid: child.pid,
       send(message) {
         if (!connected) return false
-        child.sendMessage(message as never).catch(() => {})
-        return true
+        // execa throws at once, not through the promise, once the channel has closed but before `exited` has settled;
+        // the requests in flight are then failed by the exit, with its reason, rather than by this throw as a 500.
+        try {
+          child.sendMessage(message as never).catch(() => {})
+          return true
+        } catch {
+          return false
+        }
       },
       stderrTail: () => output.lines().join('\n'),
     }
