@@ -18,6 +18,7 @@ import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import {writeRandomWhisperGgml} from '../plugins/engine-whisper-cpp/src/ggml/random-whisper.js'
+import {pythonPathWithHelpers} from '../src/model-process/python-helpers.js'
 import {writeTestAudio} from '../test/helpers/audio.js'
 import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, closedPort, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
@@ -125,7 +126,11 @@ try {
     const python = join(withTransformers, '../../../../bin/python')
     const cacheFolder = join(service.home, 'cache', 'tiny-random-vits--pytorch--none')
     const port = await closedPort()
-    const program = execa(python, ['-u', join(ROOT, 'plugins/engine-vits/python/vits_server.py'), '--model', cacheFolder, '--port', String(port), '--voices', '["default","second"]'], {reject: false})
+    const program = execa(python, ['-u', join(ROOT, 'plugins/engine-vits/python/vits_server.py'), '--model', cacheFolder, '--port', String(port), '--voices', '["default","second"]'], {
+      // As the service starts it: its HTTP helper on the PYTHONPATH.
+      env: {PYTHONPATH: pythonPathWithHelpers(process.env.PYTHONPATH)},
+      reject: false,
+    })
     try {
       const base = `http://127.0.0.1:${port}`
       for (let i = 0; i < 600; i++) {
