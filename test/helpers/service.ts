@@ -42,7 +42,8 @@ export async function startProgram(
     all: true,
     buffer: false,
     // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported.
-    env: {SERVICE_RESTART_ATTEMPTS: '0', ...env, SERVICE_HOME: serviceHome},
+    // A route answering a media type it does not declare fails the request (src/server/produces.ts).
+    env: {SERVICE_RESTART_ATTEMPTS: '0', SERVICE_UNDECLARED_ANSWERS: 'fail', ...env, SERVICE_HOME: serviceHome},
     reject: false,
   })
   let output = ''
