@@ -53,6 +53,8 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     await worker.dispose()
     await listening.close()
     await log.close()
+    // As service-local's: released here, not left to the exit hook.
+    await homeLock.release()
   })
 
   const noModels = {
@@ -87,6 +89,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     await listening.close()
     await worker.dispose()
     await log.close()
+    await homeLock.release()
     throw error
   }
 
