@@ -1,6 +1,6 @@
 """What every engine program the service starts needs to speak HTTP on its port, from the standard library only.
 
-The service puts this folder on the PYTHONPATH of every engine program it starts (the kernel's launch environment),
+The service puts this folder on the PYTHONPATH of every engine program it starts (src/model-process/program-spawner.ts),
 so a program in any virtual environment, or on the machine's python3, runs `from service_http import ...`. A program
 subclasses `JsonHandler`, names its routes, and calls `serve(Handler, port)`:
 
@@ -14,8 +14,9 @@ subclasses `JsonHandler`, names its routes, and calls `serve(Handler, port)`:
     serve(Handler, port)
 
 GET /health answers 200 (a program serves once its model is loaded); an unknown route is a 404; a `BadRequest` a
-route raises (or `refusal` makes of another exception) is a 400 naming its field; a client that went away ends the request quietly; any other exception is a
-500 with its reason, its traceback in the model's log. SIGTERM stops the server and the program exits 0.
+route raises (or `refusal` makes of another exception) is a 400 naming its field; a client that went away ends the
+request quietly; any other exception is a 500 with its reason, its traceback in the model's log. SIGTERM stops the
+server and the program exits 0.
 """
 import json
 import signal
