@@ -19,6 +19,7 @@ import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import {writeRandomWhisperGgml} from '../plugins/engine-whisper-cpp/src/ggml/random-whisper.js'
+import {pythonPathWithHelpers} from '../src/model-process/python-helpers.js'
 import {writeTestAudio} from '../test/helpers/audio.js'
 import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, closedPort, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
@@ -119,7 +120,8 @@ try {
       if (launched.exitCode !== 0) throw new Error(launched.stderr)
       const port = await closedPort()
       const [python, ...args] = await engine.program(port)
-      const program = execa(python, args, {reject: false})
+      // As the service starts it: its HTTP helper on the PYTHONPATH.
+      const program = execa(python, args, {env: {PYTHONPATH: pythonPathWithHelpers(process.env.PYTHONPATH)}, reject: false})
       try {
         const base = `http://127.0.0.1:${port}`
         for (let i = 0; i < 600; i++) {

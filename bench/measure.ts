@@ -131,3 +131,22 @@ export function queueOrder(firstTokens: number[], slots: number) {
   return {outOfWave, rho: n < 2 ? 1 : 1 - (6 * squares) / (n * (n * n - 1))}
 }
 
+/** A column of a printed table: its header, and at least how wide its cells are (the header's width otherwise). */
+export type Column = string | {header: string; width: number}
+
+/**
+ * Prints a table's header and answers the function that prints each row, its cells padded to their column's width
+ * (the first, the number of streams, right-aligned) and joined by ` | `, so header and rows line up.
+ */
+export function printTable(print: (line: string) => void, columns: Column[]): (cells: string[]) => void {
+  const headers = columns.map((column) => (typeof column === 'string' ? column : column.header))
+  const widths = columns.map((column, i) => Math.max(headers[i].length, typeof column === 'string' ? 0 : column.width))
+  const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padStart(widths[i]) : cell.padEnd(widths[i] ?? 0))).join(' | ').trimEnd()
+  print(line(headers))
+  return (cells) => print(line(cells))
+}
+
+/** The cells every comparison row starts with: streams, both sides' tokens/s and their ratio, both sides' TTFT. */
+export function comparedCells(concurrency: number, ours: Measured, other: Measured, ratioDigits = 2): string[] {
+  return [String(concurrency), show(ours.tokens_per_s), show(other.tokens_per_s), (ours.tokens_per_s.median / other.tokens_per_s.median).toFixed(ratioDigits), show(ours.ttft_ms), show(other.ttft_ms)]
+}

@@ -19,7 +19,7 @@ import OpenAI from 'openai'
 
 import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, type RunningService, servicectl, startService} from '../test/helpers/service.js'
-import {describeRounds, type Measured, PROMPT, type Round, type Sample, sampleFrom, show} from './measure.js'
+import {comparedCells, describeRounds, type Measured, printTable, PROMPT, type Round, type Sample, sampleFrom, show} from './measure.js'
 
 const MODEL = 'tiny-random-llm'
 
@@ -133,8 +133,19 @@ async function compareWithEngine(
   const direct = new OpenAI({apiKey: 'unused', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0})
   const results: Record<string, unknown> = {engine_port: port, load_average: loadavg(), max_tokens: options.maxTokens, repeats: options.repeats}
   print(`\n${label}, ${options.maxTokens} greedy tokens streamed with the openai client; ours = our API, direct = ${program} on its own port ${port}; alternating, ${options.repeats} rounds each`)
-  print('streams | ours tok/s        | direct tok/s      | ours/direct | ours TTFT ms     | direct TTFT ms   | ΔTTFT ms | ours ITL ms      | direct ITL ms    | service CPU ms/token')
   print(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${cpus().length} cores`)
+  const printRow = printTable(print, [
+    'streams',
+    {header: 'ours tok/s', width: 17},
+    {header: 'direct tok/s', width: 17},
+    'ours/direct',
+    {header: 'ours TTFT ms', width: 16},
+    {header: 'direct TTFT ms', width: 16},
+    'ΔTTFT ms',
+    {header: 'ours ITL ms', width: 16},
+    {header: 'direct ITL ms', width: 16},
+    'service CPU ms/token',
+  ])
   try {
     for (const concurrency of options.concurrency) {
       // A warm-up on each side, then rounds in turn: ours, direct, direct, ours, ours, direct…
@@ -159,20 +170,13 @@ async function compareWithEngine(
       // What the service itself spent per token it relayed: on a machine with few cores, that CPU is the engine's loss.
       const serviceCpuPerToken = serviceCpu / (options.repeats * concurrency * options.maxTokens)
       results[`c${concurrency}`] = {direct: b, ours: a, service_cpu_ms_per_token: serviceCpuPerToken, ratio: a.tokens_per_s.median / b.tokens_per_s.median, ttft_delta_ms: a.ttft_ms.median - b.ttft_ms.median}
-      print(
-        [
-          String(concurrency).padStart(7),
-          show(a.tokens_per_s).padEnd(17),
-          show(b.tokens_per_s).padEnd(17),
-          (a.tokens_per_s.median / b.tokens_per_s.median).toFixed(3).padEnd(11),
-          show(a.ttft_ms).padEnd(16),
-          show(b.ttft_ms).padEnd(16),
-          (a.ttft_ms.median - b.ttft_ms.median).toFixed(1).padStart(8),
-          show(a.itl_ms, 2).padEnd(16),
-          show(b.itl_ms, 2).padEnd(16),
-          serviceCpuPerToken.toFixed(3),
-        ].join(' | '),
-      )
+      printRow([
+        ...comparedCells(concurrency, a, b, 3),
+        (a.ttft_ms.median - b.ttft_ms.median).toFixed(1).padStart(8),
+        show(a.itl_ms, 2),
+        show(b.itl_ms, 2),
+        serviceCpuPerToken.toFixed(3),
+      ])
     }
   } finally {
     await callApi(service, 'DELETE', `/v1/models/${uid}`)

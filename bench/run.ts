@@ -21,7 +21,7 @@ import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../te
 import {benchFlexibleOnnx} from './flexible-onnx.js'
 import {benchImageDiffusers, diffusersServiceEnv} from './image-diffusers.js'
 import {benchPythonEngines} from './python-engines.js'
-import {describeRounds, MAX_TOKENS, type Measured, median, type Round, rounds, show, streamChat, summary} from './measure.js'
+import {comparedCells, describeRounds, MAX_TOKENS, type Measured, median, printTable, type Round, rounds, show, streamChat, summary} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -136,26 +136,29 @@ async function main() {
       const {pid} = (await callApi(service, 'GET', `/v1/models/${name}`)).body
       const instanceRss = await rssOf(pid)
       print(`\n${size}: ${(written.parameters / 1e6).toFixed(1)}M params, ${(written.bytes / 1e6).toFixed(1)} MB; launch to ready ${launchMs.toFixed(0)} ms vs node-llama-cpp loading it in a new process ${newProcessMs.toFixed(0)} ms (×${(launchMs / newProcessMs).toFixed(2)}), in this one after its import ${loadMs.toFixed(0)} ms (×${(launchMs / loadMs).toFixed(2)}); instance RSS ${instanceRss.toFixed(0)} MB`)
-      print('streams | ours tok/s        | engine tok/s      | ours/engine | ours TTFT ms   | engine TTFT ms | ours TPOT ms | ours ITL ms' + (options.target ? ' | target tok/s | ours/target | target TTFT ms' : ''))
+      const printRow = printTable(print, [
+        'streams',
+        {header: 'ours tok/s', width: 17},
+        {header: 'engine tok/s', width: 17},
+        'ours/engine',
+        'ours TTFT ms',
+        {header: 'engine TTFT ms', width: 14},
+        'ours TPOT ms',
+        'ours ITL ms',
+        ...(options.target ? ['target tok/s', 'ours/target', 'target TTFT ms'] : []),
+      ])
       const bySize: Record<string, unknown> = {bytes: written.bytes, instance_rss_mb: instanceRss, launch_ms: launchMs, load_ms: loadMs, load_new_process_ms: newProcessMs, parameters: written.parameters}
       for (const concurrency of levels) {
         const ours = describeRounds(await rounds(() => streamChat(`${service.url}/v1`, {model: name}), concurrency, repeats))
         const engine = await engineDirect(modelPath, concurrency, options.threads ? Number(options.threads) : undefined)
         const target = options.target ? describeRounds(await rounds(() => streamChat(options.target!, {ignore_eos: true, model: options.model ?? name}), concurrency, repeats)) : undefined
         bySize[`c${concurrency}`] = {engine, ours, target}
-        print(
-          [
-            String(concurrency).padStart(7),
-            show(ours.tokens_per_s).padEnd(17),
-            show(engine.tokens_per_s).padEnd(17),
-            (ours.tokens_per_s.median / engine.tokens_per_s.median).toFixed(2).padEnd(11),
-            show(ours.ttft_ms).padEnd(14),
-            show(engine.ttft_ms).padEnd(14),
-            show(ours.tpot_ms, 2).padEnd(12),
-            show(ours.itl_ms, 2),
-            ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2), show(target.ttft_ms)] : []),
-          ].join(' | '),
-        )
+        printRow([
+          ...comparedCells(concurrency, ours, engine),
+          show(ours.tpot_ms, 2),
+          show(ours.itl_ms, 2),
+          ...(target ? [show(target.tokens_per_s), (ours.tokens_per_s.median / target.tokens_per_s.median).toFixed(2), show(target.ttft_ms)] : []),
+        ])
       }
 
       results[size] = bySize

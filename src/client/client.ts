@@ -22,13 +22,12 @@ import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimat
 import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
-import type {ImageOptions, ImagesResponse, OcrResponse, VideoOptions, VideosResponse} from '../protocol/media.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {formFields} from '../protocol/media.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
 import {errorFromReply, sendJson} from './http.js'
+import {MediaModelCalls} from './media.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
 
@@ -329,12 +328,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   })
 }
 
-/** A running model: the calls its type supports. */
-export class ModelClient {
-  constructor(
-    private readonly client: Client,
-    readonly uid: string,
-  ) {}
+/** A running model: the calls its type supports (those of the flexible, image and video types in ./media.ts). */
+export class ModelClient extends MediaModelCalls<Client> {
 
   chat(messages: ChatMessage[], options: ChatOptions = {}, signal?: AbortSignal): Promise<ChatCompletion> {
     return this.client.request('POST', '/v1/chat/completions', {...options, messages, model: this.uid, stream: false}, signal)
@@ -360,61 +355,6 @@ export class ModelClient {
   /** The documents scored by relevance to the query, best first (`POST /v1/rerank`), as Xinference's `rerank`. */
   rerank(documents: Array<string | {text: string}>, query: string, options: RerankOptions = {}, signal?: AbortSignal): Promise<RerankResponse> {
     return this.client.request('POST', '/v1/rerank', {...options, documents, model: this.uid, query}, signal)
-  }
-
-  /**
-   * Runs a flexible model (`POST /v1/flexible/infers`), as Xinference's `infer(*args, **kwargs)`: for an ONNX model,
-   * its inputs in order as `args` or by name as `kwargs`. Answers the model's JSON (an ONNX model's outputs by name).
-   */
-  infer(args: unknown[] = [], kwargs: Record<string, unknown> = {}, signal?: AbortSignal): Promise<unknown> {
-    return this.client.request('POST', '/v1/flexible/infers', {...kwargs, args, model: this.uid}, signal)
-  }
-
-  /** Images from a prompt (`POST /v1/images/generations`), as Xinference's `text_to_image`. */
-  textToImage(prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
-    return this.client.request('POST', '/v1/images/generations', {...options, model: this.uid, prompt}, signal)
-  }
-
-  /** A picture edited from a prompt (`POST /v1/images/edits`, uploaded), as Xinference's `image_to_image`. */
-  imageToImage(image: Blob, prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
-    const form = formFields(new FormData(), {...options, model: this.uid, prompt})
-    form.append('image', image, 'image')
-    return this.client.request('POST', '/v1/images/edits', form, signal)
-  }
-
-  /** The parts of a picture its mask marks (white) repainted from a prompt (`POST /v1/images/inpainting`). */
-  inpainting(image: Blob, mask: Blob, prompt: string, options: ImageOptions = {}, signal?: AbortSignal): Promise<ImagesResponse> {
-    const form = formFields(new FormData(), {...options, model: this.uid, prompt})
-    form.append('image', image, 'image')
-    form.append('mask_image', mask, 'mask')
-    return this.client.request('POST', '/v1/images/inpainting', form, signal)
-  }
-
-  /** The text in a picture (`POST /v1/images/ocr`). */
-  ocr(image: Blob, kwargs: Record<string, unknown> = {}, signal?: AbortSignal): Promise<OcrResponse> {
-    const form = formFields(new FormData(), {kwargs, model: this.uid})
-    form.append('image', image, 'image')
-    return this.client.request('POST', '/v1/images/ocr', form, signal)
-  }
-
-  /** Videos from a prompt (`POST /v1/video/generations`), as Xinference's `text_to_video`; MP4 files. */
-  textToVideo(prompt: string, options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
-    return this.client.request('POST', '/v1/video/generations', {response_format: 'b64_json', ...options, model: this.uid, prompt}, signal)
-  }
-
-  /** A picture animated (`POST /v1/video/generations/image`), as Xinference's `image_to_video`. */
-  imageToVideo(image: Blob, prompt = '', options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
-    const form = formFields(new FormData(), {response_format: 'b64_json', ...options, model: this.uid, prompt})
-    form.append('image', image, 'image')
-    return this.client.request('POST', '/v1/video/generations/image', form, signal)
-  }
-
-  /** Videos from a first to a last frame (`POST /v1/video/generations/flf`), as Xinference's `flf_to_video`. */
-  flfToVideo(firstFrame: Blob, lastFrame: Blob, prompt = '', options: VideoOptions = {}, signal?: AbortSignal): Promise<VideosResponse> {
-    const form = formFields(new FormData(), {response_format: 'b64_json', ...options, model: this.uid, prompt})
-    form.append('first_frame', firstFrame, 'first_frame')
-    form.append('last_frame', lastFrame, 'last_frame')
-    return this.client.request('POST', '/v1/video/generations/flf', form, signal)
   }
 
   /**

@@ -2,12 +2,12 @@ import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../cli/base-command.js'
 
-const COLUMNS: Record<string, Array<[string, string]>> = {
-  LLM: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'model_lang'], ['Ability', 'model_ability'], ['Context', 'context_length'], ['Is-built-in', 'is_builtin']],
-  embedding: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Dimensions', 'dimensions'], ['Max tokens', 'max_tokens'], ['Is-built-in', 'is_builtin']],
-  rerank: [['Type', 'model_type'], ['Name', 'model_name'], ['Language', 'language'], ['Max tokens', 'max_tokens'], ['Is-built-in', 'is_builtin']],
-}
-const COMMON: Array<[string, string]> = [['Type', 'model_type'], ['Name', 'model_name'], ['Is-built-in', 'is_builtin']]
+type Column = {header: string; field: string}
+
+/** What every model type shows around the columns its plugin names (`registrationColumns`, by /v1/cluster/plugins). */
+const FIRST: Column = {field: 'model_type', header: 'Type'}
+const LAST: Column = {field: 'is_builtin', header: 'Is-built-in'}
+const NAME_ONLY: Column[] = [{field: 'model_name', header: 'Name'}]
 
 export default class Registrations extends ClientCommand<typeof Registrations> {
   static description = 'List the models that can be launched: built-in and registered ones.'
@@ -18,11 +18,13 @@ export default class Registrations extends ClientCommand<typeof Registrations> {
 
   async run(): Promise<Array<Record<string, unknown>>> {
     const type = this.flags['model-type']
-    const families: Array<Record<string, unknown>> = (await this.client().registrations(type, true)).map((family) => ({...family, model_type: type}))
-    const columns = COLUMNS[type] ?? COMMON
+    const client = this.client()
+    const families: Array<Record<string, unknown>> = (await client.registrations(type, true)).map((family) => ({...family, model_type: type}))
+    const {registration_columns: byType} = await client.request<{registration_columns?: Record<string, Column[]>}>('GET', '/v1/cluster/plugins')
+    const columns = [FIRST, ...(byType?.[type] ?? NAME_ONLY), LAST]
     this.table(
-      columns.map(([header]) => header),
-      families.map((family) => columns.map(([, field]) => family[field])),
+      columns.map(({header}) => header),
+      families.map((family) => columns.map(({field}) => family[field])),
     )
     return families
   }

@@ -89,7 +89,7 @@ export interface ModelTypeDefinition {
   normalizeFamily?(family: ModelFamily): ModelFamily
   /** Checks a family submitted for registration; throw a 400 ServiceError naming the field. */
   validateFamily?(family: ModelFamily): void
-  /** Columns `servicectl registrations` shows for this type, as [header, family field]. */
+  /** Columns `servicectl registrations` shows for this type between Type and Is-built-in, as [header, family field]; Name alone when absent. */
   registrationColumns?: Array<[string, string]>
 }
 

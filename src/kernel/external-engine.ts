@@ -18,7 +18,9 @@ export interface ExternalLaunchContext {
   /**
    * What the program's environment gets beyond the service's own, which it inherits: the engine's
    * `processEnvironment`, and `CUDA_VISIBLE_DEVICES` (with `CUDA_DEVICE_ORDER=PCI_BUS_ID`) when the load request
-   * names devices. The command's `env` is merged over it.
+   * names devices. The command's `env` is merged over it. Whatever `PYTHONPATH` it ends with, the program also finds
+   * the service's Python helpers there (`service_http`: JSON and event answers, `GET /health`, errors, SIGTERM; see
+   * python/service_http.py).
    */
   env: Record<string, string>
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */

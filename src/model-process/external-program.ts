@@ -34,6 +34,14 @@ const DEFAULT_STOP_GRACE_MS = 10_000
 /** How long a request whose connection broke waits to learn whether the program died, to answer with why. */
 const EXIT_NOTICE_MS = 2000
 const REPORTED_LINES = 5
+/**
+ * Ports tried before a launch gives up: a free port is only free when it is picked, and another process may bind it
+ * before the program does. get-port keeps a port it handed out from this service's later launches; a program that
+ * still finds its port taken exits saying so, and is started again on a fresh one.
+ */
+const PORT_ATTEMPTS = 3
+/** How programs say their port was taken: Python (errno 98), Node, uvicorn, llama-server. */
+const PORT_TAKEN = /address already in use|EADDRINUSE|errno 98|could ?n[o']t bind/i
 
 /** Waits `ms`, or less when `signal` aborts first; never throws. */
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, {signal}).catch(() => {})
@@ -51,8 +59,8 @@ export class ExternalProgram {
   failure?: ServiceError
   private program?: RunningProgram
   private port = 0
-  /** Aborted when the program dies, ending the requests in flight. */
-  private readonly gone = new AbortController()
+  /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
+  private gone = new AbortController()
 
   constructor(
     readonly uid: string,
@@ -71,8 +79,22 @@ export class ExternalProgram {
     return `http://${HOST}:${this.port}`
   }
 
-  /** Starts the program and resolves once it answers its health check. */
+  /** Starts the program and resolves once it answers its health check; again on a fresh port if its port was taken. */
   async load(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.start(request, signal, onProgress)
+      } catch (error) {
+        const portTaken = this.state === 'crashed' && this.program?.outputTail().some((line) => PORT_TAKEN.test(line))
+        if (!portTaken || attempt === PORT_ATTEMPTS || signal?.aborted) throw error
+        this.state = 'loading'
+        this.failure = undefined
+        this.gone = new AbortController()
+      }
+    }
+  }
+
+  private async start(request: LoadRequest, signal?: AbortSignal, onProgress?: (fraction: number) => void): Promise<void> {
     this.port = await (this.options.freePort ?? getFreePort)()
     const {python} = this.options
     // As `source bin/activate` would: what the program runs by name (python, its console scripts) is the environment's.
@@ -84,7 +106,7 @@ export class ExternalProgram {
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
     this.program = spawn({args: command.args, cwd: command.cwd, env: {...env, ...command.env}, file: command.file, logFile: this.options.logFile})
     const program = this.program
-    void program.exited.then((exit) => this.exited(exit))
+    void program.exited.then((exit) => program === this.program && this.exited(exit))
     onProgress?.(0)
     await this.waitUntilHealthy(command.file, signal)
     this.info = this.engine.info?.(request) ?? {}

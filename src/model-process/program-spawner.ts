@@ -8,11 +8,12 @@ import {spawn} from 'node:child_process'
 
 import {openPrivateLogFile} from '../util/logger.js'
 import {outputLog} from './output-log.js'
+import {pythonPathWithHelpers} from './python-helpers.js'
 
 export interface ProgramSpawnOptions {
   file: string
   args: string[]
-  /** Added to the service's own environment. */
+  /** Added to the service's own environment; `PYTHONPATH` also gets the service's Python helpers (python-helpers.ts). */
   env: Record<string, string>
   cwd?: string
   logFile: string
@@ -75,7 +76,9 @@ export async function programSpawner(): Promise<SpawnProgram> {
   killLiveGroupsOnExit()
   return ({args, cwd, env, file, logFile}) => {
     const log = openPrivateLogFile(logFile)
-    const child = execa(file, args, {buffer: false, cwd, detached: true, env, reject: false, stderr: 'pipe', stdin: 'ignore', stdout: 'pipe'})
+    // Every program gets the service's Python helpers first on its PYTHONPATH, after whatever its engine put there.
+    const withHelpers = {...env, PYTHONPATH: pythonPathWithHelpers(env.PYTHONPATH ?? process.env.PYTHONPATH)}
+    const child = execa(file, args, {buffer: false, cwd, detached: true, env: withHelpers, reject: false, stderr: 'pipe', stdin: 'ignore', stdout: 'pipe'})
     const {pid} = child
     if (pid !== undefined) liveGroups.add(pid)
     const unguard = pid === undefined ? () => {} : guardGroup(pid)

@@ -15,6 +15,9 @@ export const pluginsReplySchema = s.object(
     model_types: s.array(s.object({description: s.string(), name: s.string(), plugin: s.string()}, {title: 'ModelTypeInfo'})),
     plugins: s.array(s.string(), {description: 'The plugins loaded, by package name.'}),
     problems: s.array(problem, {description: 'What went wrong while loading plugins and registrations.'}),
+    registration_columns: s.record(s.array(s.object({field: s.string(), header: s.string()}, {title: 'RegistrationColumn'})), {
+      description: 'By model type, the columns `servicectl registrations` shows between Type and Is-built-in: a header and the family field under it.',
+    }),
   },
   {title: 'PluginsReply'},
 )

@@ -18,6 +18,7 @@ import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
+import {answerCheck, failsUndeclaredAnswers} from './produces.js'
 import {checkQuery} from './query.js'
 import {observedModels, reportRequests} from './request-events.js'
 import {assignRequestIds} from './request-id.js'
@@ -57,6 +58,8 @@ export interface AppOptions {
   uploadDir?: string
   /** Serve the web interface at /ui and redirect `/` to it (service-local and the supervisor; workers do not). */
   webUi?: boolean
+  /** Fail a route's answer of a media type it does not declare, rather than log it (see produces.ts); by SERVICE_UNDECLARED_ANSWERS unless given. */
+  failUndeclaredAnswers?: boolean
 }
 
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
@@ -172,8 +175,10 @@ export function createApp(options: AppOptions): Koa {
   if (options.webUi) app.use(serveWebUi())
   if (guards) app.use(guards.unrouted)
   const router = new Router()
+  const failUndeclared = options.failUndeclaredAnswers ?? failsUndeclaredAnswers()
   for (const {definition} of routes) {
     const acceptsForm = definition.acceptsForm === true
+    const checkAnswer = answerCheck(definition, {fail: failUndeclared, log})
     const handle: Koa.Middleware = async (ctx) => {
       const controller = new AbortController()
       ctx.res.once('close', () => {
@@ -194,6 +199,7 @@ export function createApp(options: AppOptions): Koa {
       const handled = definition.handler(request)
       ;(ctx.state as {arrived?: () => void}).arrived?.()
       const result = await handled
+      checkAnswer(result)
       if (result.kind === 'json') {
         ctx.status = result.status ?? 200
         for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value)

@@ -135,6 +135,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     await listening.close()
     metrics.dispose()
     await log.close()
+    // Not left to proper-lockfile's exit hook: a child process's exit hook (execa's signal-exit) can unhook it.
+    await homeLock.release()
   })
 
   const routes = [

@@ -13,6 +13,8 @@ import {CLUSTER} from '../kernel/permissions.js'
 import {instanceInvokeSchema, instanceLaunchSchema} from '../protocol/worker.js'
 
 const json = (body: unknown) => ({body, kind: 'json' as const})
+/** Each frame of a worker's stream, for /openapi.json: one of a launch's steps, its summary, an engine event or an error. */
+const FRAME = {description: 'One of `{progress}` (a launch step), `{summary}` (the instance launched), `{event}` (an engine event) or `{error}`.', type: 'object'}
 const frames = (events: AsyncIterable<WorkerFrame>) => ({errorEvent: (error: {toJSON(): unknown}) => ({error: error.toJSON()}), events, kind: 'sse' as const})
 
 
@@ -73,6 +75,7 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
     },
     {
       body: instanceLaunchSchema,
+      events: FRAME,
       async handler({body, signal}) {
         return frames(launchFrames(worker(), body as InstanceLaunch, signal))
       },
@@ -105,6 +108,7 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
     },
     {
       body: instanceInvokeSchema,
+      events: FRAME,
       async handler({body, params, signal}) {
         const events = worker().invoke(params.uid, body.operation, body.payload, signal)
         return frames(

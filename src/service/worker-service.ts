@@ -60,6 +60,8 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     await autoBuilds.dispose()
     await listening.close()
     await log.close()
+    // As service-local's: released here, not left to the exit hook.
+    await homeLock.release()
   })
 
   const noModels = {
@@ -97,6 +99,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     await listening.close()
     await worker.dispose()
     await log.close()
+    await homeLock.release()
     throw error
   }
 

@@ -1,7 +1,7 @@
 /**
  * One service per SERVICE_HOME and role. Two services writing one home would corrupt each other's downloads
  * (the cache), registrations and model logs, so each takes a lock, held by proper-lockfile while it runs and
- * released when it exits. What a role writes decides its lock: a supervisor writes `registrations/`, a worker
+ * released when it stops. What a role writes decides its lock: a supervisor writes `registrations/`, a worker
  * `cache/` and `logs/models/`, and `service-local` both; so one supervisor and one worker may share a home
  * (the spec allows both on one machine), but not two of either, nor anything beside `service-local`.
  *
@@ -30,7 +30,12 @@ export interface HomeLockHolder {
 export interface HomeLock {
   /** Adds where the service listens to its record, for the message a second service gets. */
   announce(endpoint: string): Promise<void>
-  /** For a holder that outlives its service; a service's own locks are released by proper-lockfile as its process exits. */
+  /**
+   * Releases the locks; a service calls it at the end of its ordered shutdown. proper-lockfile also releases them as
+   * the process exits, but only while its exit hook (signal-exit 3) is still on `process.emit`: execa's signal-exit 4,
+   * loaded by a child process started before the lock was taken, puts back the `emit` it found once its last child
+   * exits, and with it the hook is gone, so a clean SIGTERM of a service that ran a model left its locks behind.
+   */
   release(): Promise<void>
 }
 

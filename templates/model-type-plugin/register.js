@@ -90,7 +90,7 @@ const register = async ({api}) => {
         description: 'Describe what __MODEL_TYPE__ models do.',
         // What a model can be asked to do when its registration names no model_ability.
         defaultAbilities: ['infer'],
-        // Columns of `servicectl registrations -t __MODEL_TYPE__`, as [header, family field].
+        // Columns of `servicectl registrations -t __MODEL_TYPE__` between Type and Is-built-in, as [header, family field].
         registrationColumns: [
           ['Name', 'model_name'],
           ['Description', 'model_description'],

@@ -4,6 +4,7 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
+import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {callApi, ROOT, type RunningService, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
@@ -57,6 +58,18 @@ describe('one service per SERVICE_HOME (real processes)', function () {
     const third = await start('service-local', ['--port', '0'], {home})
     expect(third.output()).to.contain(`service-local: SERVICE_HOME ${home} was left locked by service-local (pid ${second.process.pid}), which no longer runs; waiting`)
     expect((await callApi(third, 'GET', '/v1/models')).status).to.equal(200)
+  })
+
+  it('releases its locks on a clean SIGTERM after running a model, so the next start takes the home at once', async () => {
+    const home = await temporaryDirectory()
+    const first = await startService({home})
+    const launched = await callApi(first, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm'})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    await first.stop()
+    expect((await readdir(join(home, 'locks'))).filter((name) => name.endsWith('.lock'))).to.deep.equal([])
+    const second = await start('service-local', ['--port', '0'], {home})
+    expect(second.output()).to.not.contain('was left locked')
+    expect((await callApi(second, 'GET', '/v1/models')).status).to.equal(200)
   })
 
   it('lets one supervisor and one worker share a home, as on one machine, but not two of either', async () => {

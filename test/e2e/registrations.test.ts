@@ -156,3 +156,22 @@ describe('concurrent registrations', () => {
     }
   })
 })
+
+describe('servicectl registrations columns', () => {
+  it("shows each model type's own columns, as its plugin declares them (registrationColumns), between Type and Is-built-in", async () => {
+    const service = await startService()
+    try {
+      const headers = async (type: string) => (await servicectl(['registrations', '-t', type], {env: {SERVICE_ENDPOINT: service.url}})).stdout.split('\n')[0]
+      expect(await headers('LLM')).to.match(/^Type\s+Name\s+Language\s+Ability\s+Context\s+Is-built-in$/)
+      expect(await headers('image')).to.match(/^Type\s+Name\s+Family\s+Abilities\s+Is-built-in$/)
+      const {body} = await callApi(service, 'GET', '/v1/cluster/plugins')
+      expect(body.registration_columns.rerank).to.deep.equal([
+        {field: 'model_name', header: 'Name'},
+        {field: 'language', header: 'Language'},
+        {field: 'max_tokens', header: 'Max tokens'},
+      ])
+    } finally {
+      await service.stop()
+    }
+  })
+})

@@ -47,8 +47,9 @@ export async function startProgram(
     all: true,
     buffer: false,
     // Self-healing is off unless a test asks for it, so a crash stays visible to the tests that check it is reported;
-    // so is the background build of engines, so that the suite never compiles llama.cpp.
-    env: {SERVICE_AUTO_BUILD: '0', SERVICE_RESTART_ATTEMPTS: '0', ...env, SERVICE_HOME: serviceHome},
+    // so is the background build of engines, so that the suite never compiles llama.cpp. A route answering a media
+    // type it does not declare fails the request (src/server/produces.ts).
+    env: {SERVICE_AUTO_BUILD: '0', SERVICE_RESTART_ATTEMPTS: '0', SERVICE_UNDECLARED_ANSWERS: 'fail', ...env, SERVICE_HOME: serviceHome},
     reject: false,
   })
   let output = ''

@@ -11,20 +11,13 @@ import os
 import sys
 import tempfile
 import threading
-import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 from PIL import Image, UnidentifiedImageError
+from service_http import BadRequest, JsonHandler, serve
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_pipelines import RECIPES  # noqa: E402
-
-
-class Refusal(Exception):
-    def __init__(self, message, param=None):
-        super().__init__(message)
-        self.param = param
 
 
 def check_gpu_memory(family):
@@ -74,7 +67,7 @@ class Model:
             classes = {"text2image": "StableDiffusionPipeline", "image2image": "StableDiffusionImg2ImgPipeline",
                        "inpainting": "StableDiffusionInpaintPipeline", "text2video": "WanPipeline"}
             if task not in classes:
-                raise Refusal(f"this tiny random model cannot do {task}", "model")
+                raise BadRequest(f"this tiny random model cannot do {task}", "model")
             cls = getattr(diffusers, classes[task])
             accepted = cls.__init__.__code__.co_varnames
             pipe = cls(**{k: v for k, v in self.components.items() if k in accepted})
@@ -96,7 +89,7 @@ def picture(image, field):
     try:
         return Image.open(io.BytesIO(base64.b64decode(image["data"]))).convert("RGB")
     except (UnidentifiedImageError, OSError) as error:
-        raise Refusal(f"`{field}` cannot be read as an image: {error}", field) from error
+        raise BadRequest(f"`{field}` cannot be read as an image: {error}", field) from error
 
 
 def mask_of(image, field):
@@ -104,7 +97,7 @@ def mask_of(image, field):
     try:
         mask = Image.open(io.BytesIO(base64.b64decode(image["data"])))
     except (UnidentifiedImageError, OSError) as error:
-        raise Refusal(f"`{field}` cannot be read as an image: {error}", field) from error
+        raise BadRequest(f"`{field}` cannot be read as an image: {error}", field) from error
     if mask.mode in ("RGBA", "LA") and mask.getchannel("A").getextrema()[0] < 255:
         return mask.getchannel("A").point(lambda alpha: 255 if alpha == 0 else 0)
     return mask.convert("L")
@@ -127,56 +120,31 @@ def arguments(model, payload):
     return args
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     model = None
 
-    def log_message(self, format, *args):
-        pass
-
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
+    def post_routes(self):
+        return {"/generate_image": self.generate_image, "/generate_video": self.generate_video}
 
     def do_POST(self):
-        payload = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        try:
-            operation = {"/generate_image": self.generate_image, "/generate_video": self.generate_video}[self.path]
-        except KeyError:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.started = False
-        try:
-            with self.model.lock:
-                operation(payload)
-        except Refusal as refusal:
-            self.fail(400, str(refusal), refusal.param)
-        except (TypeError, ValueError) as error:
-            # diffusers checks sizes, frame counts and kwargs with these; the request asked for something the model cannot do.
-            self.fail(400, f"the model cannot do what was asked: {error}", None)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception as error:  # noqa: BLE001 - any other failure is the service's 500, with its reason in the log
-            traceback.print_exc()
-            self.fail(500, f"{type(error).__name__}: {error}", None)
+        with self.model.lock:
+            super().do_POST()
 
-    def fail(self, status, message, param):
-        if self.started:
+    def refusal(self, error):
+        # diffusers checks sizes, frame counts and kwargs with these; the request asked for something the model cannot do.
+        return BadRequest(f"the model cannot do what was asked: {error}") if isinstance(error, (TypeError, ValueError)) else None
+
+    def fail(self, status, message, param=None):
+        if self.answered:
             self.line({"type": "error", "status": status, "message": message, "param": param})
             return
-        body = json.dumps({"error": {"message": message, "param": param}}).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        super().fail(status, message, param)
 
     def line(self, event):
-        if not self.started:
+        if not self.answered:
             self.send_response(200)
             self.send_header("content-type", "application/x-ndjson")
             self.end_headers()
-            self.started = True
         self.wfile.write((json.dumps(event) + "\n").encode())
         self.wfile.flush()
 
@@ -241,7 +209,7 @@ def main():
     check_gpu_memory(request["family"])
     Handler.model = Model(request)
     print(f"serving {request['modelName']} ({request['modelPath']}) on port {options.port}, on {Handler.model.device}", flush=True)
-    ThreadingHTTPServer(("127.0.0.1", options.port), Handler).serve_forever()
+    serve(Handler, options.port)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import argparse
 import importlib
 import json
 import sys
-import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from service_http import BadRequest, JsonHandler, serve
 
 
 def as_json(value):
@@ -20,36 +20,18 @@ def as_json(value):
     raise TypeError(f"the model answered a {type(value).__name__}, which is not JSON")
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     infer = None
 
-    def log_message(self, format, *args):
-        pass
+    def post_routes(self):
+        return {"/infer": self.call}
 
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
+    def call(self, request):
+        result = self.infer(*request.get("args", []), **request.get("kwargs", {}))
+        self.send_json(200, {"result": json.loads(json.dumps(result, default=as_json))})
 
-    def do_POST(self):
-        if self.path != "/infer":
-            return self.answer(404, {"error": {"message": f"no route {self.path}"}})
-        request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        try:
-            result = self.infer(*request.get("args", []), **request.get("kwargs", {}))
-            self.answer(200, {"result": json.loads(json.dumps(result, default=as_json))})
-        except (TypeError, ValueError) as error:
-            self.answer(400, {"error": {"message": f"{type(error).__name__}: {error}"}})
-        except Exception as error:  # noqa: BLE001 - the model's own failure is a 500, with its trace in the log
-            traceback.print_exc()
-            self.answer(500, {"error": {"message": f"{type(error).__name__}: {error}"}})
-
-    def answer(self, status, body):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def refusal(self, error):
+        return BadRequest(f"{type(error).__name__}: {error}") if isinstance(error, (TypeError, ValueError)) else None
 
 
 def main():
@@ -69,7 +51,7 @@ def main():
     model = function(options.model_uri, options.description, **launcher_args)
     Handler.infer = staticmethod(model.infer if hasattr(model, "infer") else model)
     print(f"serving {module_name} for {options.model_uri} on port {options.port}", flush=True)
-    ThreadingHTTPServer(("127.0.0.1", options.port), Handler).serve_forever()
+    serve(Handler, options.port)
 
 
 if __name__ == "__main__":

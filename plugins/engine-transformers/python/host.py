@@ -7,18 +7,15 @@ hand), embeddings and rerank. The chat prompt comes from the model's own chat te
 stops its generation at the next token. Requests run one at a time: the model's tensors are shared.
 """
 import argparse
-import json
-import signal
-import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from queue import Queue
 
 import torch
 import transformers
+from service_http import BadRequest, JsonHandler, serve
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
 parser = argparse.ArgumentParser()
@@ -32,14 +29,6 @@ parser.add_argument("--trust-remote-code", action="store_true")
 parser.add_argument("--max-new-tokens", type=int, default=512, help="when a request gives no max_tokens")
 parser.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 leaves torch's default")
 options = parser.parse_args()
-
-
-class BadRequest(Exception):
-    """A request the client must fix: answered 400 with its message."""
-
-    def __init__(self, message, param=None):
-        super().__init__(message)
-        self.param = param
 
 
 def load():
@@ -208,42 +197,21 @@ def texts_of(value, param):
     return values
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format, *args):
-        pass
+    def get_routes(self):
+        return {"/v1/models": self.models}
 
-    def reply(self, status, body):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path == "/health":
-            return self.reply(200, {"status": "ok"})
-        if self.path == "/v1/models":
-            return self.reply(200, {"data": [{"id": options.model_uid, "object": "model", "owned_by": "transformers"}], "object": "list"})
-        self.reply(404, {"error": {"message": f"no route GET {self.path}"}})
+    def post_routes(self):
+        return {"/v1/chat/completions": self.chat, "/v1/completions": self.complete, "/v1/embeddings": self.embeddings, "/v1/rerank": self.rerank}
 
     def do_POST(self):
-        try:
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            routes = {"/v1/chat/completions": self.chat, "/v1/completions": self.complete, "/v1/embeddings": self.embeddings, "/v1/rerank": self.rerank}
-            if self.path not in routes:
-                return self.reply(404, {"error": {"message": f"no route POST {self.path}"}})
-            with lock:
-                routes[self.path](request)
-        except BadRequest as error:
-            self.reply(400, {"error": {"message": str(error), "param": error.param, "type": "invalid_request_error"}})
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception as error:
-            print(f"request {self.path} failed: {error!r}", file=sys.stderr, flush=True)
-            self.reply(500, {"error": {"message": f"{type(error).__name__}: {error}", "type": "server_error"}})
+        with lock:
+            super().do_POST()
+
+    def models(self):
+        self.send_json(200, {"data": [{"id": options.model_uid, "object": "model", "owned_by": "transformers"}], "object": "list"})
 
     def chat(self, request):
         self.generation(request, chat_prompt(request), "chat.completion")
@@ -264,20 +232,13 @@ class Handler(BaseHTTPRequestHandler):
                     text += piece
             choice = {"finish_reason": done[1], "index": 0, **({"message": {"content": text, "role": "assistant"}} if chat else {"text": text})}
             usage = {"completion_tokens": done[2], "prompt_tokens": len(prompt_ids), "total_tokens": done[2] + len(prompt_ids)}
-            return self.reply(200, {**identity, "choices": [choice], "object": kind, "usage": usage})
+            return self.send_json(200, {**identity, "choices": [choice], "object": kind, "usage": usage})
 
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self.start_events()
         object_name = "chat.completion.chunk" if chat else "text_completion"
 
         def send(choices, usage=None):
-            chunk = {**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
+            self.send_event({**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})})
 
         sent = 0
         try:
@@ -290,8 +251,7 @@ class Handler(BaseHTTPRequestHandler):
                     usage = {"completion_tokens": completion_tokens, "prompt_tokens": len(prompt_ids), "total_tokens": completion_tokens + len(prompt_ids)}
                     if (request.get("stream_options") or {}).get("include_usage"):
                         send([], usage)
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
+                    self.send_event("[DONE]")
                     return
                 send([{"finish_reason": None, "index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}])
                 sent += 1
@@ -304,7 +264,7 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("this model does not make embeddings.", "model")
         vectors, tokens = embed(texts_of(request.get("input"), "input"))
         data = [{"embedding": vector, "index": index, "object": "embedding", "tokens": count} for index, (vector, count) in enumerate(zip(vectors, tokens))]
-        self.reply(200, {"data": data, "model": options.model_uid, "object": "list", "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
+        self.send_json(200, {"data": data, "model": options.model_uid, "object": "list", "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
 
     def rerank(self, request):
         if options.model_type != "rerank":
@@ -314,11 +274,8 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("query must be a string.", "query")
         scores, tokens = rank(query, texts_of(request.get("documents"), "documents"))
         results = [{"index": index, "relevance_score": score, "tokens": count} for index, (score, count) in enumerate(zip(scores, tokens))]
-        self.reply(200, {"model": options.model_uid, "results": results, "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
+        self.send_json(200, {"model": options.model_uid, "results": results, "usage": {"prompt_tokens": sum(tokens), "total_tokens": sum(tokens)}})
 
 
-server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
-server.daemon_threads = True
-signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
 print(f"serving {options.model_uid} on port {options.port}", flush=True)
-server.serve_forever()
+serve(Handler, options.port)

@@ -11,9 +11,9 @@ import json
 import os
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
+from service_http import BadRequest, JsonHandler, serve
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -43,33 +43,18 @@ def main():
     # One synthesis at a time: the speaking rate is a model attribute, and the CPU is shared anyway.
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
         # whole (a body that ends by closing the connection reads as a failure to fetch).
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format, *values):
-            pass
+        def post_routes(self):
+            return {"/speak": self.speak}
 
-        def answer_json(self, status, body):
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self.answer_json(200 if self.path == "/health" else 404, {"status": "ok"})
-
-        def do_POST(self):
-            if self.path != "/speak":
-                return self.answer_json(404, {"error": {"message": "no such route"}})
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        def speak(self, request):
             voice = request.get("voice")
             if voice not in voices:
-                message = f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}."
-                return self.answer_json(400, {"error": {"message": message, "param": "voice"}})
+                raise BadRequest(f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}.", "voice")
             sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
             self.send_response(200)
             self.send_header("Content-Type", "audio/pcm")
@@ -96,7 +81,7 @@ def main():
                     return
             self.wfile.write(b"0\r\n\r\n")
 
-    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+    serve(Handler, args.port)
 
 
 if __name__ == "__main__":

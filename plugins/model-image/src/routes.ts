@@ -8,6 +8,23 @@ import type {ImageGenerationPayload, InputImage, KernelApi, MediaStore, OcrPaylo
 
 import {answerImages, imageModel, type ResponseFormat} from './results.js'
 
+/** Each server-sent event of a generation asked to `stream` (results.ts): a step done, then each image. */
+const STREAM_EVENT = {
+  description: '`<kind>.progress` after each step (`step` of `steps`), then `<kind>.completed` for each image, as `b64_json` or `url`; `<kind>` is image_generation, image_edit, image_variation or image_inpainting.',
+  properties: {
+    b64_json: {type: 'string'},
+    created_at: {type: 'integer'},
+    index: {type: 'integer'},
+    output_format: {enum: ['png'], type: 'string'},
+    step: {type: 'integer'},
+    steps: {type: 'integer'},
+    type: {type: 'string'},
+    url: {type: 'string'},
+  },
+  required: ['created_at', 'type'],
+  type: 'object',
+}
+
 /** Uploads of up to 50 MiB each, as OpenAI takes for its image models. */
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 
@@ -68,6 +85,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const prompt = s.string({description: 'What to draw.', minLength: 1})
   const generations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, false), prompt}, {title: 'CreateImageRequest'}) as never,
+    events: STREAM_EVENT,
     async handler(request) {
       const {body} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'text2image', 'make images from text')
@@ -83,6 +101,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
 
   const edits: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt}, {title: 'CreateImageEditRequest'}) as never,
+    events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
       const images = await firstImages(api, files)
@@ -104,6 +123,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
 
   const variations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
+    events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
       const images = await firstImages(api, files)
@@ -122,6 +142,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
 
   const inpainting: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
+    events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
       const [image] = await api.media.uploadedImages(files.image, 'image')

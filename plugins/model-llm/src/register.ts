@@ -19,6 +19,7 @@ const register: RegisterHook = async ({api}) => {
           ['Name', 'model_name'],
           ['Language', 'model_lang'],
           ['Ability', 'model_ability'],
+          ['Context', 'context_length'],
         ],
         validateFamily(family) {
           if (family.model_ability !== undefined && !Array.isArray(family.model_ability))

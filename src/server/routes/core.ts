@@ -262,6 +262,9 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
           model_types: [...kernel.modelTypes.values()].map((t) => ({description: t.definition.description, name: t.definition.name, plugin: t.plugin})),
           plugins: kernel.plugins,
           problems: [...kernel.problems, ...registry.problems.map((message) => ({message, plugin: 'registrations'}))],
+          registration_columns: Object.fromEntries(
+            [...kernel.modelTypes.values()].flatMap(({definition}) => (definition.registrationColumns ? [[definition.name, definition.registrationColumns.map(([header, field]) => ({field, header}))]] : [])),
+          ),
         })
       },
       method: 'GET',

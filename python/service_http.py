@@ -1,0 +1,147 @@
+"""What every engine program the service starts needs to speak HTTP on its port, from the standard library only.
+
+The service puts this folder on the PYTHONPATH of every engine program it starts (src/model-process/program-spawner.ts),
+so a program in any virtual environment, or on the machine's python3, runs `from service_http import ...`. A program
+subclasses `JsonHandler`, names its routes, and calls `serve(Handler, port)`:
+
+    class Handler(JsonHandler):
+        def post_routes(self):
+            return {"/v1/echo": self.echo}
+
+        def echo(self, request):
+            self.send_json(200, request)
+
+    serve(Handler, port)
+
+GET /health answers 200 (a program serves once its model is loaded); an unknown route is a 404; a `BadRequest` a
+route raises (or `refusal` makes of another exception) is a 400 naming its field; a client that went away ends the
+request quietly; any other exception is a 500 with its reason, its traceback in the model's log. SIGTERM stops the
+server and the program exits 0.
+"""
+import json
+import signal
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HOST = "127.0.0.1"
+ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
+
+
+class BadRequest(Exception):
+    """A request the client must fix: answered 400 with its message and the field (`param`) to change."""
+
+    def __init__(self, message, param=None):
+        super().__init__(message)
+        self.param = param
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Routes by path to methods taking the parsed JSON body (POST) or nothing (GET)."""
+
+    def log_message(self, format, *args):
+        # The kernel logs every request the service forwards; the program's log keeps what the model says.
+        pass
+
+    def get_routes(self):
+        """GET paths beyond /health, each to a method of no arguments."""
+        return {}
+
+    def post_routes(self):
+        """POST paths, each to a method taking the request's JSON body."""
+        return {}
+
+    def send_response(self, code, message=None):
+        self.answered = True
+        super().send_response(code, message)
+
+    def do_GET(self):
+        self.answered = False
+        if self.path == "/health":
+            return self.send_json(200, {"status": "ok"})
+        route = self.get_routes().get(self.path)
+        if route is None:
+            return self.fail(404, f"no route GET {self.path}")
+        route()
+
+    def do_POST(self):
+        self.answered = False
+        route = self.post_routes().get(self.path)
+        if route is None:
+            return self.fail(404, f"no route POST {self.path}")
+        try:
+            route(self.read_json())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception as error:  # noqa: BLE001 - the program's own failure is a 500, with its trace in the log
+            refusal = error if isinstance(error, BadRequest) else self.refusal(error)
+            if refusal is not None:
+                return self.fail(400, str(refusal), refusal.param)
+            traceback.print_exc()
+            sys.stderr.flush()
+            self.fail(500, f"{type(error).__name__}: {error}")
+
+    def refusal(self, error):
+        """The `BadRequest` an exception from a route amounts to, when it is the caller's mistake; None for a 500."""
+        return None
+
+    def read_json(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            return json.loads(body or b"{}")
+        except ValueError as error:
+            raise BadRequest(f"the request body is not JSON: {error}") from error
+
+    def send_json(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def fail(self, status, message, param=None):
+        """An error as OpenAI's API shapes it; once the answer has started, the connection closes instead."""
+        if self.answered:
+            # Too late for a status: the answer stops short, which the service reads as the request failing.
+            self.close_connection = True
+            return
+        self.send_json(status, {"error": {"message": message, "param": param, "type": ERROR_TYPES.get(status, "server_error")}})
+
+    def start_events(self):
+        """Starts a server-sent event stream; the connection closes when it ends."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def send_event(self, data):
+        """One event: `data` as JSON, or as it is when a string (`[DONE]`); sent at once."""
+        self.wfile.write(f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client closing its kept-alive connection is no error worth a traceback in the model's log.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def serve(handler, port):
+    """Serves on 127.0.0.1:`port` until SIGTERM, which lets the program exit 0 (requests in flight end with it)."""
+    server = Server((HOST, port), handler)
+
+    def stop(signum, frame):
+        print("stopping on SIGTERM", flush=True)
+        # shutdown() waits for serve_forever() to return, so it cannot run on the thread that serves.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    server.serve_forever()
+    server.server_close()
