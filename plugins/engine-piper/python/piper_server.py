@@ -14,11 +14,11 @@ naming `voice` and listing the voices.
 import argparse
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import onnxruntime
 from piper import PiperVoice, SynthesisConfig
 from piper.config import PiperConfig
+from service_http import BadRequest, JsonHandler, serve
 
 OPENAI_VOICES = ["alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"]
 # An error lists this many speakers at most (LibriTTS-R's voice has 904).
@@ -64,32 +64,18 @@ def main():
     # One synthesis at a time: ONNX Runtime already spreads one over the cores.
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
         # whole (a body that ends by closing the connection reads as a failure to fetch).
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format, *values):
-            pass
+        def post_routes(self):
+            return {"/speak": self.speak}
 
-        def answer_json(self, status, body):
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self.answer_json(200 if self.path == "/health" else 404, {"status": "ok"})
-
-        def do_POST(self):
-            if self.path != "/speak":
-                return self.answer_json(404, {"error": {"message": "no such route"}})
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        def speak(self, request):
             name = request.get("voice")
             if name not in voices:
-                return self.answer_json(400, {"error": {"message": unknown_voice_message(name, voice.config), "param": "voice"}})
+                raise BadRequest(unknown_voice_message(name, voice.config), "voice")
             synthesis = SynthesisConfig(speaker_id=voices[name], length_scale=voice.config.length_scale / float(request.get("speed", 1.0)))
             self.send_response(200)
             self.send_header("Content-Type", "audio/pcm")
@@ -110,7 +96,7 @@ def main():
                         return
             self.wfile.write(b"0\r\n\r\n")
 
-    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+    serve(Handler, args.port)
 
 
 if __name__ == "__main__":
