@@ -20,6 +20,7 @@ import {mergeVirtualEnv} from '../kernel/virtualenv.js'
 import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
+import {streamInterval} from '../model-process/outbox.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -149,7 +150,11 @@ export class LocalWorker implements WorkerApi {
       this.options.onCrash?.(load.modelUid, error)
     }
 
-    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
+    // An external program's stream is paced here as a model process paces its own, with the same interval.
+    const streamIntervalMs = streamInterval(this.options.env ?? {}, (message) => log.warn(message))
+    const instance = engine.external
+      ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python, streamIntervalMs}, onCrash)
+      : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {
