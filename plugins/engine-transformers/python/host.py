@@ -266,18 +266,23 @@ class Handler(BaseHTTPRequestHandler):
             usage = {"completion_tokens": done[2], "prompt_tokens": len(prompt_ids), "total_tokens": done[2] + len(prompt_ids)}
             return self.reply(200, {**identity, "choices": [choice], "object": kind, "usage": usage})
 
+        # Chunked, so the connection stays open for the service's next request rather than each request opening one.
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        # Until the stream has ended whole, a failure leaves the connection unusable.
         self.close_connection = True
         object_name = "chat.completion.chunk" if chat else "text_completion"
 
+        def write(data):
+            # One write a chunk: the socket is unbuffered, and each event should leave as it is made.
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
         def send(choices, usage=None):
             chunk = {**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
+            write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         sent = 0
         try:
@@ -290,8 +295,9 @@ class Handler(BaseHTTPRequestHandler):
                     usage = {"completion_tokens": completion_tokens, "prompt_tokens": len(prompt_ids), "total_tokens": completion_tokens + len(prompt_ids)}
                     if (request.get("stream_options") or {}).get("include_usage"):
                         send([], usage)
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
+                    write(b"data: [DONE]\n\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.close_connection = False
                     return
                 send([{"finish_reason": None, "index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}])
                 sent += 1
