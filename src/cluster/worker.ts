@@ -92,10 +92,13 @@ export class LocalWorker implements WorkerApi {
   private readonly starting = new Set<Promise<unknown>>()
 
   private readonly usage: WorkerUsage
+  /** How an external program's stream is paced: as a model process paces its own, with the interval it is given. */
+  private readonly streamIntervalMs: number
 
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
     this.usage = options.usage ?? new WorkerUsage()
+    this.streamIntervalMs = streamInterval(options.env ?? {}, (message) => options.log.warn(message))
   }
 
   async launch(launch: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
@@ -150,10 +153,8 @@ export class LocalWorker implements WorkerApi {
       this.options.onCrash?.(load.modelUid, error)
     }
 
-    // An external program's stream is paced here as a model process paces its own, with the same interval.
-    const streamIntervalMs = streamInterval(this.options.env ?? {}, (message) => log.warn(message))
     const instance = engine.external
-      ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python, streamIntervalMs}, onCrash)
+      ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python, streamIntervalMs: this.streamIntervalMs}, onCrash)
       : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
