@@ -110,18 +110,28 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_json(status, {"error": {"message": message, "param": param, "type": ERROR_TYPES.get(status, "server_error")}})
 
     def start_events(self):
-        """Starts a server-sent event stream; the connection closes when it ends."""
+        """Starts a server-sent event stream. A handler speaking HTTP/1.1 sends it chunked, so that the connection stays
+        open for the service's next request once `end_events` has ended it whole; otherwise the connection closes."""
+        self.chunked = self.protocol_version == "HTTP/1.1"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header("Transfer-Encoding" if self.chunked else "Connection", "chunked" if self.chunked else "close")
         self.end_headers()
+        # Until the stream has ended whole, a failure leaves the connection unusable.
         self.close_connection = True
 
     def send_event(self, data):
         """One event: `data` as JSON, or as it is when a string (`[DONE]`); sent at once."""
-        self.wfile.write(f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode())
+        payload = f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+        self.wfile.write(b"%x\r\n%b\r\n" % (len(payload), payload) if self.chunked else payload)
         self.wfile.flush()
+
+    def end_events(self):
+        """Ends the stream whole; a chunked one leaves the connection open for the next request."""
+        if self.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = False
 
 
 class Server(ThreadingHTTPServer):

@@ -20,6 +20,7 @@ import {mergeVirtualEnv} from '../kernel/virtualenv.js'
 import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
+import {streamInterval} from '../model-process/outbox.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -91,10 +92,13 @@ export class LocalWorker implements WorkerApi {
   private readonly starting = new Set<Promise<unknown>>()
 
   private readonly usage: WorkerUsage
+  /** How an external program's stream is paced: as a model process paces its own, with the interval it is given. */
+  private readonly streamIntervalMs: number
 
   constructor(private readonly options: LocalWorkerOptions) {
     this.id = options.id
     this.usage = options.usage ?? new WorkerUsage()
+    this.streamIntervalMs = streamInterval(options.env ?? {}, (message) => options.log.warn(message))
   }
 
   async launch(launch: InstanceLaunch, {onProgress, signal}: LaunchOptions = {}): Promise<InstanceSummary> {
@@ -149,7 +153,9 @@ export class LocalWorker implements WorkerApi {
       this.options.onCrash?.(load.modelUid, error)
     }
 
-    const instance = engine.external ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python}, onCrash) : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
+    const instance = engine.external
+      ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python, streamIntervalMs: this.streamIntervalMs}, onCrash)
+      : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {

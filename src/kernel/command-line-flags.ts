@@ -10,12 +10,23 @@ export interface CommandLineFlagsOptions {
    * do). Without it a false boolean is left out, the default of a `store_true` flag (SGLang's).
    */
   negatableBooleans?: boolean
+  /**
+   * The parameter that splits a model across GPUs (vLLM's `tensor_parallel_size`, SGLang's `tp_size`) and the GPUs the
+   * launch was given (`LoadRequest.devices`): given more than one and not the parameter, the model is split across
+   * them all, the parameter's flag written last.
+   */
+  splitAcross?: {parameter: string; devices?: number[]}
 }
 
-/** `--name value` for each parameter (underscores become dashes), in the order given; booleans are bare flags. */
-export function commandLineFlags(parameters: Record<string, unknown>, {negatableBooleans = false}: CommandLineFlagsOptions = {}): string[] {
+/**
+ * `--name value` for each parameter (underscores become dashes), in the order given; booleans are bare flags. The
+ * type of `api.external.commandLineFlags`, which an engine's command builder takes.
+ */
+export function commandLineFlags(parameters: Record<string, unknown>, {negatableBooleans = false, splitAcross}: CommandLineFlagsOptions = {}): string[] {
   const flags: string[] = []
-  for (const [name, value] of Object.entries(parameters)) {
+  const devices = splitAcross?.devices?.length ?? 0
+  const split = splitAcross && devices > 1 && parameters[splitAcross.parameter] === undefined ? {[splitAcross.parameter]: devices} : {}
+  for (const [name, value] of Object.entries({...parameters, ...split})) {
     if (value === undefined || value === null) continue
     const flag = name.replaceAll('_', '-')
     if (value === true) flags.push(`--${flag}`)
@@ -26,3 +37,5 @@ export function commandLineFlags(parameters: Record<string, unknown>, {negatable
 
   return flags
 }
+
+export type CommandLineFlags = typeof commandLineFlags

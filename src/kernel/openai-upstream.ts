@@ -86,7 +86,17 @@ async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Rec
       const {done, value} = await reader.read()
       // A server that dies mid-reply may still end its response cleanly; only `[DONE]` says the reply is whole.
       if (done) throw new Error(`the model's server ended its reply to ${path} before [DONE]`)
-      if (value.data === '[DONE]') return
+      if (value.data === '[DONE]') {
+        // Reading on to the reply's end (nothing but the end should follow) leaves fetch the connection for the next request.
+        try {
+          while (!(await reader.read()).done);
+        } catch {
+          // The reply was whole; only the connection is lost.
+        }
+
+        return
+      }
+
       if (value.data) yield JSON.parse(value.data) as StreamChunk
     }
   } finally {

@@ -15,6 +15,8 @@ import type {InstanceState} from '../protocol/worker.js'
 
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
+import {joinGenerationEvents} from '../kernel/generation.js'
+import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
 export interface ExternalProgramOptions {
@@ -26,6 +28,11 @@ export interface ExternalProgramOptions {
   spawn?: SpawnProgram
   /** Finds a free port; get-port's unless given. */
   freePort?: () => Promise<number>
+  /**
+   * Paces each request's events as a model process does (see pacedEvents): its first token at once, later ones
+   * joined while the next is due within this many milliseconds. Unless given, every event goes on as it comes.
+   */
+  streamIntervalMs?: number
 }
 
 const HOST = '127.0.0.1'
@@ -123,7 +130,9 @@ export class ExternalProgram {
     try {
       const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
       // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
-      yield* run(payload as never, endpoint)
+      const events = run(payload as never, endpoint)
+      const {streamIntervalMs} = this.options
+      yield* streamIntervalMs === undefined ? events : pacedEvents(events, streamIntervalMs, joinGenerationEvents)
     } catch (error) {
       throw await this.explain(error, signal)
     } finally {

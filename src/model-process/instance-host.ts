@@ -12,7 +12,7 @@ import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
-import {Outbox} from './outbox.js'
+import {Outbox, streamInterval} from './outbox.js'
 
 const send = (message: FromInstance) =>
   new Promise<void>((resolve) => {
@@ -75,17 +75,7 @@ function reportUsage(loaded: LoadedModel) {
   lifetime.signal.addEventListener('abort', () => clearInterval(timer), {once: true})
 }
 
-/** How long, at most, a streaming request's tokens are held (see Outbox); SERVICE_STREAM_INTERVAL_MS, 0 for every decode step. */
-function streamInterval(setting = process.env.SERVICE_STREAM_INTERVAL_MS): number {
-  const DEFAULT_MS = 16
-  if (setting === undefined || setting === '') return DEFAULT_MS
-  const value = Number(setting)
-  if (Number.isFinite(value) && value >= 0) return value
-  log.warn(`SERVICE_STREAM_INTERVAL_MS=${setting} is not a number of milliseconds ≥ 0; using ${DEFAULT_MS}.`)
-  return DEFAULT_MS
-}
-
-const outbox = new Outbox(send, streamInterval(), undefined, joinGenerationEvents)
+const outbox = new Outbox(send, streamInterval(process.env, (message) => log.warn(message)), undefined, joinGenerationEvents)
 
 /** Runs an operation as part of its request, so the engine's log lines about it carry the request's id. */
 const invokeFor = (message: Extract<ToInstance, {type: 'invoke'}>) => (message.requestId === undefined ? invoke(message) : withRequestId(message.requestId, () => invoke(message)))

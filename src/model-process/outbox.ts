@@ -7,8 +7,23 @@ export interface OutboxTimers {
 }
 
 const realTimers: OutboxTimers = {
-  later: (callback, delayMs) => (delayMs === undefined ? setImmediate(callback) : setTimeout(callback, delayMs)),
+  // The timer only sends what is held; it need not keep a process whose work is done alive.
+  later: (callback, delayMs) => (delayMs === undefined ? setImmediate(callback) : setTimeout(callback, delayMs).unref()),
   now: () => performance.now(),
+}
+
+/** The stream interval's variable: how long, at most, a streaming request's tokens are held; 0 for every decode step. */
+export const STREAM_INTERVAL_ENV = 'SERVICE_STREAM_INTERVAL_MS'
+const DEFAULT_STREAM_INTERVAL_MS = 16
+
+/** The stream interval `env` sets (SERVICE_STREAM_INTERVAL_MS), 16 ms unless it gives a number ≥ 0; `warn` hears of a bad one. */
+export function streamInterval(env: Record<string, string | undefined>, warn: (message: string) => void): number {
+  const setting = env[STREAM_INTERVAL_ENV]
+  if (setting === undefined || setting === '') return DEFAULT_STREAM_INTERVAL_MS
+  const value = Number(setting)
+  if (Number.isFinite(value) && value >= 0) return value
+  warn(`${STREAM_INTERVAL_ENV}=${setting} is not a number of milliseconds ≥ 0; using ${DEFAULT_STREAM_INTERVAL_MS}.`)
+  return DEFAULT_STREAM_INTERVAL_MS
 }
 
 /** How many events of a request go out without waiting: its start and its first token (the TTFT). */

@@ -77,6 +77,7 @@ class Handler(JsonHandler):
             if (request.get("stream_options") or {}).get("include_usage"):
                 self.send_event({**base, "object": kind, "choices": [], "usage": usage})
             self.send_event("[DONE]")
+            self.end_events()
         except (BrokenPipeError, ConnectionResetError):
             # The service closes the connection when its client goes away: stop generating.
             print(f"client disconnected after {sent} of {len(emitted)} words", flush=True)

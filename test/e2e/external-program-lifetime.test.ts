@@ -4,35 +4,11 @@
  * service is killed with `kill -9`, which leaves the service no chance to stop it.
  */
 import {expect} from 'chai'
-import {readFile, rm, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
-import {pathToFileURL} from 'node:url'
+import {rm} from 'node:fs/promises'
 
+import {echoService, launchEcho} from '../helpers/external-echo.js'
 import {alive} from '../helpers/processes.js'
-import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
-
-const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-external-echo')
-
-/** A service-local with the external-echo engine linked and a model of it registered. */
-async function echoService(args: string[]): Promise<RunningService> {
-  const home = await temporaryDirectory('service-program-')
-  const linked = await servicectl(['plugins', 'link', FIXTURE, '--no-install'], {env: {SERVICE_HOME: home}})
-  expect(linked.exitCode, linked.stderr).to.equal(0)
-  const service = await startService({args, home})
-  const weights = join(home, 'echo-weights.txt')
-  await writeFile(weights, 'stand-in weights\n')
-  const family = {model_ability: ['chat'], model_name: 'external-echo-test', model_specs: [{model_format: 'echo', model_size_in_billions: 0, model_uri: pathToFileURL(weights).href, quantization: 'none'}]}
-  expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
-  return service
-}
-
-async function launchEcho(service: RunningService, uid: string): Promise<{pid: number; log: () => Promise<string[]>}> {
-  const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'external-echo', model_name: 'external-echo-test', model_uid: uid})
-  expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
-  const {pid} = (await callApi(service, 'GET', `/v1/models/${uid}`)).body
-  const log = async () => (await readFile(join(service.home, 'logs', 'models', `${uid}.log`), 'utf8').catch(() => '')).split('\n').filter(Boolean)
-  return {log, pid}
-}
+import {type RunningService, until} from '../helpers/service.js'
 
 describe("an external engine's program in the service's log and lifetime", function () {
   const homes: string[] = []

@@ -7,6 +7,7 @@
  */
 import {expect} from 'chai'
 import {readFile, rm} from 'node:fs/promises'
+import {Agent, request} from 'node:http'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
@@ -73,6 +74,33 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
     const completion = await openai.completions.create({max_tokens: 5, model: 'tiny-random-llm', prompt: 'Once upon a time', temperature: 0})
     expect(completion.usage).to.deep.include({prompt_tokens: 16})
     expect(completion.choices[0].text).to.be.a('string')
+  })
+
+  it("keeps its connection open after a stream, so the service's next request to it needs no new one", async () => {
+    const {pid} = (await callApi(service, 'GET', '/v1/models/tiny-random-llm')).body
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
+    const port = Number(args[args.indexOf('--port') + 1])
+    const agent = new Agent({keepAlive: true, maxSockets: 1})
+    const streamed = () =>
+      new Promise<{body: string; reused: boolean}>((resolve, reject) => {
+        const body = JSON.stringify({max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], stream: true, temperature: 0})
+        const sent = request({agent, headers: {'content-type': 'application/json'}, host: '127.0.0.1', method: 'POST', path: '/v1/chat/completions', port}, (response) => {
+          let text = ''
+          response.setEncoding('utf8')
+          response.on('data', (chunk: string) => (text += chunk))
+          response.on('end', () => resolve({body: text, reused: sent.reusedSocket}))
+        })
+        sent.on('error', reject)
+        sent.end(body)
+      })
+    try {
+      const first = await streamed()
+      const second = await streamed()
+      for (const {body} of [first, second]) expect(body).to.match(/data: \[DONE\]\n\n$/)
+      expect(second.reused, "the second request went over the first one's connection").to.equal(true)
+    } finally {
+      agent.destroy()
+    }
   })
 
   it('a client that leaves mid-stream stops the generation in the program', async () => {

@@ -163,6 +163,43 @@ describe('ExternalProgram', () => {
     await program.dispose()
   })
 
+  it('keeps the connection to the server for the next request, reading each reply to its end after [DONE]', async () => {
+    // A server of its own, so that the connections counted are this program's alone.
+    let connections = 0
+    const own = createServer((req, response) => {
+      if (req.url === '/health') return response.end('ok')
+      req.resume()
+      req.on('end', () => {
+        response.writeHead(200, {'content-type': 'text/event-stream'})
+        response.write(`data: ${JSON.stringify({choices: [{delta: {content: 'Hi'}, finish_reason: 'stop', index: 0}]})}\n\ndata: [DONE]\n\n`)
+        // The reply's end comes after [DONE], as a server writes its last chunk: the reader must wait for it.
+        setTimeout(() => response.end(), 20)
+      })
+    })
+    own.on('connection', () => connections++)
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve))
+    const {spawn} = spawner()
+    const program = new ExternalProgram('m-6', engine([]), {freePort: async () => (own.address() as {port: number}).port, logFile: '/dev/null', spawn})
+    await program.load(request())
+    const chat = async () => {
+      for await (const _ of program.invoke('chat', {messages: [{content: 'Hello', role: 'user'}]}, new AbortController().signal));
+      // fetch puts the connection back in its pool just after the reply's end is read.
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+
+    try {
+      await chat()
+      const opened = connections
+      await chat()
+      await chat()
+      expect(connections - opened, 'connections opened after the first reply').to.equal(0)
+    } finally {
+      await program.dispose()
+      own.closeAllConnections()
+      own.close()
+    }
+  })
+
   it("answers the server's refusal in the service's words: its 4xx stays a 4xx, and an operation it lacks is a 400", async () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-4', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})

@@ -35,6 +35,14 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
       expect(commandLineFlags(parameters)).to.deep.equal(['--enforce-eager', '--gpu-memory-utilization', '0.9', '--max-model-len', '4096'])
       expect(commandLineFlags(parameters, {negatableBooleans: true})).to.deep.equal(['--enforce-eager', '--gpu-memory-utilization', '0.9', '--max-model-len', '4096', '--no-trust-remote-code'])
     })
+
+    it('splits the model across the launch\'s GPUs with the parameter named, unless the launch sets it or has one GPU', () => {
+      const splitAcross = (devices?: number[]) => ({splitAcross: {devices, parameter: 'tp_size'}})
+      expect(commandLineFlags({dtype: 'half'}, splitAcross([0, 1, 2]))).to.deep.equal(['--dtype', 'half', '--tp-size', '3'])
+      expect(commandLineFlags({tp_size: 1, dtype: 'half'}, splitAcross([0, 1, 2]))).to.deep.equal(['--tp-size', '1', '--dtype', 'half'])
+      expect(commandLineFlags({dtype: 'half'}, splitAcross([2]))).to.deep.equal(['--dtype', 'half'])
+      expect(commandLineFlags({dtype: 'half'}, splitAcross())).to.deep.equal(['--dtype', 'half'])
+    })
   })
 
   describe('vLLM', () => {

@@ -2,9 +2,7 @@
  * How a model becomes an `mlx_lm.server` program, and where one can run: MLX computes on Apple silicon's GPU through
  * Metal, so the engine is offered on macOS on arm64 only.
  */
-import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
-
-type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
+import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
 
 /** `mlx_lm.server`'s options that a launch may set (`--max_tokens 1024`), as mlx-lm names them. */
 export const MLX_PARAMETERS: Record<string, EngineParameter> = {
@@ -30,7 +28,7 @@ export interface ServerLaunch {
   port: number
 }
 
-export function mlxCommand(request: Pick<LoadRequest, 'modelPath' | 'parameters'>, {port, python}: ServerLaunch, flags: Flags): ExternalCommand {
+export function mlxCommand(request: Pick<LoadRequest, 'modelPath' | 'parameters'>, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
   return {
     args: ['-m', 'mlx_lm.server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), ...flags(request.parameters)],
     // The weights are local, so the program never needs the hub.

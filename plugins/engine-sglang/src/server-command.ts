@@ -2,9 +2,7 @@
  * How a model becomes an SGLang server (`python -m sglang.launch_server`): the launch's engine parameters are
  * SGLang's own options, passed through as flags.
  */
-import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
-
-type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
+import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
 
 /**
  * `launch_server`'s options that a launch may set (`--mem_fraction_static 0.8`), as SGLang names them. Not
@@ -40,12 +38,9 @@ export interface ServerLaunch {
  * The model is served under its uid, which requests name. SGLang's flags are `store_true`, so a false boolean is
  * simply left out; a launch given several GPUs splits the model across them unless it says otherwise.
  */
-export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python}: ServerLaunch, flags: Flags): ExternalCommand {
-  const passed: Record<string, unknown> = {...request.parameters}
-  const devices = request.devices ?? []
-  if (devices.length > 1 && passed.tp_size === undefined) passed.tp_size = devices.length
+export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
   return {
-    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed)],
+    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(request.parameters, {splitAcross: {devices: request.devices, parameter: 'tp_size'}})],
     // The weights are local, so the program never needs the hub.
     env: {HF_HUB_OFFLINE: '1'},
     file: python,

@@ -199,6 +199,9 @@ def texts_of(value, param):
 
 class Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
+    # Each streamed piece leaves at once: on a kept-alive connection, Nagle's algorithm would hold a piece until the
+    # client's delayed acknowledgement of the one before (up to 40 ms).
+    disable_nagle_algorithm = True
 
     def get_routes(self):
         return {"/v1/models": self.models}
@@ -252,6 +255,7 @@ class Handler(JsonHandler):
                     if (request.get("stream_options") or {}).get("include_usage"):
                         send([], usage)
                     self.send_event("[DONE]")
+                    self.end_events()
                     return
                 send([{"finish_reason": None, "index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}])
                 sent += 1

@@ -2,11 +2,9 @@
  * How a model becomes a `vllm serve` program: the launch's engine parameters are vLLM's own options, passed through
  * as flags, except the CPU backend's settings, which vLLM reads from its environment.
  */
-import type {CommandLineFlagsOptions, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
+import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
 
 import {delimiter} from 'node:path'
-
-type Flags = (parameters: Record<string, unknown>, options?: CommandLineFlagsOptions) => string[]
 
 const DTYPES = ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32']
 
@@ -55,7 +53,7 @@ export interface ServerLaunch {
  * named `vllm` at start and fails. The model is served under its uid, which requests name; a launch given several
  * GPUs splits the model across them unless it says otherwise.
  */
-export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python, pythonPath, startupDir}: ServerLaunch, flags: Flags): ExternalCommand {
+export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python, pythonPath, startupDir}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
   const passed: Record<string, unknown> = {}
   const env: Record<string, string> = {
     // The weights are local, so the program never needs the hub; vLLM's usage statistics stay on this machine.
@@ -68,10 +66,8 @@ export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' |
     else passed[name] = value
   }
 
-  const devices = request.devices ?? []
-  if (devices.length > 1 && passed.tensor_parallel_size === undefined) passed.tensor_parallel_size = devices.length
   return {
-    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true})],
+    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true, splitAcross: {devices: request.devices, parameter: 'tensor_parallel_size'}})],
     env,
     file: python,
   }
