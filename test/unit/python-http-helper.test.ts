@@ -1,7 +1,7 @@
 /**
  * The Python helper every engine program builds on (python/service_http.py), run for real: a small program that
  * imports it, started by the kernel's program spawner with nothing on PYTHONPATH (the spawner adds the helpers), and
- * called over HTTP: health, JSON and server-sent event answers, a refusal naming its field, a 500 with the reason,
+ * called over HTTP: health, JSON and server-sent event answers (chunked, ended whole by end_events), a refusal naming its field, a 500 with the reason,
  * an unknown route, a body that is not JSON, and a clean exit on SIGTERM.
  */
 import {expect} from 'chai'
@@ -35,6 +35,7 @@ class Handler(JsonHandler):
         for index in range(request["count"]):
             self.send_event({"index": index})
         self.send_event("[DONE]")
+        self.end_events()
 
     def broken(self, request):
         raise RuntimeError("the model fell over")
