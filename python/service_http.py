@@ -109,29 +109,49 @@ class JsonHandler(BaseHTTPRequestHandler):
             return
         self.send_json(status, {"error": {"message": message, "param": param, "type": ERROR_TYPES.get(status, "server_error")}})
 
+    def start_stream(self, content_type, headers=None):
+        """Starts a 200 answer sent in chunks as they are made (HTTP/1.1 handlers), each by `send_chunk`;
+        `end_stream` ends it whole and keeps the connection open for the service's next request."""
+        self.chunked = True
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.flush()
+        # Until the answer has ended whole, a failure leaves the connection unusable.
+        self.close_connection = True
+
+    def send_chunk(self, data):
+        self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
+        self.wfile.flush()
+
+    def end_stream(self):
+        if self.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = False
+
     def start_events(self):
-        """Starts a server-sent event stream. A handler speaking HTTP/1.1 sends it chunked, so that the connection stays
-        open for the service's next request once `end_events` has ended it whole; otherwise the connection closes."""
-        self.chunked = self.protocol_version == "HTTP/1.1"
+        """Starts a server-sent event stream: chunked for a handler speaking HTTP/1.1 (see start_stream), so the
+        connection outlives it once `end_events` has ended it whole; otherwise the connection closes at its end."""
+        if self.protocol_version == "HTTP/1.1":
+            return self.start_stream("text/event-stream", {"Cache-Control": "no-cache"})
+        self.chunked = False
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding" if self.chunked else "Connection", "chunked" if self.chunked else "close")
+        self.send_header("Connection", "close")
         self.end_headers()
-        # Until the stream has ended whole, a failure leaves the connection unusable.
         self.close_connection = True
 
     def send_event(self, data):
         """One event: `data` as JSON, or as it is when a string (`[DONE]`); sent at once."""
-        payload = f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
-        self.wfile.write(b"%x\r\n%b\r\n" % (len(payload), payload) if self.chunked else payload)
-        self.wfile.flush()
+        self.send_chunk(f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode())
 
     def end_events(self):
-        """Ends the stream whole; a chunked one leaves the connection open for the next request."""
-        if self.chunked:
-            self.wfile.write(b"0\r\n\r\n")
-            self.close_connection = False
+        """Ends the stream whole."""
+        self.end_stream()
 
 
 class Server(ThreadingHTTPServer):

@@ -77,24 +77,18 @@ def main():
             if name not in voices:
                 raise BadRequest(unknown_voice_message(name, voice.config), "voice")
             synthesis = SynthesisConfig(speaker_id=voices[name], length_scale=voice.config.length_scale / float(request.get("speed", 1.0)))
-            self.send_response(200)
-            self.send_header("Content-Type", "audio/pcm")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("X-Sample-Rate", str(voice.config.sample_rate))
-            self.end_headers()
-            self.wfile.flush()
+            self.start_stream("audio/pcm", {"X-Sample-Rate": str(voice.config.sample_rate)})
             with lock:
                 for done, chunk in enumerate(voice.synthesize(request["input"], synthesis)):
                     pcm = chunk.audio_int16_bytes
                     if not pcm:
                         continue
                     try:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(pcm), pcm))
-                        self.wfile.flush()
+                        self.send_chunk(pcm)
                     except (BrokenPipeError, ConnectionResetError):
                         print(f"speech stopped: the client went away after {done + 1} sentences", flush=True)
                         return
-            self.wfile.write(b"0\r\n\r\n")
+            self.end_stream()
 
     serve(Handler, args.port)
 

@@ -56,12 +56,7 @@ def main():
             if voice not in voices:
                 raise BadRequest(f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}.", "voice")
             sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
-            self.send_response(200)
-            self.send_header("Content-Type", "audio/pcm")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("X-Sample-Rate", str(model.config.sampling_rate))
-            self.end_headers()
-            self.wfile.flush()
+            self.start_stream("audio/pcm", {"X-Sample-Rate": str(model.config.sampling_rate)})
             for done, sentence in enumerate(sentences):
                 inputs = tokenizer(sentence, return_tensors="pt")
                 if inputs["input_ids"].shape[-1] == 0:
@@ -74,12 +69,11 @@ def main():
                 if not pcm:
                     continue
                 try:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(pcm), pcm))
-                    self.wfile.flush()
+                    self.send_chunk(pcm)
                 except (BrokenPipeError, ConnectionResetError):
                     print(f"speech stopped: the client went away after {done + 1} of {len(sentences)} sentences", flush=True)
                     return
-            self.wfile.write(b"0\r\n\r\n")
+            self.end_stream()
 
     serve(Handler, args.port)
 
