@@ -127,6 +127,22 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
         self.wfile.flush()
 
+    def send_chunks(self, chunks):
+        """Sends each non-empty chunk of a generator as it is made, then ends the answer and answers None; when the
+        client goes away, closes the generator (so its work stops) and answers how many chunks it had made."""
+        made = 0
+        try:
+            for data in chunks:
+                if not data:
+                    continue
+                made += 1
+                self.send_chunk(data)
+        except (BrokenPipeError, ConnectionResetError):
+            chunks.close()
+            return made
+        self.end_stream()
+        return None
+
     def end_stream(self):
         if self.chunked:
             self.wfile.write(b"0\r\n\r\n")

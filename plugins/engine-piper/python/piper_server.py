@@ -78,17 +78,15 @@ def main():
                 raise BadRequest(unknown_voice_message(name, voice.config), "voice")
             synthesis = SynthesisConfig(speaker_id=voices[name], length_scale=voice.config.length_scale / float(request.get("speed", 1.0)))
             self.start_stream("audio/pcm", {"X-Sample-Rate": str(voice.config.sample_rate)})
-            with lock:
-                for done, chunk in enumerate(voice.synthesize(request["input"], synthesis)):
-                    pcm = chunk.audio_int16_bytes
-                    if not pcm:
-                        continue
-                    try:
-                        self.send_chunk(pcm)
-                    except (BrokenPipeError, ConnectionResetError):
-                        print(f"speech stopped: the client went away after {done + 1} sentences", flush=True)
-                        return
-            self.end_stream()
+
+            def pcm():
+                with lock:
+                    for chunk in voice.synthesize(request["input"], synthesis):
+                        yield chunk.audio_int16_bytes
+
+            stopped = self.send_chunks(pcm())
+            if stopped is not None:
+                print(f"speech stopped: the client went away after {stopped} sentences", flush=True)
 
     serve(Handler, args.port)
 

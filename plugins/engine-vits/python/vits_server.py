@@ -57,23 +57,21 @@ def main():
                 raise BadRequest(f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}.", "voice")
             sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
             self.start_stream("audio/pcm", {"X-Sample-Rate": str(model.config.sampling_rate)})
-            for done, sentence in enumerate(sentences):
-                inputs = tokenizer(sentence, return_tensors="pt")
-                if inputs["input_ids"].shape[-1] == 0:
-                    continue
-                with lock, torch.no_grad():
-                    model.speaking_rate = float(request.get("speed", 1.0))
-                    speaker = {"speaker_id": voices.index(voice)} if model.config.num_speakers > 1 else {}
-                    waveform = model(**inputs, **speaker).waveform[0]
-                pcm = (waveform.clamp(-1, 1) * 32767).to(torch.int16).numpy().tobytes()
-                if not pcm:
-                    continue
-                try:
-                    self.send_chunk(pcm)
-                except (BrokenPipeError, ConnectionResetError):
-                    print(f"speech stopped: the client went away after {done + 1} of {len(sentences)} sentences", flush=True)
-                    return
-            self.end_stream()
+
+            def pcm():
+                for sentence in sentences:
+                    inputs = tokenizer(sentence, return_tensors="pt")
+                    if inputs["input_ids"].shape[-1] == 0:
+                        continue
+                    with lock, torch.no_grad():
+                        model.speaking_rate = float(request.get("speed", 1.0))
+                        speaker = {"speaker_id": voices.index(voice)} if model.config.num_speakers > 1 else {}
+                        waveform = model(**inputs, **speaker).waveform[0]
+                    yield (waveform.clamp(-1, 1) * 32767).to(torch.int16).numpy().tobytes()
+
+            stopped = self.send_chunks(pcm())
+            if stopped is not None:
+                print(f"speech stopped: the client went away after {stopped} of {len(sentences)} sentences", flush=True)
 
     serve(Handler, args.port)
 
