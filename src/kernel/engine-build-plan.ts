@@ -6,7 +6,7 @@
 import {accessSync, constants, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
 
-import type {AutomaticBuild, BuildRequirement} from './contracts.js'
+import type {AutomaticBuild, BuildRequirement} from './engine-build-contract.js'
 import type {Kernel} from './kernel.js'
 
 import {badRequest, notFound, ServiceError} from './errors.js'
