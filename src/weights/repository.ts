@@ -30,8 +30,8 @@ export function isRepositorySpec(spec: ResolvedSpec): boolean {
   return !spec.model_uri && spec.model_hub !== GENERATED_HUB && !!spec.model_id && !isGgufFormat(spec.model_format) && specFileNames(spec).length === 0
 }
 
-/** The shards `model.safetensors.index.json` maps tensors to, or a 502 naming the repo when it cannot be read. */
-export async function indexedShards(indexPath: string, repo: string): Promise<Set<string>> {
+/** The shards `model.safetensors.index.json` (or the index `name`) maps tensors to, or a 502 naming the repo when it cannot be read. */
+export async function indexedShards(indexPath: string, repo: string, name = SAFETENSORS_INDEX): Promise<Set<string>> {
   try {
     const index = JSON.parse(await readFile(indexPath, 'utf8')) as {weight_map?: Record<string, unknown>}
     const shards = Object.values(index.weight_map ?? {}).filter((value): value is string => typeof value === 'string')
@@ -40,7 +40,7 @@ export async function indexedShards(indexPath: string, repo: string): Promise<Se
     // Reported below, as an index without shards is.
   }
 
-  throw new ServiceError(502, 'hub_error', `the repo ${repo} has a ${SAFETENSORS_INDEX} that maps no weight files; it cannot be loaded as safetensors.`)
+  throw new ServiceError(502, 'hub_error', `the repo ${repo} has a ${name} that maps no weight files; it cannot be loaded.`)
 }
 
 /**

@@ -15,7 +15,7 @@ import {stat, statfs} from 'node:fs/promises'
 import {dirname} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import type {ResolvedSpec} from '../kernel/catalogue.js'
+import type {ModelFamily, ResolvedSpec} from '../kernel/catalogue.js'
 import type {Logger, LoadRequest, WeightsGenerator} from '../kernel/contracts.js'
 import type {DownloadFinished, ServiceEvents} from '../kernel/observability.js'
 import type {DownloadProgress, WeightsSource} from '../protocol/worker.js'
@@ -27,6 +27,7 @@ import {formatBytes} from '../util/format.js'
 import {generateIntoCache, type PythonEnvironmentMaker} from './generated-weights.js'
 import {cacheEntryName, type CacheManifest, ModelCache} from './cache.js'
 import {createHub, type Hub, type RemoteFile, type RepoSnapshot} from './hubs.js'
+import {isPipelineSpec, pipelineVariant, type PipelineVariant, selectPipelineFiles} from './pipeline.js'
 import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
 import {downloadFile, partPath} from './transfer.js'
 
@@ -65,7 +66,8 @@ export interface WeightStoreOptions {
   events?: ServiceEvents
 }
 
-type SpecRequest = Pick<LoadRequest, 'modelName' | 'spec'>
+/** `family` is read for a diffusers pipeline's weight variant (its default_model_config). */
+type SpecRequest = Pick<LoadRequest, 'modelName' | 'spec'> & {family?: ModelFamily}
 
 interface Follower {
   onProgress?(progress: DownloadProgress): void
@@ -113,7 +115,7 @@ export class WeightStore {
   }
 
   /** The local path of the spec's entry file (for split GGUF, the first part), downloading what is missing. */
-  async resolve({modelName, spec}: SpecRequest, {onGenerating, onProgress, python, signal}: ResolveOptions = {}): Promise<string> {
+  async resolve({family, modelName, spec}: SpecRequest, {onGenerating, onProgress, python, signal}: ResolveOptions = {}): Promise<string> {
     const local = await this.localFile(spec)
     if (local) return local
     const {names, version} = this.entryOf(modelName, spec)
@@ -121,7 +123,7 @@ export class WeightStore {
     if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
-      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names, python)
+      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names, python, pipelineVariant(family))
       await this.follow(job, modelName, {onProgress, signal})
     }
 
@@ -206,12 +208,12 @@ export class WeightStore {
     })
   }
 
-  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[], python?: PythonEnvironmentMaker): DownloadJob {
+  private start(version: string, modelName: string, spec: ResolvedSpec, names: string[], python?: PythonEnvironmentMaker, variant?: PipelineVariant): DownloadJob {
     const job: DownloadJob = {controller: new AbortController(), done: Promise.resolve(), followers: new Set()}
     const fill =
       spec.model_hub === GENERATED_HUB
         ? generateIntoCache({cache: this.cache, generator: this.options.weightsGenerator?.(spec.model_format, spec.model_id ?? ''), log: this.options.log, modelName, names, python, signal: job.controller.signal, spec, version})
-        : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names))
+        : this.reportDownload(job, modelName, spec, this.download(job, version, modelName, spec, names, variant))
     job.done = fill.finally(() => this.jobs.delete(version))
     // Followers observe the outcome; this keeps an unobserved failure from being reported as unhandled.
     job.done.catch(() => {})
@@ -275,10 +277,17 @@ export class WeightStore {
   }
 
   /**
-   * The files of a whole repository (see repository.ts); its safetensors index, when it has one, is fetched first to
-   * learn the shards, and `fetched` is told of it so that a failure cleans it up too.
+   * The files of a whole repository (see repository.ts) or of a diffusers pipeline (see pipeline.ts); the small files
+   * that say which weights to take (an index) are fetched first, and `fetched` is told of them so that a failure cleans
+   * them up too.
    */
-  private async repositoryFiles(hub: Hub, snapshot: RepoSnapshot, version: string, signal: AbortSignal, fetched: string[]): Promise<RemoteFile[]> {
+  private async repositoryFiles(hub: Hub, snapshot: RepoSnapshot, version: string, signal: AbortSignal, fetched: string[], spec: ResolvedSpec, variant?: PipelineVariant): Promise<RemoteFile[]> {
+    if (isPipelineSpec(spec))
+      return selectPipelineFiles(snapshot, variant, async (file) => {
+        fetched.push(file.path)
+        await this.transfer(hub, snapshot, file, version, signal, () => {})
+        return this.cache.filePath(version, file.path)
+      })
     const index = snapshot.files.get(SAFETENSORS_INDEX)
     if (!index) return repositoryFiles(snapshot)
     fetched.push(index.path)
@@ -301,10 +310,10 @@ export class WeightStore {
     })
   }
 
-  private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[]): Promise<void> {
+  private async download(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[], variant?: PipelineVariant): Promise<void> {
     const fetched: string[] = []
     try {
-      await this.fetchAll(job, version, modelName, spec, names, fetched)
+      await this.fetchAll(job, version, modelName, spec, names, fetched, variant)
     } catch (error) {
       if (job.controller.signal.aborted || !resumable(error)) await this.cache.discard(version, fetched)
       throw error
@@ -315,12 +324,12 @@ export class WeightStore {
    * `names` are the spec's files, or none for a whole repository. `fetched` gathers what a failure must clean up: the
    * files being transferred (a refusal before the transfers begins keeps an earlier download's `.part` files).
    */
-  private async fetchAll(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[], fetched: string[]): Promise<void> {
+  private async fetchAll(job: DownloadJob, version: string, modelName: string, spec: ResolvedSpec, names: string[], fetched: string[], variant?: PipelineVariant): Promise<void> {
     const {log} = this.options
     const {signal} = job.controller
     const hub = this.hub(spec)
     const snapshot = await this.snapshot(hub, spec, signal)
-    const remote = names.length > 0 ? this.remoteFiles(hub, snapshot, names) : await this.repositoryFiles(hub, snapshot, version, signal, fetched)
+    const remote = names.length > 0 ? this.remoteFiles(hub, snapshot, names) : await this.repositoryFiles(hub, snapshot, version, signal, fetched, spec, variant)
     const present = await Promise.all(
       remote.map(async (file) => {
         const target = this.cache.filePath(version, file.path)

@@ -33,6 +33,16 @@ def check_gpu_memory(family):
         sys.exit(f"{name} needs a GPU with {needed} GB of memory (min_gpu_memory_gb); the largest here, {torch.cuda.get_device_name(0)}, has {total:.0f} GB.")
 
 
+def variant_of(path, config):
+    """The weights' packaging to load, as the weight store chose it to download (src/weights/pipeline.ts): the
+    registration's `variant`, or fp16 files where it loads as float16 and the folder has them."""
+    if config.get("variant"):
+        return config["variant"]
+    if config.get("torch_dtype") == "float16" and any(".fp16." in name for _, _, names in os.walk(path) for name in names):
+        return "fp16"
+    return None
+
+
 class Model:
     def __init__(self, request):
         self.family = request["family"]
@@ -54,7 +64,7 @@ class Model:
         else:
             dtype = getattr(torch, config.get("torch_dtype", "float16")) if self.device == "cuda" else torch.float32
             self.components = None
-            self.source = (path, dtype)
+            self.source = (path, dtype, variant_of(path, config))
         self.pipelines = {}
 
     def pipeline(self, task):
@@ -73,12 +83,12 @@ class Model:
             pipe = cls(**{k: v for k, v in self.components.items() if k in accepted})
         elif self.model_type == "video":
             first = next(iter(self.pipelines.values()), None)
-            pipe = first or diffusers.DiffusionPipeline.from_pretrained(self.source[0], torch_dtype=self.source[1])
+            pipe = first or diffusers.DiffusionPipeline.from_pretrained(self.source[0], torch_dtype=self.source[1], variant=self.source[2])
         else:
             auto = {"text2image": diffusers.AutoPipelineForText2Image, "image2image": diffusers.AutoPipelineForImage2Image,
                     "inpainting": diffusers.AutoPipelineForInpainting}[task]
             first = next(iter(self.pipelines.values()), None)
-            pipe = auto.from_pipe(first) if first else auto.from_pretrained(self.source[0], torch_dtype=self.source[1])
+            pipe = auto.from_pipe(first) if first else auto.from_pretrained(self.source[0], torch_dtype=self.source[1], variant=self.source[2])
         pipe.to(self.device)
         pipe.set_progress_bar_config(disable=True)
         self.pipelines[task] = pipe
