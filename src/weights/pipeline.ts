@@ -70,9 +70,8 @@ function packaging(names: string[], extension: 'safetensors' | 'bin', variant?: 
 function componentsOf(index: Record<string, unknown>, repo: string): Component[] {
   if (typeof index !== 'object' || index === null || Array.isArray(index) || !('_class_name' in index))
     throw new ServiceError(502, 'hub_error', `the repo ${repo} has a ${PIPELINE_INDEX} that is not a diffusers pipeline's (no _class_name); check model_id.`)
-  const ignored = new Set(Array.isArray(index._ignore_files) ? index._ignore_files : [])
   return Object.entries(index)
-    .filter(([name, value]) => name !== '_class_name' && !ignored.has(name) && Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string')
+    .filter(([name, value]) => name !== '_class_name' && Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string')
     .map(([name, value]) => ({className: (value as string[])[1], name}))
 }
 
@@ -83,6 +82,7 @@ function componentsOf(index: Record<string, unknown>, repo: string): Component[]
  */
 export function pipelineFiles(snapshot: RepoSnapshot, index: Record<string, unknown>, variant?: PipelineVariant): RemoteFile[] {
   const where = `the repo ${snapshot.repo} at ${snapshot.revision}`
+  // `_ignore_files`: files of the repository the pipeline's author marked as not to be loaded, as diffusers reads it.
   const ignored = new Set(Array.isArray(index._ignore_files) ? (index._ignore_files as string[]) : [])
   const listed = [...snapshot.files.values()].filter((file) => !ignored.has(file.path))
   const small: RemoteFile[] = listed.filter((file) => TOP_LEVEL.includes(file.path))
