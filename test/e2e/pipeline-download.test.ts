@@ -62,10 +62,9 @@ describe('diffusers pipeline repositories from the hub (service-local, servicect
     const environment = (await api('GET', '/v1/virtualenvs')).body.list.find((env: {packages: string[]}) => env.packages.some((name) => name.startsWith('diffusers')))
     await api('DELETE', '/v1/models/tiny-random-image')
     const directory = await temporaryDirectory()
-    for (const recipe of ['tiny-random-image', 'tiny-random-video']) {
-      await execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'test/helpers/save_tiny_pipeline.py'), recipe, join(directory, recipe)])
-      pipelines[recipe] = await filesUnder(join(directory, recipe))
-    }
+    const recipes = ['tiny-random-image', 'tiny-random-video']
+    await execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'test/helpers/save_tiny_pipeline.py'), ...recipes.flatMap((recipe) => [recipe, join(directory, recipe)])])
+    for (const recipe of recipes) pipelines[recipe] = await filesUnder(join(directory, recipe))
 
     const served = (recipe: string) => Object.fromEntries(pipelines[recipe].map((path) => [path, join(directory, recipe, path)]))
     const sd = served('tiny-random-image')

@@ -36,7 +36,8 @@ const register: RegisterHook = async ({api}) => ({
       parameters: {
         cpu_threads: {description: 'Threads torch computes with on the CPU (default: one per core).', minimum: 1, type: 'integer'},
       },
-      python: {packages: ['torch==2.13.0', 'diffusers==0.42.1', 'transformers==5.24.0', 'tokenizers==0.23.3', 'pillow', 'imageio', 'imageio-ffmpeg']},
+      // accelerate: without it diffusers loads a T5 text encoder (FLUX, SD 3.5, CogVideoX, Wan) with low_cpu_mem_usage=False, which transformers refuses.
+      python: {packages: ['torch==2.13.0', 'diffusers==0.42.1', 'transformers==5.24.0', 'tokenizers==0.23.3', 'accelerate==1.15.0', 'pillow', 'imageio', 'imageio-ffmpeg']},
     },
   ],
   // The tiny pipelines are built from code with a fixed seed when loaded; their file names the recipe.
