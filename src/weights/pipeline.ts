@@ -82,13 +82,14 @@ function componentsOf(index: Record<string, unknown>, repo: string): Component[]
  */
 export function pipelineFiles(snapshot: RepoSnapshot, index: Record<string, unknown>, variant?: PipelineVariant): RemoteFile[] {
   const where = `the repo ${snapshot.repo} at ${snapshot.revision}`
+  const components = componentsOf(index, snapshot.repo)
   // `_ignore_files`: files of the repository the pipeline's author marked as not to be loaded, as diffusers reads it.
   const ignored = new Set(Array.isArray(index._ignore_files) ? (index._ignore_files as string[]) : [])
   const listed = [...snapshot.files.values()].filter((file) => !ignored.has(file.path))
   const small: RemoteFile[] = listed.filter((file) => TOP_LEVEL.includes(file.path))
   const weights: RemoteFile[] = []
   let variantFound = false
-  for (const {className, name} of componentsOf(index, snapshot.repo)) {
+  for (const {className, name} of components) {
     const inFolder = listed.filter((file) => file.path.startsWith(`${name}/`) && !file.path.slice(name.length + 1).includes('/'))
     if (inFolder.length === 0) throw new ServiceError(502, 'hub_not_found', `${where} lacks the folder ${name}/ of the component ${name} (${className}) its ${PIPELINE_INDEX} names.`)
     const names = inFolder.map((file) => file.path.slice(name.length + 1))
