@@ -27,11 +27,11 @@ async function writeSafetensors(path: string, count: number): Promise<void> {
   await writeFile(path, Buffer.concat([length, header, Buffer.alloc(count * 4, 1)]))
 }
 
-const spec = (modelId: string): ResolvedSpec => ({
+const spec = (modelId: string, hub = 'huggingface'): ResolvedSpec => ({
   model_file_name_split_template: null,
   model_file_name_template: null,
   model_format: 'diffusers',
-  model_hub: 'huggingface',
+  model_hub: hub,
   model_id: modelId,
   model_revision: null,
   model_size_in_billions: 'none',
@@ -73,7 +73,7 @@ describe('diffusers pipeline downloads (weight store, local hub)', () => {
 
   after(async () => hub?.stop())
 
-  const store = () => new WeightStore({cacheDir: join(directory, 'cache'), env: {HF_ENDPOINT: hub.url, SERVICE_DOWNLOAD_RETRY_DELAY_MS: '1'}, log: quiet})
+  const store = () => new WeightStore({cacheDir: join(directory, 'cache'), env: {HF_ENDPOINT: hub.url, MODELSCOPE_ENDPOINT: hub.url, SERVICE_DOWNLOAD_RETRY_DELAY_MS: '1'}, log: quiet})
   const folder = (name: string) => join(directory, 'cache', `${name}--diffusers--none`)
   const family = (name: string, config: Record<string, unknown> = {}): ModelFamily => ({default_model_config: config, model_name: name})
   const files = async (path: string) =>
@@ -92,6 +92,11 @@ describe('diffusers pipeline downloads (weight store, local hub)', () => {
 
     const plain = await store().resolve({family: family('plain'), modelName: 'plain', spec: spec('test-org/pipeline')})
     expect(await files(plain)).to.include('vae/diffusion_pytorch_model.safetensors').and.not.include('vae/diffusion_pytorch_model.fp16.safetensors')
+  })
+
+  it('takes the same files from ModelScope, whose listing names the folders\' files by their paths', async () => {
+    const path = await store().resolve({family: family('modelscope'), modelName: 'modelscope', spec: spec('test-org/pipeline', 'modelscope')})
+    expect(await files(path)).to.deep.equal([...SMALL, ...SHARDS, MANIFEST, 'vae/diffusion_pytorch_model.safetensors'].sort())
   })
 
   it('refuses a pipeline whose shard index names a shard it lacks before any weights download, and keeps nothing', async () => {
