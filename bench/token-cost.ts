@@ -88,6 +88,7 @@ try {
         ours: {parts: {'model compute': {pid: modelPid, threads: 'others' as const}, 'model main': {pid: modelPid, threads: 'main' as const}, service: {pid: servicePid}}, url: `${service.url}/v1`},
       }
       const samples: Record<string, Array<{cpu: Record<string, number>; tokens: number; ttft: number; wall: number}>> = {'llama-server': [], ours: []}
+      const errors: Record<string, number> = {'llama-server': 0, ours: 0}
       for (const side of Object.values(sides)) await streamChat(side.url, {ignore_eos: true, max_tokens: 8, model: name})
       for (let round = 0; round < Number(options.rounds); round++)
         for (const sideName of round % 2 ? ['llama-server', 'ours'] : ['ours', 'llama-server']) {
@@ -95,17 +96,25 @@ try {
           const read = async () => Object.fromEntries(await Promise.all(Object.entries(side.parts).map(async ([part, {pid}]) => [part, await threadTimes(pid)] as const)))
           const before = await read()
           const started = performance.now()
-          const results = await Promise.all(Array.from({length: streams}, () => streamChat(side.url, {ignore_eos: true, max_tokens: tokens, model: name})))
+          const settled = await Promise.allSettled(Array.from({length: streams}, () => streamChat(side.url, {ignore_eos: true, max_tokens: tokens, model: name})))
           const wall = performance.now() - started
           const cpu = spent(side.parts, before, await read())
-          samples[sideName].push({cpu, tokens: results.reduce((sum, each) => sum + each.tokens, 0), ttft: median(results.map((each) => each.ttft)), wall})
+          const results = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
+          errors[sideName] += settled.length - results.length
+          // A round with a failed stream is not counted: its CPU time covers tokens the client never got.
+          if (results.length === streams) samples[sideName].push({cpu, tokens: results.reduce((sum, each) => sum + each.tokens, 0), ttft: median(results.map((each) => each.ttft)), wall})
         }
 
       console.log(`\n${streams} stream(s) on ${slots} slots | tok/s | TTFT ms | CPU ms per token`)
       for (const [sideName, list] of Object.entries(samples)) {
         const perToken = Object.keys(list[0].cpu).map((part) => `${part} ${show(summary(list.map((each) => each.cpu[part] / each.tokens)), 3)}`)
         const total = summary(list.map((each) => Object.values(each.cpu).reduce((sum, ms) => sum + ms, 0) / each.tokens))
-        console.log(`${sideName} | ${show(summary(list.map((each) => each.tokens / (each.wall / 1000))))} | ${show(summary(list.map((each) => each.ttft)))} | ${perToken.join(', ')}; all ${show(total, 3)}`)
+        if (list.length === 0) {
+          console.log(`${sideName} | every round had a failed stream (${errors[sideName]} errors)`)
+          continue
+        }
+
+        console.log(`${sideName} | ${show(summary(list.map((each) => each.tokens / (each.wall / 1000))))} | ${show(summary(list.map((each) => each.ttft)))} | ${perToken.join(', ')}; all ${show(total, 3)}; ${list.length} rounds, ${errors[sideName]} failed streams`)
       }
     } finally {
       await server.stop()
