@@ -11,6 +11,7 @@
  *       whose TTFT shows whether the cached prefix was reused.
  *
  *   node --import tsx bench/llama-server.ts [--sizes small,medium] [--repeats 3] [--gpu] [--load-tokens N]
+ *     [--streams 1,4,16,64] [--skip-long-prompt]
  *
  * Part of `npm run bench`. --gpu compares node-llama-cpp's CUDA binaries (all layers offloaded) with a
  * llama-server built with -DGGML_CUDA=ON, on a generated 0.5B model unless --sizes says otherwise. The GPU and
@@ -35,10 +36,14 @@ const {values: options} = parseArgs({
     'prompt-tokens': {default: '2000', type: 'string'},
     repeats: {default: '3', type: 'string'},
     sizes: {type: 'string'},
+    'skip-long-prompt': {default: false, type: 'boolean'},
+    streams: {default: '1,4,16,64', type: 'string'},
     threads: {default: String(cpus().length), type: 'string'},
   },
 })
 const repeats = Number(options.repeats)
+/** The stream counts to run (`--streams`): a cell of (a) or (b) runs when its number of streams is listed. */
+const streamCounts = new Set(options.streams.split(',').map(Number))
 const threads = Number(options.threads)
 /** A 0.5B-parameter model for GPUs (1.9 GB in F32), shaped like the small Qwen and Llama models. */
 const SIZES: Record<string, Readonly<RandomLlamaOptions>> = {
@@ -137,6 +142,23 @@ async function conversation(side: Side, run: number, words: number) {
 }
 
 let conversations = 0
+/** (c): a long prompt's TTFT on each side, then its second turn's. */
+async function longPrompt(sides: Side[], name: string, print: (line: string) => void) {
+  // The generated tokenizers' tokens per word vary with their vocabulary: measured on a 200-word message first.
+  const probe = await streamChat(sides[0].url, {max_tokens: 1, messages: [{content: longMessage(-1, 200), role: 'user'}], model: name})
+  const words = Math.round((Number(options['prompt-tokens']) * 200) / probe.promptTokens)
+  const turns = await alternate(sides, (side) => conversation(side, conversations++, words))
+  const describe = (list: typeof turns.ours) => ({
+    prompt_tokens: [median(list.map((turn) => turn.prompt1)), median(list.map((turn) => turn.prompt2))],
+    second_turn_ms: summary(list.map((turn) => turn.ttft2)),
+    ttft_ms: summary(list.map((turn) => turn.ttft1)),
+  })
+  const [ours, theirs] = [describe(turns.ours), describe(turns['llama-server'])]
+  print(`long prompt (${ours.prompt_tokens[0]} / ${theirs.prompt_tokens[0]} tokens) TTFT ms | ours ${show(ours.ttft_ms)} | llama-server ${show(theirs.ttft_ms)} | ×${ratio(ours.ttft_ms.median, theirs.ttft_ms.median)}`)
+  print(`its second turn (${ours.prompt_tokens[1]} / ${theirs.prompt_tokens[1]} tokens) TTFT ms | ours ${show(ours.second_turn_ms)} | llama-server ${show(theirs.second_turn_ms)} | ×${ratio(ours.second_turn_ms.median, theirs.second_turn_ms.median)}`)
+  return {'llama-server': theirs, ours}
+}
+
 async function benchSize(service: RunningService, binary: string, size: string, modelPath: string, print: (line: string) => void) {
   const name = `bench-${size}`
   const results: Record<string, unknown> = {}
@@ -148,26 +170,14 @@ async function benchSize(service: RunningService, binary: string, size: string, 
   results.ours_threads = pair.info.threads ?? pair.info.info?.threads
   try {
     print(`\n${size}, 4 slots | ours tok/s | llama-server tok/s | ours/llama-server | ours TTFT ms | llama-server TTFT ms`)
-    for (const streams of [1, 4]) {
+    for (const streams of [1, 4].filter((count) => streamCounts.has(count))) {
       const runs = await alternate(pair.sides, (side) => streamRound(side, streams, MAX_TOKENS))
       const [ours, theirs] = [describeLoad(runs.ours, 4), describeLoad(runs['llama-server'], 4)]
       results[`c${streams}`] = {'llama-server': theirs, ours}
       print(`${streams} stream(s), ${MAX_TOKENS} tokens | ${show(ours.tokens_per_s)} | ${show(theirs.tokens_per_s)} | ${ratio(ours.tokens_per_s.median, theirs.tokens_per_s.median)} | ${show(ours.ttft_ms)} | ${show(theirs.ttft_ms)}`)
     }
 
-    // The generated tokenizers' tokens per word vary with their vocabulary: measured on a 200-word message first.
-    const probe = await streamChat(pair.sides[0].url, {max_tokens: 1, messages: [{content: longMessage(-1, 200), role: 'user'}], model: name})
-    const words = Math.round((Number(options['prompt-tokens']) * 200) / probe.promptTokens)
-    const turns = await alternate(pair.sides, (side) => conversation(side, conversations++, words))
-    const describe = (list: typeof turns.ours) => ({
-      prompt_tokens: [median(list.map((turn) => turn.prompt1)), median(list.map((turn) => turn.prompt2))],
-      second_turn_ms: summary(list.map((turn) => turn.ttft2)),
-      ttft_ms: summary(list.map((turn) => turn.ttft1)),
-    })
-    const [ours, theirs] = [describe(turns.ours), describe(turns['llama-server'])]
-    results.long_prompt = {'llama-server': theirs, ours}
-    print(`long prompt (${ours.prompt_tokens[0]} / ${theirs.prompt_tokens[0]} tokens) TTFT ms | ours ${show(ours.ttft_ms)} | llama-server ${show(theirs.ttft_ms)} | ×${ratio(ours.ttft_ms.median, theirs.ttft_ms.median)}`)
-    print(`its second turn (${ours.prompt_tokens[1]} / ${theirs.prompt_tokens[1]} tokens) TTFT ms | ours ${show(ours.second_turn_ms)} | llama-server ${show(theirs.second_turn_ms)} | ×${ratio(ours.second_turn_ms.median, theirs.second_turn_ms.median)}`)
+    if (!options['skip-long-prompt']) results.long_prompt = await longPrompt(pair.sides, name, print)
   } finally {
     await pair.stop()
   }
@@ -179,7 +189,7 @@ async function benchSize(service: RunningService, binary: string, size: string, 
     [16, 16],
     [64, 64],
     [16, 64],
-  ]) {
+  ].filter(([, streams]) => streamCounts.has(streams))) {
     pair = await startPair(service, binary, name, modelPath, slots, 512)
     try {
       const runs = await alternate(pair.sides, (side) => streamRound(side, streams, tokens))

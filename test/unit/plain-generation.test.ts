@@ -128,6 +128,43 @@ describe('plain generation on node-llama-cpp', function () {
     expect(ended.text).to.equal(before.text)
   })
 
+  it('hands its first text on before it asks for the next decode', async () => {
+    const {model, wrapper} = loaded
+    const state = wrapper.generateContextState({chatHistory: [{text: 'Say something', type: 'user'}, {response: [], type: 'model'}]})
+    const sequence = loaded.plain as unknown as {_decodeTokens(...args: unknown[]): Promise<unknown>}
+    const decode = sequence._decodeTokens
+    const order: string[] = []
+    sequence._decodeTokens = function (...args) {
+      order.push('decode')
+      return decode.apply(this, args)
+    }
+
+    try {
+      await generatePlain(
+        model,
+        loaded.plain,
+        loaded.support,
+        {maxTokens: 12, prompt: state.contextText.tokenize(model.tokenizer), sampling: {temperature: 0, tokenBias: loaded.endOfGeneration}, stopTexts: [], stopTokens: new Set()},
+        new AbortController().signal,
+        (event) => {
+          if (event.type !== 'text' || order.includes('text')) return
+          order.push('text')
+          // What carries it to the model process's outbox (the event queue, two generators) takes a few promise steps.
+          void (async () => {
+            for (let step = 0; step < 20; step++) await undefined
+            order.push('passed on')
+          })()
+        },
+      )
+    } finally {
+      delete (sequence as {_decodeTokens?: unknown})._decodeTokens
+    }
+
+    const first = order.indexOf('text')
+    expect(first, 'some text came before the last token').to.be.within(1, order.lastIndexOf('decode') - 1)
+    expect(order.slice(first, first + 3)).to.deep.equal(['text', 'passed on', 'decode'])
+  })
+
   it('writes what LlamaCompletion writes after a text prompt', async () => {
     const {LlamaCompletion, model, reference} = loaded
     const completion = new LlamaCompletion({contextSequence: reference})

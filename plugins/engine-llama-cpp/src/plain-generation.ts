@@ -159,6 +159,9 @@ export function templateStops(model: LlamaModel, triggers: ReadonlyArray<LlamaTe
 /** Text of the tokens generated since the last whole character, read after the tokens before them. */
 const contextTokens = 4
 
+/** Resolves once the event loop has run everything already queued: the promise steps that pass an event on. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 /**
  * Generates on a leased sequence: the prompt's new part first, then one token per decode until a stop. Under a
  * grammar the sampler only offers tokens the grammar allows, and end-of-generation tokens only once it is complete.
@@ -189,6 +192,8 @@ export async function generatePlain(
   const generated: Token[] = []
   /** Generated tokens not yet turned into text. */
   let pending = 0
+  /** Whether text has been emitted yet; the first is handed on before the next decode (see the loop). */
+  let textEmitted = false
   const pendingText = () => model.detokenize(generated.slice(-pending), false, generated.slice(-pending - contextTokens, -pending))
   /** Ends without a stop text: what was held back (a partial stop text, a partial character) is text after all. */
   const end = (outcome: PlainOutcome) => {
@@ -218,6 +223,13 @@ export async function generatePlain(
           return stop.requested
             ? {finishReason: 'stop', stopReason: 'customStopTrigger', stopSequence: stop.text}
             : {finishReason: 'stop', stopReason: 'stopGenerationTrigger'}
+        // The first text (the TTFT) goes on its way, through the promise steps between here and the model process's
+        // outbox, before the next decode starts: started first, that decode holds both cores of a small machine
+        // while the service and the client wait for a scheduler tick to pass the token on.
+        if (safe && !textEmitted) {
+          textEmitted = true
+          if (generated.length < request.maxTokens) await nextTurn()
+        }
       }
 
       if (generated.length >= request.maxTokens)
