@@ -1,7 +1,7 @@
 /**
  * Image generation time through our API (`POST /v1/images/generations`, the diffusers engine's program) against
  * diffusers called directly in a Python process of its own (`bench/diffusers-direct.py`), with the same tiny random
- * pipeline, size, steps and torch threads, and the same PNG and base64 encoding, in one run. The two sides alternate
+ * pipeline, size, steps, guidance scale and torch threads, and the same PNG and base64 encoding, in one run. The two sides alternate
  * image by image (ours, direct, direct, ours, …) so that the machine's load drifting cancels. What our path adds to an
  * image is taken apart from the logs: the service's access line (the request inside the service), and the engine
  * program's line per image (generation, PNG, base64). Runs on its own with `node --import tsx bench/image-diffusers.ts`,
@@ -20,6 +20,8 @@ import {median} from './measure.js'
 const SIZE = 32
 const STEPS = 10
 const THREADS = 2
+/** Given on both sides: diffusers' own default (7.5) runs the UNet twice a step, the catalogue's default (1) once. */
+const GUIDANCE = 1
 /** Images per side; the first of each side warms up and is not counted. */
 const REPEATS = 8
 const MODEL = 'tiny-random-image'
@@ -42,7 +44,7 @@ async function enginePython(): Promise<string> {
 
 /** diffusers-direct.py, loaded once; each call generates one image and answers what its parts took, in seconds. */
 async function directGenerator() {
-  const child = execa(await enginePython(), [join(ROOT, 'bench/diffusers-direct.py'), join(ROOT, 'plugins/engine-diffusers/python'), String(SIZE), String(STEPS), String(THREADS)], {
+  const child = execa(await enginePython(), [join(ROOT, 'bench/diffusers-direct.py'), join(ROOT, 'plugins/engine-diffusers/python'), String(SIZE), String(STEPS), String(THREADS), String(GUIDANCE)], {
     stderr: 'inherit',
     stdin: 'pipe',
   })
@@ -82,7 +84,7 @@ export async function benchImageDiffusers(service: RunningService, print: (line:
       const seed = Math.floor(index / 2)
       if (Math.floor((index + 1) / 2) % 2 === 0) {
         const start = performance.now()
-        const reply = await callApi(service, 'POST', '/v1/images/generations', {model: MODEL, prompt: 'a lighthouse at dawn', seed, size: `${SIZE}x${SIZE}`, steps: STEPS})
+        const reply = await callApi(service, 'POST', '/v1/images/generations', {guidance_scale: GUIDANCE, model: MODEL, prompt: 'a lighthouse at dawn', seed, size: `${SIZE}x${SIZE}`, steps: STEPS})
         if (reply.status !== 200) throw new Error(JSON.stringify(reply.body))
         if (seed > 0) ours.push((performance.now() - start) / 1000)
       } else {
@@ -108,7 +110,7 @@ export async function benchImageDiffusers(service: RunningService, print: (line:
   const hop = inService.map((value, index) => value - program[index])
   const http = ours.map((value, index) => value - inService[index])
   print(
-    `\nimage generation (${MODEL}, ${SIZE}x${SIZE}, ${STEPS} steps, ${THREADS} threads, alternating, median of ${REPEATS}): ours ${median(ours).toFixed(3)} s, diffusers directly ${median(directTotal).toFixed(3)} s (generation ${median(directGenerate).toFixed(3)} s + PNG ${ms(directParts.map((parts) => parts.png_s)).toFixed(2)} ms + base64 ${ms(directParts.map((parts) => parts.base64_s)).toFixed(3)} ms), ours/direct ${ratio.toFixed(3)}`,
+    `\nimage generation (${MODEL}, ${SIZE}x${SIZE}, ${STEPS} steps, guidance ${GUIDANCE}, ${THREADS} threads, alternating, median of ${REPEATS}): ours ${median(ours).toFixed(3)} s, diffusers directly ${median(directTotal).toFixed(3)} s (generation ${median(directGenerate).toFixed(3)} s + PNG ${ms(directParts.map((parts) => parts.png_s)).toFixed(2)} ms + base64 ${ms(directParts.map((parts) => parts.base64_s)).toFixed(3)} ms), ours/direct ${ratio.toFixed(3)}`,
   )
   print(
     `  ours, taken apart (medians): generation in the engine's program ${median(generated).toFixed(3)} s, PNG ${ms(png).toFixed(2)} ms, base64 ${ms(base64).toFixed(3)} ms; program to service (HTTP to the program, progress lines, IPC hop) ${ms(hop).toFixed(1)} ms; service to client (HTTP, JSON) ${ms(http).toFixed(1)} ms`,
