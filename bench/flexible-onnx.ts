@@ -1,20 +1,30 @@
 /**
  * Flexible ONNX inference: requests per second through our API (`POST /v1/flexible/infers`, the model in its own
- * process) against ONNX Runtime used directly in this process on the same file, with the same concurrency and the
- * same inputs, in one run. Three models: `linear` (3×2, so nearly all of a request is the service's overhead), and
- * multilayer perceptrons of 4 hidden layers 1024 and 2048 wide (16 rows of 64 a request), which do a real model's
- * work with little JSON. Runs on its own with
+ * process) against ONNX Runtime used directly in this process on the same file, with the same concurrency, the same
+ * inputs and the same session options (THREADS intra-op threads, spinning off: session-options.ts), in one run. The
+ * two sides alternate round by round (ours, direct, direct, ours, …) so that the machine's load drifting cancels.
+ * Four models: `linear` (3×2, so nearly all of a request is the service's overhead), and multilayer perceptrons of 4
+ * hidden layers 1024, 1448 and 2048 wide (16 rows of 64 a request), which do a real model's work with little JSON.
+ * Beside the rates: the CPU time a request costs each process (the service and the model's process from /proc, on
+ * Linux; this one, the client, and the direct side, from process.cpuUsage), which a loaded machine disturbs less
+ * than it does the rates, and the fixed cost of a request at one stream (its time through us less its time directly). Runs on its own with
  * `node --import tsx bench/flexible-onnx.ts`, and as part of `npm run bench`.
  */
+import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {InferenceSession, Tensor} from 'onnxruntime-node'
 
+import {sessionOptions} from '../plugins/engine-onnxruntime/src/session-options.js'
 import {writeLinearModel, writeMlpModel} from '../test/helpers/onnx-models.js'
 import {callApi, type RunningService, startService, temporaryDirectory} from '../test/helpers/service.js'
 
-const SECONDS = 4
+const ROUND_SECONDS = 1
+/** Rounds per side and cell; the order alternates, so each side runs first in half of them. */
+const ROUNDS = 4
 const CONCURRENCY = [1, 4]
+/** Intra-op threads on both sides: the cores of the machine the README's numbers come from. */
+const THREADS = 2
 
 interface Workload {
   name: string
@@ -24,6 +34,11 @@ interface Workload {
 
 const rows = (count: number, width: number) => Array.from({length: count * width}, (_, index) => ((index * 7) % 13) / 13 - 0.5)
 const nest = (values: number[], width: number) => Array.from({length: values.length / width}, (_, row) => values.slice(row * width, (row + 1) * width))
+const mlp = (width: number): Workload => ({
+  inputs: {x: {dims: [16, 64], values: rows(16, 64)}},
+  name: `mlp-${width}`,
+  write: (path) => writeMlpModel(path, {inputs: 64, layers: 4, outputs: 16, width}),
+})
 
 const WORKLOADS: Workload[] = [
   {
@@ -31,46 +46,60 @@ const WORKLOADS: Workload[] = [
     name: 'linear',
     write: (path) => writeLinearModel(path, [[1, 2], [3, 4], [5, 6]]),
   },
-  {
-    inputs: {x: {dims: [16, 64], values: rows(16, 64)}},
-    name: 'mlp-1024',
-    write: (path) => writeMlpModel(path, {inputs: 64, layers: 4, outputs: 16, width: 1024}),
-  },
-  {
-    inputs: {x: {dims: [16, 64], values: rows(16, 64)}},
-    name: 'mlp-2048',
-    write: (path) => writeMlpModel(path, {inputs: 64, layers: 4, outputs: 16, width: 2048}),
-  },
+  mlp(1024),
+  mlp(1448),
+  mlp(2048),
 ]
 
-/** Requests completed per second by `concurrency` callers each calling `once` back to back for SECONDS. */
-async function throughput(once: () => Promise<void>, concurrency: number): Promise<number> {
-  for (let i = 0; i < 3; i++) await once()
-  const deadline = performance.now() + SECONDS * 1000
-  let done = 0
+/** User and system CPU milliseconds a process has used so far; undefined where /proc cannot say. */
+function cpuMilliseconds(pid: number | undefined): number | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
+interface Tally {
+  requests: number
+  seconds: number
+  /** CPU milliseconds of the service, the model's process and this process over the rounds. */
+  cpu: [number, number, number]
+}
+
+const ownCpuMilliseconds = () => {
+  const {system, user} = process.cpuUsage()
+  return (system + user) / 1000
+}
+
+/** `concurrency` callers each calling `once` back to back for `seconds`; adds what they completed to `tally`. */
+async function round(once: () => Promise<void>, concurrency: number, tally: Tally, pids: Array<number | undefined>): Promise<void> {
+  const before = [...pids.map((pid) => cpuMilliseconds(pid) ?? Number.NaN), ownCpuMilliseconds()]
   const start = performance.now()
+  const deadline = start + ROUND_SECONDS * 1000
   await Promise.all(
     Array.from({length: concurrency}, async () => {
       while (performance.now() < deadline) {
         await once()
-        done++
+        tally.requests++
       }
     }),
   )
-  return done / ((performance.now() - start) / 1000)
+  tally.seconds += (performance.now() - start) / 1000
+  const after = [...pids.map((pid) => cpuMilliseconds(pid) ?? Number.NaN), ownCpuMilliseconds()]
+  for (const index of [0, 1, 2]) tally.cpu[index] += after[index] - before[index]
 }
 
 export async function benchFlexibleOnnx(service: RunningService, print: (line: string) => void): Promise<Record<string, unknown>> {
   const work = await temporaryDirectory('service-bench-onnx-')
   const results: Record<string, unknown> = {}
-  print('\nflexible ONNX inference (requests/s) | streams | ours | ONNX Runtime in-process | ours/direct')
+  print(`\nflexible ONNX inference (requests/s, ${THREADS} intra-op threads both sides) | streams | ours | ONNX Runtime in-process | ours/direct | fixed cost ms | CPU ms a request: service + model process + client (direct)`)
   for (const workload of WORKLOADS) {
     const path = join(work, `${workload.name}.onnx`)
     await workload.write(path)
     const name = `bench-onnx-${workload.name}`
     await callApi(service, 'POST', '/v1/model_registrations/flexible', {model: {launcher: 'onnx', model_name: name, model_uri: path}, persist: false})
-    const launched = await callApi(service, 'POST', '/v1/models', {model_name: name, model_type: 'flexible'})
+    const launched = await callApi(service, 'POST', '/v1/models', {intra_op_num_threads: THREADS, model_name: name, model_type: 'flexible'})
     if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
+    const modelPid = ((await callApi(service, 'GET', `/v1/models/${name}`)).body as {pid: number | null}).pid ?? undefined
     const body = JSON.stringify({
       model: name,
       ...Object.fromEntries(Object.entries(workload.inputs).map(([input, {dims, values}]) => [input, dims.length === 1 ? values : nest(values, dims[1])])),
@@ -81,19 +110,39 @@ export async function benchFlexibleOnnx(service: RunningService, print: (line: s
       await response.json()
     }
 
-    const session = await InferenceSession.create(path)
+    const session = await InferenceSession.create(path, sessionOptions(THREADS))
     const direct = async () => {
       const feeds = Object.fromEntries(Object.entries(workload.inputs).map(([input, {dims, values}]) => [input, new Tensor('float32', Float32Array.from(values), dims)]))
       const outputs = await session.run(feeds)
       for (const output of Object.values(outputs)) Array.from(output.data as Float32Array)
     }
 
+    for (let index = 0; index < 3; index++) await Promise.all([ours(), direct()])
     const byLevel: Record<string, unknown> = {}
     for (const concurrency of CONCURRENCY) {
-      const oursRate = await throughput(ours, concurrency)
-      const directRate = await throughput(direct, concurrency)
-      byLevel[`c${concurrency}`] = {direct_rps: directRate, ours_rps: oursRate, ratio: oursRate / directRate}
-      print(`${workload.name.padEnd(36)} | ${String(concurrency).padStart(7)} | ${oursRate.toFixed(1)} | ${directRate.toFixed(1)} | ${(oursRate / directRate).toFixed(2)}`)
+      const oursTally: Tally = {cpu: [0, 0, 0], requests: 0, seconds: 0}
+      const directTally: Tally = {cpu: [0, 0, 0], requests: 0, seconds: 0}
+      // ours, direct, direct, ours, ours, direct, …
+      for (let index = 0; index < 2 * ROUNDS; index++)
+        await (Math.floor((index + 1) / 2) % 2 === 0 ? round(ours, concurrency, oursTally, [service.process.pid, modelPid]) : round(direct, concurrency, directTally, [undefined, undefined]))
+
+      const oursRate = oursTally.requests / oursTally.seconds
+      const directRate = directTally.requests / directTally.seconds
+      const cell = {
+        direct_rps: directRate,
+        fixed_cost_ms: 1000 / oursRate - 1000 / directRate,
+        client_cpu_ms: oursTally.cpu[2] / oursTally.requests,
+        direct_cpu_ms: directTally.cpu[2] / directTally.requests,
+        model_cpu_ms: oursTally.cpu[1] / oursTally.requests,
+        ours_rps: oursRate,
+        ratio: oursRate / directRate,
+        service_cpu_ms: oursTally.cpu[0] / oursTally.requests,
+      }
+      byLevel[`c${concurrency}`] = cell
+      const fixed = concurrency === 1 ? cell.fixed_cost_ms.toFixed(2) : '-'
+      print(
+        `${workload.name.padEnd(10)} | ${String(concurrency).padStart(2)} | ${oursRate.toFixed(1)} | ${directRate.toFixed(1)} | ${cell.ratio.toFixed(2)} | ${fixed} | ${cell.service_cpu_ms.toFixed(2)} + ${cell.model_cpu_ms.toFixed(2)} + ${cell.client_cpu_ms.toFixed(2)} (${cell.direct_cpu_ms.toFixed(2)})`,
+      )
     }
 
     results[workload.name] = byLevel

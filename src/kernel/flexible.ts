@@ -10,11 +10,8 @@ export interface FlexiblePayload {
   kwargs: Record<string, unknown>
 }
 
-export interface FlexibleResultEvent {
-  type: 'result'
-  /** The model's answer, as JSON. */
-  result: unknown
-}
+/** The model's answer: `result` as a JSON value, or `json`, the answer already written as JSON text, which is sent as it is. */
+export type FlexibleResultEvent = {type: 'result'; result: unknown; json?: undefined} | {type: 'result'; json: string; result?: undefined}
 
 export interface FlexibleOperations {
   infer: OperationSpec<FlexiblePayload, FlexibleResultEvent>

@@ -54,6 +54,12 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect((await make(2))[0]).to.not.equal(first[0])
   })
 
+  it('logs what each image took to generate, encode as PNG and as base64, in the model\'s log', async () => {
+    await openai.images.generate({model: 'tiny-random-image', n: 2, prompt: 'timed', response_format: 'b64_json', size: '32x32' as '256x256', ...({seed: 3, steps: 2} as object)})
+    const log = await readFile(join(service.home, 'logs', 'models', 'tiny-random-image.log'), 'utf8')
+    for (const index of [1, 2]) expect(log).to.match(new RegExp(`image ${index} of 2: generated in [0-9.]+ s, PNG [0-9.]+ s, base64 [0-9.]+ s`))
+  })
+
   it('streams each step done, and stops the generation when the client goes away', async () => {
     const streamed = await fetch(`${service.url}/v1/images/generations`, {
       body: JSON.stringify({model: 'tiny-random-image', prompt: 'steps', seed: 1, size: '32x32', steps: 3, stream: true}),

@@ -1,12 +1,14 @@
 /**
  * Runs inside a flexible model's own process: one ONNX Runtime session for the model's file. Its inputs and
  * outputs are read from the model itself, each request's arguments are checked against them (tensors.ts) before
- * the session runs, and the outputs go back by name as nested arrays.
+ * the session runs, and the outputs go back by name as nested arrays, written as JSON text here, so that neither the
+ * IPC hop nor the service turns every number into a value of its own again.
  */
 import type {EngineHost, FlexibleOperations, FlexiblePayload, LoadedModel} from 'service-toolkit'
 
 import {InferenceSession, Tensor} from 'onnxruntime-node'
 
+import {sessionOptions} from './session-options.js'
 import {describeSignature, fromTensor, supportedDtype, type TensorSignature, toTensor} from './tensors.js'
 
 function signatureOf(metadata: InferenceSession.ValueMetadata): TensorSignature {
@@ -17,7 +19,7 @@ function signatureOf(metadata: InferenceSession.ValueMetadata): TensorSignature 
 const host: EngineHost<FlexibleOperations> = {
   async load(request, {errors}) {
     const threads = request.parameters.intra_op_num_threads as number | undefined
-    const session = await InferenceSession.create(request.modelPath, threads === undefined ? {} : {intraOpNumThreads: threads}).catch((error: Error) => {
+    const session = await InferenceSession.create(request.modelPath, sessionOptions(threads)).catch((error: Error) => {
       throw errors.badRequest(`${request.modelName} is not an ONNX model ONNX Runtime can load: ${error.message.split('\n')[0]}`, 'model_uri')
     })
     const inputs = session.inputMetadata.map(signatureOf)
@@ -69,7 +71,7 @@ const host: EngineHost<FlexibleOperations> = {
             tensor.dispose()
           }
 
-          yield {result, type: 'result'}
+          yield {json: JSON.stringify(result), type: 'result'}
         },
       },
     }

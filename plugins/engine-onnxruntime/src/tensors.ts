@@ -86,29 +86,76 @@ function elementOf(value: unknown, rule: DtypeRule): bigint | boolean | number |
 const elementWords: Record<Element, string> = {bool: 'true or false', float: 'numbers', integer: 'whole numbers', string: 'strings'}
 
 /**
+ * Numbers of a numeric input that fit its dtype, written straight into its typed array in one pass, with the shape
+ * read off the first element of each level; undefined when anything does not fit (not rectangular, an element of
+ * the wrong kind, empty), for the careful path to say what. 64-bit integers and booleans always take that path.
+ */
+function packNumbers(value: unknown, rule: DtypeRule): TensorValue | undefined {
+  if (!rule.make || rule.element === 'bool' || rule.element === 'string') return undefined
+  const dims: number[] = []
+  for (let level = value; Array.isArray(level); level = level[0]) {
+    if (level.length === 0) return undefined
+    dims.push(level.length)
+  }
+
+  const data = rule.make(dims.reduce((product, dim) => product * dim, 1))
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) return undefined
+  const [low, high] = rule.range ? rule.range.map(Number) : [Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY]
+  const integer = rule.element === 'integer'
+  const fits = (item: unknown): item is number => typeof item === 'number' && (!integer || (Number.isInteger(item) && item >= low && item <= high))
+  let offset = 0
+  const fill = (level: unknown, axis: number): boolean => {
+    if (!Array.isArray(level) || level.length !== dims[axis]) return false
+    if (axis === dims.length - 1) {
+      for (const item of level) {
+        if (!fits(item)) return false
+        data[offset++] = item
+      }
+
+      return true
+    }
+
+    for (const item of level) if (!fill(item, axis + 1)) return false
+    return true
+  }
+
+  if (dims.length === 0) {
+    if (!fits(value)) return undefined
+    data[0] = value
+    return {data, dims}
+  }
+
+  return fill(value, 0) ? {data, dims} : undefined
+}
+
+/** Checks dims against the model's declared shape, recording the sizes of symbolic dimensions in `sizes`. */
+function checkShape(dims: number[], signature: TensorSignature, field: string, sizes: Map<string, number>, fail: (problem: string) => ServiceError): void {
+  if (signature.shape.length === 0) return
+  if (dims.length !== signature.shape.length) throw fail(`needs ${signature.shape.length} dimensions; ${field} has ${dims.length} (shape [${dims.join(', ')}])`)
+  for (const [axis, expected] of signature.shape.entries()) {
+    const size = dims[axis]
+    if (typeof expected === 'number' && expected >= 0 && size !== expected) throw fail(`needs ${expected} in dimension ${axis}; ${field} has ${size} (shape [${dims.join(', ')}])`)
+    if (typeof expected === 'string' && expected !== '') {
+      const known = sizes.get(expected)
+      if (known !== undefined && known !== size) throw fail(`has ${size} in dimension ${axis} (${expected}), where another input gave ${expected} = ${known}`)
+      sizes.set(expected, size)
+    }
+  }
+}
+
+/**
  * Converts one input's JSON into a tensor, checking it against the model's signature. `sizes` holds the sizes given
- * so far to symbolic dimensions (a batch dimension `N` shared by two inputs must be the same in both).
+ * so far to symbolic dimensions (a batch dimension `N` shared by two inputs must be the same in both). Numbers that
+ * fit are packed in one pass (packNumbers); anything else is read element by element, which says where it goes wrong.
  */
 export function toTensor(value: unknown, signature: TensorSignature, field: string, sizes: Map<string, number>, errors: ErrorFactory): TensorValue {
   const fail = (problem: string): ServiceError => errors.badRequest(`input ${describeSignature(signature)} ${problem}.`, field)
   const rule = DTYPES[signature.dtype]
-  const dims = shapeOf(value, field)
+  const packed = packNumbers(value, rule)
+  const dims = packed?.dims ?? shapeOf(value, field)
   if (typeof dims === 'string') throw fail(`cannot be read: ${dims}`)
-  if (signature.shape.length > 0) {
-    if (dims.length !== signature.shape.length) throw fail(`needs ${signature.shape.length} dimensions; ${field} has ${dims.length} (shape [${dims.join(', ')}])`)
-    for (const [axis, expected] of signature.shape.entries()) {
-      const size = dims[axis]
-      if (typeof expected === 'number' && expected >= 0 && size !== expected)
-        throw fail(`needs ${expected} in dimension ${axis}; ${field} has ${size} (shape [${dims.join(', ')}])`)
-      if (typeof expected === 'string' && expected !== '') {
-        const known = sizes.get(expected)
-        if (known !== undefined && known !== size)
-          throw fail(`has ${size} in dimension ${axis} (${expected}), where another input gave ${expected} = ${known}`)
-        sizes.set(expected, size)
-      }
-    }
-  }
-
+  checkShape(dims, signature, field, sizes, fail)
+  if (packed) return packed
   const flat = dims.length === 0 ? [value] : (value as unknown[]).flat(dims.length - 1)
   const elements = flat.map((item, index) => {
     const element = elementOf(item, rule)
@@ -125,13 +172,17 @@ export function toTensor(value: unknown, signature: TensorSignature, field: stri
   return {data, dims}
 }
 
-/** A tensor's data as nested arrays of JSON values; 64-bit integers become numbers (exact up to 2^53). */
+/**
+ * A tensor's data as nested arrays of JSON values; 64-bit integers become numbers (exact up to 2^53). The rows of a
+ * numeric tensor are copied from views of its data, without a flat copy of the whole first.
+ */
 export function fromTensor(data: ArrayLike<unknown>, dims: readonly number[], dtype: string): unknown {
-  const values = Array.from(data, (item) => (typeof item === 'bigint' ? Number(item) : dtype === 'bool' ? Boolean(item) : item))
+  const numeric = ArrayBuffer.isView(data) && !(data instanceof BigInt64Array || data instanceof BigUint64Array) && dtype !== 'bool'
+  const values = numeric ? (data as Float32Array) : Array.from(data, (item) => (typeof item === 'bigint' ? Number(item) : dtype === 'bool' ? Boolean(item) : item))
   if (dims.length === 0) return values[0]
   const nest = (offset: number, axis: number): unknown[] => {
     const size = dims[axis]
-    if (axis === dims.length - 1) return values.slice(offset, offset + size)
+    if (axis === dims.length - 1) return numeric ? Array.from((values as Float32Array).subarray(offset, offset + size)) : (values as unknown[]).slice(offset, offset + size)
     const stride = dims.slice(axis + 1).reduce((product, dim) => product * dim, 1)
     return Array.from({length: size}, (_, index) => nest(offset + index * stride, axis + 1))
   }

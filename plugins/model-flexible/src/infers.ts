@@ -1,8 +1,9 @@
 /**
  * `POST /v1/flexible/infers`, Xinference's call of a flexible model: `{model, args, ...kwargs}` runs the model's
- * `infer(*args, **kwargs)` and answers with its JSON, as it is.
+ * `infer(*args, **kwargs)` and answers with its JSON, as it is: an engine that writes its answer as JSON text (ONNX
+ * Runtime's) has that text sent without being parsed and written again.
  */
-import type {FlexibleOperations, KernelApi, RouteDefinition} from 'service-toolkit'
+import type {FlexibleOperations, FlexibleResultEvent, KernelApi, RouteDefinition} from 'service-toolkit'
 
 function infersSchema(s: KernelApi['schema']) {
   return s.object(
@@ -27,9 +28,10 @@ export function infersRoute(api: KernelApi): RouteDefinition<InferRequest> {
       const {args, model: uid, ...kwargs} = body
       const model = models.get<FlexibleOperations>(uid)
       api.requireAbility(model, 'infer', 'run a flexible inference')
-      let result: unknown = null
-      for await (const event of model.invoke('infer', {args: args ?? [], kwargs}, signal)) result = event.result
-      return {body: result, kind: 'json'}
+      let answer: FlexibleResultEvent | undefined
+      for await (const event of model.invoke('infer', {args: args ?? [], kwargs}, signal)) answer = event
+      if (answer?.json !== undefined) return {body: answer.json, headers: {'Content-Type': 'application/json; charset=utf-8'}, kind: 'json'}
+      return {body: answer?.result ?? null, kind: 'json'}
     },
     method: 'POST',
     path: '/v1/flexible/infers',
