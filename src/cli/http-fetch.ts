@@ -3,8 +3,8 @@
  * object. Node's own fetch, Response, Headers and FormData all load Node's bundled undici on first use (5 MB of
  * JavaScript, then llhttp's WebAssembly), which was the largest single cost of a short command such as
  * `servicectl list`. What this does not cover goes to Node's fetch as before: uploads (FormData and other
- * non-text bodies, whose multipart encoding fetch writes), headers given as anything but a plain object, and
- * redirects, which fetch follows.
+ * non-text bodies, whose multipart encoding fetch writes), a Request, headers given as anything but a plain
+ * object, and redirects, which fetch follows.
  */
 import type {IncomingMessage} from 'node:http'
 import {createRequire} from 'node:module'
@@ -28,8 +28,9 @@ interface ResponseShape {
 export const httpFetch: typeof fetch = async (input, init = {}) => {
   const {body, headers = {}, method = 'GET', signal} = init
   const plainHeaders = Object.getPrototypeOf(headers) === Object.prototype
-  if ((body !== undefined && body !== null && typeof body !== 'string') || !plainHeaders) return fetch(input, init)
-  const url = new URL(input instanceof URL ? input.href : String(input))
+  const textBody = body === undefined || body === null || typeof body === 'string'
+  if (!textBody || !plainHeaders || !(typeof input === 'string' || input instanceof URL)) return fetch(input, init)
+  const url = new URL(input)
   const {request} = require(url.protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http')
   const message = await new Promise<IncomingMessage>((resolve, reject) => {
     const sent = request(url, {headers: {...(headers as Record<string, string>), ...(typeof body === 'string' ? {'content-length': String(Buffer.byteLength(body))} : {})}, method, signal: signal ?? undefined}, resolve)
