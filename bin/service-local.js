@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import './require-node.js'
 import './hold-young-generation.js'
+import './hold-turbofan.js'
 
 import {execute} from '@oclif/core'
 

@@ -6,6 +6,7 @@ import {isServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 import {checkedEndpoint} from './endpoint.js'
+import {httpFetch} from './http-fetch.js'
 import {fileHistory, type LineHistory} from './repl.js'
 
 /**
@@ -66,6 +67,7 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
     this.credentialSource = apiKey ? {kind: 'api-key'} : saved ? {kind: 'login', username: saved.username} : undefined
     return new Client(this.endpoint, {
       apiKey: apiKey ?? saved?.access_token,
+      fetch: httpFetch,
       onVersionMismatch: (message) => this.warn(message),
       trace: this.flags['log-level'] === 'debug' ? (line) => this.logToStderr(line) : undefined,
     })

@@ -16,11 +16,12 @@ export interface JsonCall {
 /** Sends a JSON call (or a FormData body, for uploads); a network failure rejects as `fetch` rejects (the caller says what could not be reached). */
 export function sendJson(fetcher: typeof fetch, url: string, {body, credential, method, signal}: JsonCall): Promise<Response> {
   const headers: Record<string, string> = {accept: 'application/json'}
-  // Uploads go as multipart/form-data, whose boundary fetch writes into the content type itself.
-  const form = body instanceof FormData
+  // Uploads go as multipart/form-data, whose boundary fetch writes into the content type itself. Told by its tag
+  // rather than `instanceof FormData`, since reading that global loads Node's undici (see src/cli/http-fetch.ts).
+  const form = Object.prototype.toString.call(body) === '[object FormData]'
   if (body !== undefined && !form) headers['content-type'] = 'application/json'
   if (credential) headers.authorization = `Bearer ${credential}`
-  return fetcher(url, {body: body === undefined ? undefined : form ? body : JSON.stringify(body), headers, method, signal})
+  return fetcher(url, {body: body === undefined ? undefined : form ? (body as FormData) : JSON.stringify(body), headers, method, signal})
 }
 
 /**

@@ -12,9 +12,9 @@ import type {UploadedFile} from './uploads.js'
 
 import {randomUUID} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
+import {createRequire} from 'node:module'
 import {isAbsolute} from 'node:path'
 import {pathToFileURL} from 'node:url'
-import {imageSize} from 'image-size'
 
 import {badRequest, notFound} from './errors.js'
 import * as schema from './schema.js'
@@ -104,9 +104,13 @@ export const SIZE_MULTIPLE = 8
 
 const MEDIA_TYPES: Record<string, string> = {bmp: 'image/bmp', gif: 'image/gif', jpg: 'image/jpeg', png: 'image/png', tiff: 'image/tiff', webp: 'image/webp'}
 
+const require = createRequire(import.meta.url)
+
 export function imageOf(bytes: Buffer, field: string): InputImage {
   let dimensions
   try {
+    // Required by the first upload rather than at start: the idle service need not hold its 26 modules.
+    const {imageSize} = require('image-size') as typeof import('image-size')
     dimensions = imageSize(bytes)
   } catch {}
 

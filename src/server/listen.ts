@@ -38,8 +38,10 @@ export async function listen(app: Koa, {host, port}: {host: string; port: number
     )
     server.listen(port, host, () => resolve())
   })
-  // The launcher held the young generation's growth while the program started (bin/hold-young-generation.js); back to V8's default.
+  // The launcher held the young generation's growth and TurboFan while the program started (bin/hold-young-generation.js,
+  // bin/hold-turbofan.js); back to V8's defaults.
   setFlagsFromString('--semi-space-growth-factor=2')
+  setFlagsFromString('--turbofan')
   const address = server.address()
   const boundPort = typeof address === 'object' && address ? address.port : port
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host

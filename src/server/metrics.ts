@@ -5,11 +5,10 @@
  * work; the rest are the service's own, prefixed `service_`. Worker resources are read from the workers' last
  * reports when Prometheus scrapes, so a cluster's supervisor shows every worker's, labelled `worker`.
  */
-import {collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
-
 import type {DownloadFinished, ModelStateChanged, RequestFinished, RequestStarted, ServiceEvents} from '../kernel/observability.js'
 import type {ReportedInstance, WorkerStatus} from '../protocol/worker.js'
 
+import {collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from './prom-client.js'
 import {usageSeries, waitingByModel} from './usage-metrics.js'
 
 /** Seconds, from a few milliseconds (a token on a small model) to minutes (a long generation). */

@@ -3,9 +3,10 @@
  * requests, the memory and CPU time of each model process and of each worker's own, and each worker's downloads. They
  * are read from the workers' last reports when Prometheus scrapes, so a cluster's supervisor serves every worker's.
  */
-import {Counter, Gauge, type Registry} from 'prom-client'
 
 import type {ReportedInstance, WorkerStatus} from '../protocol/worker.js'
+
+import {Counter, Gauge, type Registry} from './prom-client.js'
 
 type ReportedWorker = Pick<WorkerStatus, 'id' | 'resources'>
 type Sample = [Record<string, string>, number]

@@ -1,0 +1,51 @@
+/**
+ * What `servicectl list` loads to answer: a real servicectl process against a real service-local, with a probe
+ * preloaded (`node --import`) that records every module loaded and Node's own internal modules when it exits.
+ * Node's fetch loads its bundled undici (5 MB of JavaScript and llhttp's WebAssembly) and oclif's Node version
+ * check loads semver: the two largest costs of a short command, which servicectl no longer pays.
+ */
+import {expect} from 'chai'
+import {execa} from 'execa'
+import {readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {type RunningService, SERVICECTL, startService, temporaryDirectory} from '../helpers/service.js'
+
+const PROBE = `
+import module from 'node:module'
+import {writeFileSync} from 'node:fs'
+const loaded = []
+module.registerHooks({load(url, context, next) { loaded.push(url); return next(url, context) }})
+process.on('exit', () => writeFileSync(process.env.PROBE_OUT, JSON.stringify({internal: process.moduleLoadList, loaded})))
+`
+
+describe('servicectl list start-up (real servicectl and service-local)', () => {
+  let service: RunningService
+  let loads: {internal: string[]; loaded: string[]}
+  let stdout: string
+
+  before(async () => {
+    service = await startService()
+    const folder = await temporaryDirectory('cli-startup-')
+    await writeFile(join(folder, 'probe.mjs'), PROBE)
+    const output = join(folder, 'loads.json')
+    const result = await execa('node', ['--import', join(folder, 'probe.mjs'), SERVICECTL, 'list'], {env: {NO_COLOR: '1', PROBE_OUT: output, SERVICE_ENDPOINT: service.url}})
+    stdout = result.stdout
+    loads = JSON.parse(await readFile(output, 'utf8'))
+  })
+
+  after(async () => {
+    await service?.stop()
+  })
+
+  it('answers the list over node:http without loading Node’s undici', () => {
+    expect(stdout).to.include('No models are running')
+    expect(loads.internal).to.include('NativeModule http')
+    expect(loads.internal.filter((name) => name.includes('undici'))).to.deep.equal([])
+  })
+
+  it('leaves semver unloaded, the Node version being checked by the launcher', () => {
+    expect(loads.loaded.some((url) => url.includes('/@oclif/core/'))).to.equal(true)
+    expect(loads.loaded.filter((url) => url.includes('/node_modules/semver/'))).to.deep.equal([])
+  })
+})
