@@ -41,8 +41,16 @@ export async function benchImageStableDiffusionCpp(service: RunningService, prin
   const environment = environments.list.find((each: {models: string[]}) => each.models.includes(MODEL))
   const direct = execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'bench/sdcpp-direct.py'), (await findFile(service.home, `${MODEL}.gguf`))!, String(SIZE), String(STEPS), String(THREADS)], {stderr: 'ignore'})
   const lines = createInterface({input: direct.stdout!})[Symbol.asyncIterator]()
-  const nextLine = async () => (await lines.next()).value as string
-  while ((await nextLine()) !== 'ready');
+  // The script's own lines start with `== `; the others are sd.cpp's log.
+  const nextAnswer = async (): Promise<string> => {
+    for (;;) {
+      const {done, value} = await lines.next()
+      if (done) throw new Error('sdcpp-direct.py ended early')
+      if (value.startsWith('== ')) return value.slice(3)
+    }
+  }
+
+  await nextAnswer()
 
   const ours: number[] = []
   const directTimes: number[] = []
@@ -54,7 +62,7 @@ export async function benchImageStableDiffusionCpp(service: RunningService, prin
     if (reply.status !== 200) throw new Error(JSON.stringify(reply.body))
     const oursSeconds = (performance.now() - start) / 1000
     direct.stdin!.write(`${index}\n`)
-    const directSeconds = Number(await nextLine())
+    const directSeconds = Number(await nextAnswer())
     if (index === 0) continue
     ours.push(oursSeconds)
     directTimes.push(directSeconds)

@@ -3,10 +3,10 @@
 POST /generate_image answers JSON lines, {"type": "progress", "step", "steps"} after each denoising step, then
 {"type": "image", "index", "png"}; a refusal before anything was made is a 400 {"error": {"message", "param"}}.
 
-sd.cpp has no way to stop a generation it has begun, so each one runs in a child forked from the loaded model (its
-weights shared, copy on write) and a client that goes away has that child killed at the next step; the loaded model
-stays as it was for the next request. The parent never computes: OpenMP's threads, which a fork does not copy, only
-ever start in the children."""
+sd.cpp has no way to stop a generation it has begun, so the generations run in a worker forked from the loaded model
+(its weights shared, copy on write), and a client that goes away has the worker killed at the next step and a fresh one
+forked, the model loaded as it was. The parent never computes: OpenMP's threads, which a fork does not copy, only ever
+start in the worker."""
 import argparse
 import base64
 import io
@@ -107,37 +107,79 @@ def arguments(model, payload):
     return args
 
 
-def generate_in_child(model, args, write):
-    """Runs in the forked child: each step and each image as a JSON line on `write`, then exits."""
-    with os.fdopen(write, "w") as out:
-        def line(event):
-            out.write(json.dumps(event) + "\n")
-            out.flush()
+def generate(model, args, line):
+    """One generation, in the worker: each step and each image as an event, through `line`."""
+    steps = args["sample_steps"]
+    done = [0]
 
-        steps = args["sample_steps"]
-        done = [0]
+    def progress(step, total, _seconds):
+        # sd.cpp counts each image's steps from 1; the service counts the steps of all the images together.
+        if step >= 1 and total == steps:
+            done[0] += 1
+            line({"type": "progress", "step": done[0], "steps": steps * args["batch_count"]})
 
-        def progress(step, total, _seconds):
-            # sd.cpp counts each image's steps from 1; the service counts the steps of all the images together.
-            if step >= 1 and total == steps:
-                done[0] += 1
-                line({"type": "progress", "step": done[0], "steps": steps * args["batch_count"]})
+    try:
+        images = model.sd.generate_image(**args, progress_callback=progress)
+        for index, image in enumerate(images):
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG")
+            line({"type": "image", "index": index, "png": base64.b64encode(buffer.getvalue()).decode()})
+    except (TypeError, ValueError) as error:
+        line({"type": "error", "status": 400, "message": f"the model cannot do what was asked: {error}", "param": None})
+    except Exception as error:  # noqa: BLE001 - reported to the parent, which answers it
+        line({"type": "error", "status": 500, "message": f"{type(error).__name__}: {error}", "param": None})
 
-        try:
-            images = model.sd.generate_image(**args, progress_callback=progress)
-            for index, image in enumerate(images):
-                buffer = io.BytesIO()
-                image.save(buffer, format="PNG")
-                line({"type": "image", "index": index, "png": base64.b64encode(buffer.getvalue()).decode()})
-        except (TypeError, ValueError) as error:
-            line({"type": "error", "status": 400, "message": f"the model cannot do what was asked: {error}", "param": None})
-        except Exception as error:  # noqa: BLE001 - reported to the parent, which answers it
-            line({"type": "error", "status": 500, "message": f"{type(error).__name__}: {error}", "param": None})
-    os._exit(0)
+
+class Worker:
+    """A child forked from the loaded model that runs the generations one after another, each asked as a JSON line on
+    its stdin pipe and answered as event lines ending with {"type": "done"}. It stays warm between requests (what sd.cpp
+    sets up on a first generation is done once); `restart` kills it mid-generation and forks a fresh one."""
+
+    def __init__(self, model):
+        self.model = model
+        self.start()
+
+    def start(self):
+        requests_read, requests_write = os.pipe()
+        events_read, events_write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(requests_write)
+            os.close(events_read)
+            with os.fdopen(requests_read) as requests, os.fdopen(events_write, "w") as events:
+                def line(event):
+                    events.write(json.dumps(event) + "\n")
+                    events.flush()
+
+                for request in requests:
+                    generate(self.model, json.loads(request), line)
+                    line({"type": "done"})
+            os._exit(0)
+        os.close(requests_read)
+        os.close(events_write)
+        self.requests = os.fdopen(requests_write, "w")
+        self.events = os.fdopen(events_read)
+
+    def restart(self):
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        self.requests.close()
+        self.events.close()
+        self.start()
+
+    def generate(self, args):
+        self.requests.write(json.dumps(args) + "\n")
+        self.requests.flush()
+        while (text := self.events.readline()) and (event := json.loads(text))["type"] != "done":
+            yield event
+        if not text:
+            self.restart()
+            raise RuntimeError("the generation's process ended without an answer; its log says why")
 
 
 class Handler(JsonHandler):
     model = None
+    worker = None
 
     def post_routes(self):
         return {"/generate_image": self.generate_image}
@@ -158,27 +200,17 @@ class Handler(JsonHandler):
         if payload["task"] != "text2image":
             raise BadRequest(f"the stable-diffusion.cpp engine makes images from text; {payload['task']} is not served yet.", "model")
         args = arguments(self.model, payload)
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:
-            os.close(read)
-            generate_in_child(self.model, args, write)
-        os.close(write)
         step = 0
         try:
-            with os.fdopen(read) as lines:
-                for text in lines:
-                    event = json.loads(text)
-                    step = event.get("step", step)
-                    if event["type"] == "error" and not self.answered:
-                        return self.fail(event["status"], event["message"], event["param"])
-                    self.line(event)
+            for event in self.worker.generate(args):
+                step = event.get("step", step)
+                if event["type"] == "error" and not self.answered:
+                    return self.fail(event["status"], event["message"], event["param"])
+                self.line(event)
         except (BrokenPipeError, ConnectionResetError):
-            os.kill(child, signal.SIGKILL)
+            self.worker.restart()
             print(f"generation stopped at step {step} of {args['sample_steps'] * args['batch_count']}: the client went away", flush=True)
             raise
-        finally:
-            os.waitpid(child, 0)
 
 
 def main():
@@ -188,6 +220,7 @@ def main():
     options = parser.parse_args()
     request = json.loads(options.request)
     Handler.model = Model(request)
+    Handler.worker = Worker(Handler.model)
     print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}) on port {options.port}", flush=True)
     serve(Handler, options.port)
 
