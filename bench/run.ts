@@ -20,6 +20,7 @@ import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-
 import {callApi, ROOT, servicectl, startService, temporaryDirectory} from '../test/helpers/service.js'
 import {benchFlexibleOnnx} from './flexible-onnx.js'
 import {benchImageDiffusers, diffusersServiceEnv} from './image-diffusers.js'
+import {benchImageStableDiffusionCpp} from './image-stable-diffusion-cpp.js'
 import {benchPythonEngines} from './python-engines.js'
 import {comparedCells, describeRounds, MAX_TOKENS, type Measured, median, printTable, type Round, rounds, show, streamChat, summary} from './measure.js'
 
@@ -168,6 +169,7 @@ async function main() {
 
     results.flexible_onnx = await benchFlexibleOnnx(service, print)
     results.image_diffusers = await benchImageDiffusers(service, print)
+    results.image_stable_diffusion_cpp = await benchImageStableDiffusionCpp(service, print)
     results.python_engines = await benchPythonEngines(service, print, {concurrency: [1, 4], maxTokens: MAX_TOKENS, repeats})
   } finally {
     await service.stop()

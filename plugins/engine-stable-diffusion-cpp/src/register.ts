@@ -1,0 +1,68 @@
+import type {RegisterHook} from 'service-toolkit'
+
+import {stat} from 'node:fs/promises'
+import {isAbsolute} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {stableDiffusionOperations} from './operations.js'
+import {generateTinyFlux, TINY_FLUX} from './tiny-flux.js'
+
+const SERVER = fileURLToPath(new URL('../python/server.py', import.meta.url))
+
+/**
+ * stable-diffusion-cpp-python is published as a source distribution only: the environment builds sd.cpp and ggml
+ * with CMake once (minutes), then every model reuses it. gguf reads a file's tensor names (what it holds, what it
+ * needs beside it) and writes the tiny model.
+ */
+const PACKAGES = ['stable-diffusion-cpp-python==0.4.7', 'gguf==0.19.0', 'pillow']
+
+/** The files sd.cpp reads beside a diffusion-only GGUF, as launch parameters naming them. */
+const COMPANIONS = {
+  clip_g: 'the CLIP-G text encoder (SD 3.5), e.g. clip_g.safetensors',
+  clip_l: 'the CLIP-L text encoder (FLUX.1, SD 3.5), e.g. clip_l.safetensors',
+  t5xxl: 'the T5-XXL text encoder (FLUX.1, SD 3.5), e.g. t5xxl_fp16.safetensors',
+  vae: "the VAE (FLUX.1's ae.safetensors, SD 3.5's)",
+}
+
+/**
+ * Each model runs `python/server.py` in a virtual environment with stable-diffusion-cpp-python: a GGUF file, with the
+ * VAE and text encoders it lacks given as files on this machine (the program refuses to start, naming them, when one
+ * it needs is missing).
+ */
+const register: RegisterHook = async ({api}) => ({
+  catalogue: [{families: [TINY_FLUX].map(api.media.normalizeFamily), modelType: 'image'}],
+  engines: [
+    {
+      external: {
+        async command(request, {port, python}) {
+          const {family, modelName, modelPath, modelType, parameters} = request
+          for (const name of Object.keys(COMPANIONS)) {
+            const file = parameters[name]
+            if (file === undefined) continue
+            if (typeof file !== 'string' || !isAbsolute(file) || !(await stat(file).catch(() => undefined))?.isFile())
+              throw api.errors.badRequest(`${name} must be the absolute path of a file on the service's machine (got ${JSON.stringify(file)}).`, name)
+          }
+
+          const load = JSON.stringify({family, modelName, modelPath, modelType, parameters})
+          return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}
+        },
+        // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
+        health: {path: '/health', timeoutMs: 15 * 60 * 1000},
+        info: () => ({abilities: ['text2image']}),
+        operations: stableDiffusionOperations(api.errors),
+        stopGraceMs: 5000,
+      },
+      formats: ['ggufv2'],
+      modelTypes: ['image'],
+      name: 'stable-diffusion.cpp',
+      parameters: {
+        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model.`, type: 'string' as const}])),
+        cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
+      },
+      python: {packages: PACKAGES},
+    },
+  ],
+  weightsGenerators: [{format: 'ggufv2', generate: generateTinyFlux, python: {packages: PACKAGES}, recipes: [TINY_FLUX.model_name]}],
+})
+
+export default register
