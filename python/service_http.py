@@ -22,7 +22,6 @@ import json
 import signal
 import sys
 import threading
-import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -173,39 +172,6 @@ class JsonHandler(BaseHTTPRequestHandler):
     def end_events(self):
         """Ends the stream whole."""
         self.end_stream()
-
-
-class StreamPacer:
-    """Joins a stream's text pieces as the service paces its own streams (SERVICE_STREAM_INTERVAL_MS; the kernel gives
-    it to an engine's command as `streamIntervalMs`): the first goes at once, later ones are held while the next is
-    expected before the interval since the last send is over, so a model slower than the interval sends each at once.
-    Every event the service reads from a program wakes it and is parsed there, on the cores the model computes on;
-    one event an interval instead of one a token is most of what relaying a small model's stream costs."""
-
-    def __init__(self, interval_ms, clock=time.monotonic):
-        self.interval = interval_ms / 1000
-        self.clock = clock
-        self.held = ""
-        self.sent_at = None
-        self.last_at = None
-        self.gap = 0.0
-
-    def add(self, piece):
-        """The text to send now (what was held, and this piece), or None while it is held."""
-        now = self.clock()
-        if self.last_at is not None:
-            self.gap = now - self.last_at
-        self.last_at = now
-        self.held += piece
-        if self.sent_at is not None and now + self.gap < self.sent_at + self.interval:
-            return None
-        self.sent_at = now
-        return self.take()
-
-    def take(self):
-        """Whatever is held, due now whatever the interval (the stream ends): "" when nothing is."""
-        text, self.held = self.held, ""
-        return text
 
 
 class Server(ThreadingHTTPServer):

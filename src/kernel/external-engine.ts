@@ -26,12 +26,6 @@ export interface ExternalLaunchContext {
   /** Indexes of the GPUs the model may use, from the load request; empty when it names none. */
   devices: number[]
   /**
-   * How long the service holds a streamed reply's tokens to send them together (SERVICE_STREAM_INTERVAL_MS; 0: each
-   * as it comes; absent where it does not pace). A program that can pace its streams the same way (vLLM's
-   * `--stream-interval`) saves the service a wake-up and a parse per token, on the cores the model computes on.
-   */
-  streamIntervalMs?: number
-  /**
    * The virtual environment made for the engine's `python` packages (and the registration's `virtualenv`); present
    * only when the engine declares `python`. Run the program with `python.executable`; its environment is activated
    * (`VIRTUAL_ENV`, and `PATH` starting with `python.binDir`), so what it runs by name comes from there too.

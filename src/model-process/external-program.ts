@@ -107,15 +107,7 @@ export class ExternalProgram {
     // As `source bin/activate` would: what the program runs by name (python, its console scripts) is the environment's.
     const activated: Record<string, string> = python ? {PATH: [python.binDir, this.options.env?.PATH ?? process.env.PATH].filter(Boolean).join(delimiter), VIRTUAL_ENV: python.envDir} : {}
     const env: Record<string, string> = {...this.options.env, ...activated, ...gpuEnvironment(request.devices)}
-    const {streamIntervalMs} = this.options
-    const context: ExternalLaunchContext = {
-      baseUrl: this.baseUrl,
-      devices: request.devices ?? [],
-      env,
-      port: this.port,
-      ...(python ? {python} : {}),
-      ...(streamIntervalMs === undefined ? {} : {streamIntervalMs}),
-    }
+    const context: ExternalLaunchContext = {baseUrl: this.baseUrl, devices: request.devices ?? [], env, port: this.port, ...(python ? {python} : {})}
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()

@@ -93,15 +93,6 @@ describe('ExternalProgram', () => {
     await unplaced.dispose()
   })
 
-  it("gives the engine's command the stream interval it paces the program's streams with, when it paces them", async () => {
-    const contexts: ExternalLaunchContext[] = []
-    const {spawn} = spawner()
-    const program = new ExternalProgram('m-8', engine(contexts), {freePort: async () => port, logFile: '/dev/null', spawn, streamIntervalMs: 16})
-    await program.load(request())
-    expect(contexts[0].streamIntervalMs).to.equal(16)
-    await program.dispose()
-  })
-
   it("sends chat as an OpenAI streaming request and yields the server's text and tool calls as generation events", async () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-3', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})

@@ -15,7 +15,7 @@ from queue import Queue
 
 import torch
 import transformers
-from service_http import BadRequest, JsonHandler, StreamPacer, serve
+from service_http import BadRequest, JsonHandler, serve
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
 parser = argparse.ArgumentParser()
@@ -28,7 +28,6 @@ parser.add_argument("--device", default="auto", help="auto (cuda when there is a
 parser.add_argument("--trust-remote-code", action="store_true")
 parser.add_argument("--max-new-tokens", type=int, default=512, help="when a request gives no max_tokens")
 parser.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 leaves torch's default")
-parser.add_argument("--stream-interval-ms", type=float, default=0, help="join a stream's pieces made within this many ms; 0 sends each")
 options = parser.parse_args()
 
 
@@ -241,21 +240,13 @@ class Handler(JsonHandler):
         def send(choices, usage=None):
             self.send_event({**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})})
 
-        def send_text(text):
-            send([{"finish_reason": None, "index": 0, **({"delta": {"content": text}} if chat else {"text": text})}])
-
         sent = 0
-        # Joined as the service would join them, sparing it a wake-up and a parse per token.
-        pacer = StreamPacer(options.stream_interval_ms)
         try:
             if chat:
                 send([{"delta": {"content": "", "role": "assistant"}, "finish_reason": None, "index": 0}])
             for piece in pieces:
                 if isinstance(piece, tuple):
                     _, finish, completion_tokens = piece
-                    held = pacer.take()
-                    if held:
-                        send_text(held)
                     send([{"finish_reason": finish, "index": 0, **({"delta": {}} if chat else {"text": ""})}])
                     usage = {"completion_tokens": completion_tokens, "prompt_tokens": len(prompt_ids), "total_tokens": completion_tokens + len(prompt_ids)}
                     if (request.get("stream_options") or {}).get("include_usage"):
@@ -263,10 +254,8 @@ class Handler(JsonHandler):
                     self.send_event("[DONE]")
                     self.end_events()
                     return
-                text = pacer.add(piece)
-                if text is not None:
-                    send_text(text)
-                    sent += 1
+                send([{"finish_reason": None, "index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}])
+                sent += 1
         except (BrokenPipeError, ConnectionResetError):
             pieces.close()
             print(f"client disconnected after {sent} pieces; generation stopped", flush=True)

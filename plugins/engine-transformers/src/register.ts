@@ -19,11 +19,9 @@ const OPTIONS: Record<string, string> = {device: '--device', dtype: '--dtype', m
  */
 const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine = {
-    command(request, {port, python, streamIntervalMs}) {
+    command(request, {port, python}) {
       if (!python) throw api.errors.badRequest('the transformers engine runs in a Python environment, and the service gave none.', 'model_engine')
       const args = ['-u', HOST, '--port', String(port), '--model', request.modelPath, '--model-uid', request.modelUid, '--model-type', request.modelType]
-      // The program joins a stream's tokens as the service would, sparing it a wake-up per token.
-      if (streamIntervalMs) args.push('--stream-interval-ms', String(streamIntervalMs))
       for (const [parameter, option] of Object.entries(OPTIONS)) if (request.parameters[parameter] !== undefined) args.push(option, String(request.parameters[parameter]))
       if (request.parameters.trust_remote_code === true) args.push('--trust-remote-code')
       // The weights are local files: the program never asks the hub, so a launch works offline and stays private.
