@@ -3,6 +3,8 @@
  * TTFT (request sent → first content), TPOT ((end − first) / (tokens − 1)), ITL (gaps between content chunks),
  * end-to-end latency and output tokens/s over a round's wall time.
  */
+import {readFile} from 'node:fs/promises'
+
 export const PROMPT = 'Write a long story about a lighthouse keeper who finds a map, and tell it slowly, with every detail of the sea and sky.'
 export const MAX_TOKENS = 128
 
@@ -149,4 +151,14 @@ export function printTable(print: (line: string) => void, columns: Column[]): (c
 /** The cells every comparison row starts with: streams, both sides' tokens/s and their ratio, both sides' TTFT. */
 export function comparedCells(concurrency: number, ours: Measured, other: Measured, ratioDigits = 2): string[] {
   return [String(concurrency), show(ours.tokens_per_s), show(other.tokens_per_s), (ours.tokens_per_s.median / other.tokens_per_s.median).toFixed(ratioDigits), show(ours.ttft_ms), show(other.ttft_ms)]
+}
+
+/**
+ * What a process has used so far, from /proc: CPU time (user + system, ms) and the times its main thread (the event
+ * loop, in Node) went to sleep waiting and was woken (voluntary context switches): a proxy's wake-ups per token.
+ */
+export async function processUsage(pid: number): Promise<{cpuMs: number; wakeUps: number}> {
+  const [stat, status] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile(`/proc/${pid}/status`, 'utf8')])
+  const fields = stat.split(') ')[1].split(' ')
+  return {cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100, wakeUps: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0)}
 }

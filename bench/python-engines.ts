@@ -7,7 +7,7 @@
  * side reports medians (min–max) of output tokens/s per round and TTFT per request. Greedy, fixed max_tokens with
  * ignore_eos, so both sides generate the same tokens. The engines' environments come from the test cache (nothing
  * new is installed once the engines' tests have run). Runs alone with `node --import tsx bench/python-engines.ts`
- * (`--repeats 9 --concurrency 1,4 --max-tokens 128`; `--engines transformers,vllm` adds vLLM on the CPU as
+ * (`--repeats 9 --concurrency 1,4 --max-tokens 128`, `--threads N` for torch's threads in host.py; `--engines transformers,vllm` adds vLLM on the CPU as
  * test/e2e/vllm-cpu.test.ts runs it, which takes minutes to start), and as part of `npm run bench` (Transformers only,
  * with the bench's --repeats).
  */
@@ -19,7 +19,7 @@ import OpenAI from 'openai'
 
 import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, type RunningService, servicectl, startService} from '../test/helpers/service.js'
-import {comparedCells, describeRounds, type Measured, printTable, PROMPT, type Round, type Sample, sampleFrom, show} from './measure.js'
+import {comparedCells, describeRounds, type Measured, printTable, processUsage, PROMPT, type Round, type Sample, sampleFrom, show} from './measure.js'
 
 const MODEL = 'tiny-random-llm'
 
@@ -27,6 +27,8 @@ export interface PythonEngineOptions {
   concurrency: number[]
   maxTokens: number
   repeats: number
+  /** torch's CPU threads in host.py (`--n_threads`); torch's own choice (a thread a core) unless given. */
+  threads?: number
 }
 
 /** What a service needs to find (or make) the engine's environment in the cache the tests use. */
@@ -72,12 +74,6 @@ async function streamOnce(client: OpenAI, model: string, maxTokens: number): Pro
   return sampleFrom(start, stamps, performance.now(), tokens || stamps.length)
 }
 
-/** CPU time (user + system, ms) a process has used so far. */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-}
-
 async function round(client: OpenAI, model: string, concurrency: number, maxTokens: number): Promise<Round> {
   const start = performance.now()
   const samples = await Promise.all(Array.from({length: concurrency}, () => streamOnce(client, model, maxTokens)))
@@ -86,9 +82,11 @@ async function round(client: OpenAI, model: string, concurrency: number, maxToke
 
 /** The Transformers engine on tiny-random-llm, launched with servicectl; the comparison; the model terminated. */
 export async function benchPythonEngines(service: RunningService, print: (line: string) => void, options: PythonEngineOptions): Promise<Record<string, unknown>> {
-  const launched = await servicectl(['launch', '-n', MODEL, '--model-engine', 'transformers', '-f', 'pytorch', '--dtype', 'float32', '-e', service.url])
+  const threads = options.threads ? ['--n_threads', String(options.threads)] : []
+  const launched = await servicectl(['launch', '-n', MODEL, '--model-engine', 'transformers', '-f', 'pytorch', '--dtype', 'float32', ...threads, '-e', service.url])
   if (launched.exitCode !== 0) throw new Error(launched.stderr)
-  return compareWithEngine(service, print, options, {label: `transformers engine, ${MODEL} (pytorch, float32, CPU)`, program: 'host.py', uid: MODEL})
+  const label = `transformers engine, ${MODEL} (pytorch, float32, CPU, ${options.threads ?? "torch's default"} threads)`
+  return compareWithEngine(service, print, options, {label, program: 'host.py', uid: MODEL})
 }
 
 /** vLLM on the CPU (its environment from the test cache) on a tiny safetensors Llama from a local hub, as test/e2e/vllm-cpu.test.ts runs it. */
@@ -145,6 +143,7 @@ async function compareWithEngine(
     {header: 'ours ITL ms', width: 16},
     {header: 'direct ITL ms', width: 16},
     'service CPU ms/token',
+    'service wake-ups/token',
   ])
   try {
     for (const concurrency of options.concurrency) {
@@ -154,12 +153,15 @@ async function compareWithEngine(
       const oursRounds: Round[] = []
       const directRounds: Round[] = []
       let serviceCpu = 0
+      let serviceWakeUps = 0
       for (let i = 0; i < options.repeats; i++) {
         // Which side goes first alternates too, so a burst of other work on the machine does not favour one side.
         if (i % 2 === 1) directRounds.push(await round(direct, model, concurrency, options.maxTokens))
-        const before = await cpuMs(service.process.pid!)
+        const before = await processUsage(service.process.pid!)
         oursRounds.push(await round(ours, model, concurrency, options.maxTokens))
-        serviceCpu += (await cpuMs(service.process.pid!)) - before
+        const after = await processUsage(service.process.pid!)
+        serviceCpu += after.cpuMs - before.cpuMs
+        serviceWakeUps += after.wakeUps - before.wakeUps
         if (i % 2 === 0) directRounds.push(await round(direct, model, concurrency, options.maxTokens))
       }
 
@@ -168,14 +170,16 @@ async function compareWithEngine(
       const tokens = new Set([...oursRounds, ...directRounds].flatMap((r) => r.samples.map((s) => s.tokens)))
       if (tokens.size !== 1) throw new Error(`the runs did not all produce the same number of tokens: ${[...tokens].join(', ')}`)
       // What the service itself spent per token it relayed: on a machine with few cores, that CPU is the engine's loss.
-      const serviceCpuPerToken = serviceCpu / (options.repeats * concurrency * options.maxTokens)
-      results[`c${concurrency}`] = {direct: b, ours: a, service_cpu_ms_per_token: serviceCpuPerToken, ratio: a.tokens_per_s.median / b.tokens_per_s.median, ttft_delta_ms: a.ttft_ms.median - b.ttft_ms.median}
+      const tokensRelayed = options.repeats * concurrency * options.maxTokens
+      const serviceCpuPerToken = serviceCpu / tokensRelayed
+      results[`c${concurrency}`] = {direct: b, ours: a, service_cpu_ms_per_token: serviceCpuPerToken, service_wake_ups_per_token: serviceWakeUps / tokensRelayed, ratio: a.tokens_per_s.median / b.tokens_per_s.median, ttft_delta_ms: a.ttft_ms.median - b.ttft_ms.median}
       printRow([
         ...comparedCells(concurrency, a, b, 3),
         (a.ttft_ms.median - b.ttft_ms.median).toFixed(1).padStart(8),
         show(a.itl_ms, 2),
         show(b.itl_ms, 2),
         serviceCpuPerToken.toFixed(3),
+        (serviceWakeUps / tokensRelayed).toFixed(2),
       ])
     }
   } finally {
@@ -187,9 +191,9 @@ async function compareWithEngine(
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const {values} = parseArgs({
-    options: {concurrency: {default: '1,4', type: 'string'}, engines: {default: 'transformers', type: 'string'}, 'max-tokens': {default: '128', type: 'string'}, repeats: {default: '9', type: 'string'}},
+    options: {concurrency: {default: '1,4', type: 'string'}, engines: {default: 'transformers', type: 'string'}, 'max-tokens': {default: '128', type: 'string'}, repeats: {default: '9', type: 'string'}, threads: {type: 'string'}},
   })
-  const options = {concurrency: values.concurrency.split(',').map(Number), maxTokens: Number(values['max-tokens']), repeats: Number(values.repeats)}
+  const options = {concurrency: values.concurrency.split(',').map(Number), maxTokens: Number(values['max-tokens']), repeats: Number(values.repeats), threads: values.threads ? Number(values.threads) : undefined}
   const engines = values.engines.split(',')
   if (engines.includes('transformers')) {
     const service = await startService({env: await pythonEngineServiceEnv()})

@@ -40,6 +40,10 @@ class BadRequest(Exception):
 class JsonHandler(BaseHTTPRequestHandler):
     """Routes by path to methods taking the parsed JSON body (POST) or nothing (GET)."""
 
+    # Each streamed piece leaves at once: on a kept-alive connection, Nagle's algorithm would hold a piece until the
+    # client's delayed acknowledgement of the one before (up to 40 ms, a first token's included).
+    disable_nagle_algorithm = True
+
     def log_message(self, format, *args):
         # The kernel logs every request the service forwards; the program's log keeps what the model says.
         pass

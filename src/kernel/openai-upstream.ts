@@ -4,13 +4,12 @@
  * OpenAI request, always stream it, and turn each chunk back into generation events as it arrives. Aborting the
  * endpoint's signal (a client that went away) closes the upstream connection, which such servers take as a cancel.
  */
-import {EventSourceParserStream} from 'eventsource-parser/stream'
-
 import type {ExternalEndpoint, ExternalOperations} from './external-engine.js'
 import type {ChatPayload, ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
 import type {LlmOperations} from './operations.js'
 
 import {ServiceError} from './errors.js'
+import {postForEvents, type UpstreamRefusal} from './event-stream-upstream.js'
 
 export interface OpenAICompatibleOptions {
   /** The `model` field of upstream requests; the served model's uid unless given (start the server with that name). */
@@ -57,8 +56,7 @@ const responseFormat = (format: ResponseFormat | undefined) =>
   format?.type === 'json_schema' ? {json_schema: {name: 'response', schema: format.schema}, type: 'json_schema'} : format
 
 /** The upstream server's refusal, in the service's vocabulary: its 4xx stay the client's fault, anything else is a 502. */
-async function upstreamError(response: Response): Promise<ServiceError> {
-  const text = await response.text().catch(() => '')
+function upstreamError({status, statusMessage, text}: UpstreamRefusal): ServiceError {
   let reason = text.trim().slice(0, 500)
   try {
     const body = JSON.parse(text) as {error?: {message?: string} | string; message?: string; detail?: string}
@@ -67,29 +65,21 @@ async function upstreamError(response: Response): Promise<ServiceError> {
     // Not JSON: the text itself is the reason.
   }
 
-  const clientFault = response.status >= 400 && response.status < 500
-  return new ServiceError(clientFault ? response.status : 502, clientFault ? 'invalid_request' : 'internal_error', `the model's server answered ${response.status}: ${reason || response.statusText}`)
+  const clientFault = status >= 400 && status < 500
+  return new ServiceError(clientFault ? status : 502, clientFault ? 'invalid_request' : 'internal_error', `the model's server answered ${status}: ${reason || statusMessage}`)
 }
 
 /** Posts `body` with `stream: true` and yields each chunk's JSON as it arrives, until `[DONE]`. */
 async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Record<string, unknown>): AsyncGenerator<StreamChunk> {
-  const response = await fetch(`${endpoint.baseUrl}${path}`, {
-    body: JSON.stringify({...body, stream: true, stream_options: {include_usage: true}}),
-    headers: {'content-type': 'application/json'},
-    method: 'POST',
-    signal: endpoint.signal,
-  })
-  if (!response.ok || !response.body) throw await upstreamError(response)
-  const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  const answer = await postForEvents(`${endpoint.baseUrl}${path}`, {...body, stream: true, stream_options: {include_usage: true}}, endpoint.signal)
+  if (!('events' in answer)) throw upstreamError(answer)
+  const {events} = answer
   try {
-    while (true) {
-      const {done, value} = await reader.read()
-      // A server that dies mid-reply may still end its response cleanly; only `[DONE]` says the reply is whole.
-      if (done) throw new Error(`the model's server ended its reply to ${path} before [DONE]`)
-      if (value.data === '[DONE]') {
-        // Reading on to the reply's end (nothing but the end should follow) leaves fetch the connection for the next request.
+    for await (const data of events) {
+      if (data === '[DONE]') {
+        // Reading on to the reply's end (nothing but the end should follow) leaves the connection for the next request.
         try {
-          while (!(await reader.read()).done);
+          while (!(await events.next()).done);
         } catch {
           // The reply was whole; only the connection is lost.
         }
@@ -97,11 +87,14 @@ async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Rec
         return
       }
 
-      if (value.data) yield JSON.parse(value.data) as StreamChunk
+      yield JSON.parse(data) as StreamChunk
     }
+
+    // A server that dies mid-reply may still end its response cleanly; only `[DONE]` says the reply is whole.
+    throw new Error(`the model's server ended its reply to ${path} before [DONE]`)
   } finally {
     // A consumer that stops early closes the connection, so the server stops generating.
-    await reader.cancel().catch(() => undefined)
+    await events.return(undefined)
   }
 }
 

@@ -183,7 +183,7 @@ describe('ExternalProgram', () => {
     await program.load(request())
     const chat = async () => {
       for await (const _ of program.invoke('chat', {messages: [{content: 'Hello', role: 'user'}]}, new AbortController().signal));
-      // fetch puts the connection back in its pool just after the reply's end is read.
+      // The HTTP agent puts the connection back in its pool just after the reply's end is read.
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
 
@@ -197,6 +197,47 @@ describe('ExternalProgram', () => {
       await program.dispose()
       own.closeAllConnections()
       own.close()
+    }
+  })
+
+  it('reads events however the writes split them, a character split between two included, and fails a reply that ends before [DONE]', async () => {
+    const {spawn} = spawner()
+    const program = new ExternalProgram('m-7', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})
+    await program.load(request())
+    const events = [{choices: [{delta: {content: 'Café '}, index: 0}]}, {choices: [{delta: {content: 'au lait'}, finish_reason: 'stop', index: 0}]}, {choices: [], usage: {completion_tokens: 2, prompt_tokens: 3}}]
+    const bytes = Buffer.from([...events.map((event) => JSON.stringify(event)), '[DONE]'].map((data) => `data: ${data}\n\n`).join(''))
+    const chat = async () => {
+      const received: unknown[] = []
+      for await (const event of program.invoke('chat', {messages: [{content: 'Hello', role: 'user'}]}, new AbortController().signal)) received.push(event)
+      return received
+    }
+
+    try {
+      // A write ends inside the é (two bytes in UTF-8), the others are seven bytes each, every one flushed on its own.
+      const cuts = [bytes.indexOf(Buffer.from('é')) + 1]
+      while (cuts.at(-1)! < bytes.length) cuts.push(cuts.at(-1)! + 7)
+      reply = (response) => {
+        response.writeHead(200, {'content-type': 'text/event-stream'})
+        let at = 0
+        const next = () => (at < bytes.length ? response.write(bytes.subarray(at, (at = cuts.shift()!)), () => setImmediate(next)) : response.end())
+        next()
+      }
+
+      expect(await chat()).to.deep.equal([
+        {text: 'Café ', type: 'text'},
+        {text: 'au lait', type: 'text'},
+        {completionTokens: 2, finishReason: 'stop', promptTokens: 3, type: 'done'},
+      ])
+      reply = (response) => {
+        response.writeHead(200, {'content-type': 'text/event-stream'})
+        response.end(`data: ${JSON.stringify(events[0])}\n\n`)
+      }
+
+      const failure = await chat().catch((error) => error)
+      expect(failure).to.deep.include({code: 'internal_error', status: 502})
+      expect(failure.message).to.include('before [DONE]')
+    } finally {
+      await program.dispose()
     }
   })
 

@@ -199,9 +199,6 @@ def texts_of(value, param):
 
 class Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
-    # Each streamed piece leaves at once: on a kept-alive connection, Nagle's algorithm would hold a piece until the
-    # client's delayed acknowledgement of the one before (up to 40 ms).
-    disable_nagle_algorithm = True
 
     def get_routes(self):
         return {"/v1/models": self.models}
