@@ -6,8 +6,13 @@
  * README's Performance section), CPU a small machine takes from the engine. Events are parsed by eventsource-parser,
  * as everywhere else in the service.
  */
+import type {IncomingMessage} from 'node:http'
+
 import {createParser, type EventSourceMessage} from 'eventsource-parser'
-import {Agent, type IncomingMessage, request} from 'node:http'
+import {createRequire} from 'node:module'
+
+/** Required, not imported: an ES import of `node:http` loads Node's bundled undici for nothing (see app.ts). */
+const {Agent, request} = createRequire(import.meta.url)('node:http') as typeof import('node:http')
 
 /**
  * Connections kept open between requests, so that a request does not open one (and, in a Python server, start a

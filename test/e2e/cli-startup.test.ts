@@ -44,6 +44,17 @@ describe('servicectl list start-up (real servicectl and service-local)', () => {
     expect(loads.internal.filter((name) => name.includes('undici'))).to.deep.equal([])
   })
 
+  it('leaves undici unloaded in the idle service too (an ES import of node:http would load it)', async () => {
+    const folder = await temporaryDirectory('service-startup-')
+    await writeFile(join(folder, 'probe.mjs'), PROBE)
+    const output = join(folder, 'loads.json')
+    const idle = await startService({env: {NODE_OPTIONS: `--import ${join(folder, 'probe.mjs')}`, PROBE_OUT: output}})
+    await idle.stop()
+    const serviceLoads = JSON.parse(await readFile(output, 'utf8')) as {internal: string[]}
+    expect(serviceLoads.internal).to.include('NativeModule http')
+    expect(serviceLoads.internal.filter((name) => name.includes('undici'))).to.deep.equal([])
+  })
+
   it('leaves semver unloaded, the Node version being checked by the launcher', () => {
     expect(loads.loaded.some((url) => url.includes('/@oclif/core/'))).to.equal(true)
     expect(loads.loaded.filter((url) => url.includes('/node_modules/semver/'))).to.deep.equal([])
