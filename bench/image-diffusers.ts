@@ -17,8 +17,14 @@ import {TEST_CACHE, uvFromPyPI} from '../test/helpers/python-tools.js'
 import {callApi, ROOT, type RunningService, startService} from '../test/helpers/service.js'
 import {median} from './measure.js'
 
-const SIZE = 32
-const STEPS = 10
+/**
+ * A toy image (40 ms of denoising, so our fixed cost per request shows) and one more like a real model's (a second or
+ * more of denoising per image).
+ */
+const WORKLOADS = [
+  {size: 32, steps: 10},
+  {size: 128, steps: 20},
+]
 const THREADS = 2
 /** Given on both sides: diffusers' own default (7.5) runs the UNet twice a step, the catalogue's default (1) once. */
 const GUIDANCE = 1
@@ -43,8 +49,8 @@ async function enginePython(): Promise<string> {
 }
 
 /** diffusers-direct.py, loaded once; each call generates one image and answers what its parts took, in seconds. */
-async function directGenerator() {
-  const child = execa(await enginePython(), [join(ROOT, 'bench/diffusers-direct.py'), join(ROOT, 'plugins/engine-diffusers/python'), String(SIZE), String(STEPS), String(THREADS), String(GUIDANCE)], {
+async function directGenerator(size: number, steps: number) {
+  const child = execa(await enginePython(), [join(ROOT, 'bench/diffusers-direct.py'), join(ROOT, 'plugins/engine-diffusers/python'), String(size), String(steps), String(THREADS), String(GUIDANCE)], {
     stderr: 'inherit',
     stdin: 'pipe',
   })
@@ -75,7 +81,15 @@ const ms = (seconds: number[]) => median(seconds) * 1000
 export async function benchImageDiffusers(service: RunningService, print: (line: string) => void): Promise<Record<string, unknown>> {
   const launched = await callApi(service, 'POST', '/v1/models', {cpu_threads: THREADS, model_name: MODEL, model_type: 'image'})
   if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
-  const direct = await directGenerator()
+  const results: Record<string, unknown> = {}
+  for (const {size, steps} of WORKLOADS) results[`${size}x${size}_${steps}_steps`] = await benchWorkload(service, size, steps, print)
+  await callApi(service, 'DELETE', `/v1/models/${MODEL}`)
+  return results
+}
+
+/** One size and step count: the two sides alternating, then what our side's time is made of, from the logs. */
+async function benchWorkload(service: RunningService, size: number, steps: number, print: (line: string) => void): Promise<Record<string, unknown>> {
+  const direct = await directGenerator(size, steps)
   const ours: number[] = []
   const directParts: Array<Record<string, number>> = []
   try {
@@ -84,7 +98,7 @@ export async function benchImageDiffusers(service: RunningService, print: (line:
       const seed = Math.floor(index / 2)
       if (Math.floor((index + 1) / 2) % 2 === 0) {
         const start = performance.now()
-        const reply = await callApi(service, 'POST', '/v1/images/generations', {guidance_scale: GUIDANCE, model: MODEL, prompt: 'a lighthouse at dawn', seed, size: `${SIZE}x${SIZE}`, steps: STEPS})
+        const reply = await callApi(service, 'POST', '/v1/images/generations', {guidance_scale: GUIDANCE, model: MODEL, prompt: 'a lighthouse at dawn', seed, size: `${size}x${size}`, steps})
         if (reply.status !== 200) throw new Error(JSON.stringify(reply.body))
         if (seed > 0) ours.push((performance.now() - start) / 1000)
       } else {
@@ -110,12 +124,11 @@ export async function benchImageDiffusers(service: RunningService, print: (line:
   const hop = inService.map((value, index) => value - program[index])
   const http = ours.map((value, index) => value - inService[index])
   print(
-    `\nimage generation (${MODEL}, ${SIZE}x${SIZE}, ${STEPS} steps, guidance ${GUIDANCE}, ${THREADS} threads, alternating, median of ${REPEATS}): ours ${median(ours).toFixed(3)} s, diffusers directly ${median(directTotal).toFixed(3)} s (generation ${median(directGenerate).toFixed(3)} s + PNG ${ms(directParts.map((parts) => parts.png_s)).toFixed(2)} ms + base64 ${ms(directParts.map((parts) => parts.base64_s)).toFixed(3)} ms), ours/direct ${ratio.toFixed(3)}`,
+    `\nimage generation (${MODEL}, ${size}x${size}, ${steps} steps, guidance ${GUIDANCE}, ${THREADS} threads, alternating, median of ${REPEATS}): ours ${median(ours).toFixed(3)} s, diffusers directly ${median(directTotal).toFixed(3)} s (generation ${median(directGenerate).toFixed(3)} s + PNG ${ms(directParts.map((parts) => parts.png_s)).toFixed(2)} ms + base64 ${ms(directParts.map((parts) => parts.base64_s)).toFixed(3)} ms), ours/direct ${ratio.toFixed(3)}`,
   )
   print(
     `  ours, taken apart (medians): generation in the engine's program ${median(generated).toFixed(3)} s, PNG ${ms(png).toFixed(2)} ms, base64 ${ms(base64).toFixed(3)} ms; program to service (HTTP to the program, progress lines, IPC hop) ${ms(hop).toFixed(1)} ms; service to client (HTTP, JSON) ${ms(http).toFixed(1)} ms`,
   )
-  await callApi(service, 'DELETE', `/v1/models/${MODEL}`)
   return {direct: directParts, ours_s: ours, ours_parts: {base64_s: base64, generated_s: generated, hop_s: hop, http_s: http, png_s: png}, ratio}
 }
 

@@ -33,6 +33,11 @@ export interface GenerationSettings {
   seed?: number
   /** Further keyword arguments for the pipeline, as Xinference passes `kwargs`, over the family's `default_generate_config`. */
   kwargs: Record<string, unknown>
+  /**
+   * Whether the engine reports each step done (its `progress` events); true when absent. Only a streamed answer
+   * shows them, and on a CPU each one wakes the service while the engine computes.
+   */
+  progress?: boolean
 }
 
 export interface ImageGenerationPayload extends GenerationSettings {

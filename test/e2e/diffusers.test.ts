@@ -83,6 +83,23 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect(Number(stoppedAt)).to.be.below(500)
   })
 
+  it('stops a generation whose client goes away before its answer, though no step is reported to it', async () => {
+    const controller = new AbortController()
+    const answer = fetch(`${service.url}/v1/images/generations`, {
+      body: JSON.stringify({model: 'tiny-random-image', prompt: 'unseen', size: '128x128', steps: 900}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+      signal: controller.signal,
+    }).catch((error: Error) => error)
+    // Long enough for the request to reach the program, far too short for 900 steps at this size.
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    controller.abort()
+    expect(await answer).to.be.instanceOf(Error)
+    const log = join(service.home, 'logs', 'models', 'tiny-random-image.log')
+    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 900/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
+    expect(Number(stoppedAt)).to.be.below(900)
+  })
+
   it('edits and repaints an uploaded picture, keeping its size', async () => {
     const picture = new PNG({height: 32, width: 32})
     picture.data.fill(128)

@@ -30,7 +30,7 @@ export function answerImages(
     return {url: api.media.fileUrl(request.headers, `/v1/images/files/${id}`)}
   }
 
-  const events = model.invoke('generate_image', payload, request.signal)
+  const events = model.invoke('generate_image', {...payload, progress: stream}, request.signal)
   if (stream) {
     return {
       events: (async function* () {
