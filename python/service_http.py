@@ -113,6 +113,16 @@ class JsonHandler(BaseHTTPRequestHandler):
             return
         self.send_json(status, {"error": {"message": message, "param": param, "type": ERROR_TYPES.get(status, "server_error")}})
 
+    def line(self, event):
+        """One JSON line of an answer in JSON lines (the image and video programs' steps and results), its status
+        and headers before the first; the connection closes at the answer's end."""
+        if not self.answered:
+            self.send_response(200)
+            self.send_header("content-type", "application/x-ndjson")
+            self.end_headers()
+        self.wfile.write((json.dumps(event) + "\n").encode())
+        self.wfile.flush()
+
     def start_stream(self, content_type, headers=None):
         """Starts a 200 answer sent in chunks as they are made (HTTP/1.1 handlers), each by `send_chunk`;
         `end_stream` ends it whole and keeps the connection open for the service's next request."""

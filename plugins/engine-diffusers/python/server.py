@@ -153,14 +153,6 @@ class Handler(JsonHandler):
             return
         super().fail(status, message, param)
 
-    def line(self, event):
-        if not self.answered:
-            self.send_response(200)
-            self.send_header("content-type", "application/x-ndjson")
-            self.end_headers()
-        self.wfile.write((json.dumps(event) + "\n").encode())
-        self.wfile.flush()
-
     def client_gone(self):
         """Whether the service closed the connection: between a request and its answer nothing else may arrive on
         it, so a readable socket with nothing to read is a closed one. Costs the peer no wake-up, as a line would."""

@@ -188,14 +188,6 @@ class Handler(JsonHandler):
         with self.model.lock:
             super().do_POST()
 
-    def line(self, event):
-        if not self.answered:
-            self.send_response(200)
-            self.send_header("content-type", "application/x-ndjson")
-            self.end_headers()
-        self.wfile.write((json.dumps(event) + "\n").encode())
-        self.wfile.flush()
-
     def generate_image(self, payload):
         if payload["task"] != "text2image":
             raise BadRequest(f"the stable-diffusion.cpp engine makes images from text; {payload['task']} is not served yet.", "model")
