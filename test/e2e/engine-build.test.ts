@@ -90,7 +90,7 @@ describe('servicectl engine build', function () {
     const result = await build(['lmdeploy'], allPrograms)
     expect(result.exitCode).to.equal(1)
     expect(result.stdout).to.equal('')
-    expect(result.stderr).to.equal('Error: no engine named "lmdeploy" is installed here; installed engines: diffusers, llama.cpp, MLX, onnxruntime, piper, python, sglang, transformers, vits, vllm, whisper.cpp.')
+    expect(result.stderr).to.equal('Error: no engine named "lmdeploy" is installed here; installed engines: diffusers, llama.cpp, MLX, onnxruntime, piper, python, sglang, stable-diffusion.cpp, transformers, vits, vllm, whisper.cpp.')
   })
 
   describe('with plugins of its own', () => {
@@ -114,7 +114,7 @@ describe('servicectl engine build', function () {
       const result = await build(['plain-engine'], allPrograms)
       expect(result.exitCode).to.equal(1)
       expect(result.stderr).to.equal('Error: engine plain-engine (plugin service-toolkit-plugin-engine-plain-engine) has nothing to build: it runs as installed.')
-      expect((await build(['nope'], allPrograms)).stderr).to.contain('installed engines: diffusers, llama.cpp, MLX, onnxruntime, piper, plain-engine, python, quick-build, sglang, transformers, vits, vllm, whisper.cpp.')
+      expect((await build(['nope'], allPrograms)).stderr).to.contain('installed engines: diffusers, llama.cpp, MLX, onnxruntime, piper, plain-engine, python, quick-build, sglang, stable-diffusion.cpp, transformers, vits, vllm, whisper.cpp.')
     })
 
     it('runs the build on the terminal, then says which build the engine uses now', async () => {
