@@ -9,6 +9,7 @@ import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {EngineBuild} from './engine-build-contract.js'
 import type {ExternalEngine} from './external-engine.js'
+import type {JsonLinesCall} from './json-lines-program.js'
 import type {MediaKit} from './media-kit.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {PcmSpeechOperations} from './pcm-speech-program.js'
@@ -53,6 +54,8 @@ export interface KernelApi {
     commandLineFlags(parameters: Record<string, unknown>, options?: CommandLineFlagsOptions): string[]
     /** `speak` proxied to a program that answers POST /speak with PCM as it synthesizes (see pcm-speech-program.ts). */
     pcmSpeech(): PcmSpeechOperations
+    /** Calls to a program that answers JSON lines as it works, its failures naming it (see json-lines-program.ts). */
+    jsonLines(programName: string): JsonLinesCall
   }
   /** What the image and video model types share: their families, request checks and url answers. */
   media: MediaKit

@@ -22,6 +22,7 @@ import {flattenFamily} from './catalogue.js'
 import {commandLineFlags} from './command-line-flags.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
+import {jsonLinesProgram} from './json-lines-program.js'
 import {mediaKit} from './media-kit.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {pcmSpeechOperations} from './pcm-speech-program.js'
@@ -47,7 +48,7 @@ export function createKernelApi(version: string, log: Logger): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
-    external: {commandLineFlags, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
+    external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
     log,
     media: mediaKit,
     requireAbility(model, ability, what) {

@@ -27,7 +27,7 @@ const register: RegisterHook = async ({api}) => ({
         // A large pipeline loads from disk to GPU in minutes.
         health: {path: '/health', timeoutMs: 15 * 60 * 1000},
         info: (request) => ({abilities: (request.family.model_ability as string[] | undefined) ?? (request.modelType === 'video' ? ['text2video'] : ['text2image'])}),
-        operations: diffusersOperations(api.errors),
+        operations: diffusersOperations(api.external.jsonLines('diffusers')),
         stopGraceMs: 5000,
       },
       formats: ['diffusers'],

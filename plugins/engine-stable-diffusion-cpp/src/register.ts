@@ -49,7 +49,7 @@ const register: RegisterHook = async ({api}) => ({
         // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
         health: {path: '/health', timeoutMs: 15 * 60 * 1000},
         info: () => ({abilities: ['text2image']}),
-        operations: stableDiffusionOperations(api.errors),
+        operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
         stopGraceMs: 5000,
       },
       formats: ['ggufv2'],
