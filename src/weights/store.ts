@@ -282,17 +282,16 @@ export class WeightStore {
    * them up too.
    */
   private async repositoryFiles(hub: Hub, snapshot: RepoSnapshot, version: string, signal: AbortSignal, fetched: string[], spec: ResolvedSpec, variant?: PipelineVariant): Promise<RemoteFile[]> {
-    if (isPipelineSpec(spec))
-      return selectPipelineFiles(snapshot, variant, async (file) => {
-        fetched.push(file.path)
-        await this.transfer(hub, snapshot, file, version, signal, () => {})
-        return this.cache.filePath(version, file.path)
-      })
+    const fetchSmall = async (file: RemoteFile) => {
+      fetched.push(file.path)
+      await this.transfer(hub, snapshot, file, version, signal, () => {})
+      return this.cache.filePath(version, file.path)
+    }
+
+    if (isPipelineSpec(spec)) return selectPipelineFiles(snapshot, variant, fetchSmall)
     const index = snapshot.files.get(SAFETENSORS_INDEX)
     if (!index) return repositoryFiles(snapshot)
-    fetched.push(index.path)
-    await this.transfer(hub, snapshot, index, version, signal, () => {})
-    return repositoryFiles(snapshot, await indexedShards(this.cache.filePath(version, index.path), snapshot.repo))
+    return repositoryFiles(snapshot, await indexedShards(await fetchSmall(index), snapshot.repo))
   }
 
   private transfer(hub: Hub, snapshot: RepoSnapshot, file: RemoteFile, version: string, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<void> {
