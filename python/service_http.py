@@ -73,6 +73,8 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.answered = False
         route = self.post_routes().get(self.path)
         if route is None:
+            # Read all the same: on a kept-alive connection, a body left unread would be taken for the next request.
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
             return self.fail(404, f"no route POST {self.path}")
         try:
             route(self.read_json())
