@@ -43,6 +43,8 @@ class JsonHandler(BaseHTTPRequestHandler):
     # Each streamed piece leaves at once: on a kept-alive connection, Nagle's algorithm would hold a piece until the
     # client's delayed acknowledgement of the one before (up to 40 ms, a first token's included).
     disable_nagle_algorithm = True
+    # Whether the answer under way is in JSON lines (`line`), where a failure is a line of its own.
+    in_lines = False
 
     def log_message(self, format, *args):
         # The kernel logs every request the service forwards; the program's log keeps what the model says.
@@ -62,6 +64,7 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.answered = False
+        self.in_lines = False
         if self.path == "/health":
             return self.send_json(200, {"status": "ok"})
         route = self.get_routes().get(self.path)
@@ -71,6 +74,7 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.answered = False
+        self.in_lines = False
         route = self.post_routes().get(self.path)
         if route is None:
             # Read all the same: on a kept-alive connection, a body left unread would be taken for the next request.
@@ -108,7 +112,10 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def fail(self, status, message, param=None):
-        """An error as OpenAI's API shapes it; once the answer has started, the connection closes instead."""
+        """An error as OpenAI's API shapes it; once a JSON-lines answer has started, an `{"type": "error"}` line (which
+        the service reads as the request's error); once another answer has started, the connection closes instead."""
+        if self.in_lines:
+            return self.line({"type": "error", "status": status, "message": message, "param": param})
         if self.answered:
             # Too late for a status: the answer stops short, which the service reads as the request failing.
             self.close_connection = True
@@ -117,11 +124,15 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def line(self, event):
         """One JSON line of an answer in JSON lines (the image and video programs' steps and results), its status
-        and headers before the first; the connection closes at the answer's end."""
+        and headers before the first; the connection closes at the answer's end. A failure after the first is a line
+        too (see `fail`)."""
         if not self.answered:
             self.send_response(200)
             self.send_header("content-type", "application/x-ndjson")
             self.end_headers()
+            self.in_lines = True
+            # The answer has no length: its end is the connection's.
+            self.close_connection = True
         self.wfile.write((json.dumps(event) + "\n").encode())
         self.wfile.flush()
 

@@ -23,7 +23,7 @@ class Handler(JsonHandler):
         return {"/hello": lambda: self.send_json(200, {"hello": "world"})}
 
     def post_routes(self):
-        return {"/echo": self.echo, "/events": self.events, "/broken": self.broken}
+        return {"/echo": self.echo, "/events": self.events, "/broken": self.broken, "/lines": self.lines}
 
     def echo(self, request):
         if "text" not in request:
@@ -39,6 +39,10 @@ class Handler(JsonHandler):
 
     def broken(self, request):
         raise RuntimeError("the model fell over")
+
+    def lines(self, request):
+        self.line({"type": "progress", "step": 1})
+        raise RuntimeError("the model fell over mid-answer")
 
 
 print("serving", flush=True)
@@ -90,6 +94,18 @@ describe('Python engine programs: the service_http helper', function () {
     const missing = await post('/nowhere', '{}')
     expect(missing.status).to.equal(404)
     expect(((await missing.json()) as {error: {message: string}}).error.message).to.equal('no route POST /nowhere')
+    expect((await fetch(`${base}/health`)).ok, 'the program keeps serving').to.equal(true)
+  })
+
+  it('answers JSON lines, a failure after the first being an error line of its own, and ends the answer with the connection', async () => {
+    const answer = await post('/lines', '{}')
+    expect(answer.status).to.equal(200)
+    expect(answer.headers.get('content-type')).to.equal('application/x-ndjson')
+    const lines = (await answer.text()).trim().split('\n').map((line) => JSON.parse(line))
+    expect(lines).to.deep.equal([
+      {step: 1, type: 'progress'},
+      {message: 'RuntimeError: the model fell over mid-answer', param: null, status: 500, type: 'error'},
+    ])
     expect((await fetch(`${base}/health`)).ok, 'the program keeps serving').to.equal(true)
   })
 

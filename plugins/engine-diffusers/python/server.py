@@ -147,12 +147,6 @@ class Handler(JsonHandler):
         # diffusers checks sizes, frame counts and kwargs with these; the request asked for something the model cannot do.
         return BadRequest(f"the model cannot do what was asked: {error}") if isinstance(error, (TypeError, ValueError)) else None
 
-    def fail(self, status, message, param=None):
-        if self.answered:
-            self.line({"type": "error", "status": status, "message": message, "param": param})
-            return
-        super().fail(status, message, param)
-
     def client_gone(self):
         """Whether the service closed the connection: between a request and its answer nothing else may arrive on
         it, so a readable socket with nothing to read is a closed one. Costs the peer no wake-up, as a line would."""

@@ -196,7 +196,7 @@ class Handler(JsonHandler):
         try:
             for event in self.worker.generate(args):
                 step = event.get("step", step)
-                if event["type"] == "error" and not self.answered:
+                if event["type"] == "error":
                     return self.fail(event["status"], event["message"], event["param"])
                 self.line(event)
         except (BrokenPipeError, ConnectionResetError):
