@@ -7,6 +7,7 @@
  * as everywhere else in the service.
  */
 import type {IncomingMessage} from 'node:http'
+import type {Socket} from 'node:net'
 
 import {createParser, type EventSourceMessage} from 'eventsource-parser'
 import {createRequire} from 'node:module'
@@ -15,16 +16,35 @@ import {createRequire} from 'node:module'
 const {Agent, request} = createRequire(import.meta.url)('node:http') as typeof import('node:http')
 
 /**
+ * Sockets buffer one byte at most before they stop reading their connection: a paused socket (see rest) then stops
+ * reading after the chunk in flight, where by default it reads on, a wake-up a chunk, into a buffer of 64 KiB; a
+ * flowing one, as every socket is when not resting, hands each chunk on as it comes whatever the limit.
+ */
+const RESTING_SOCKETS = {readableHighWaterMark: 1}
+
+/**
  * Connections kept open between requests, so that a request does not open one (and, in a Python server, start a
  * thread). The agent unreferences idle ones, so they keep no process alive; a program that exits closes its own.
  */
-const keptAlive = new Agent({keepAlive: true})
+const keptAlive = new Agent({keepAlive: true, ...RESTING_SOCKETS})
 
 /** A refusal: the program answered with a status other than 2xx. */
 export interface UpstreamRefusal {
   status: number
   statusMessage: string
   text: string
+}
+
+export interface EventStreamOptions {
+  /**
+   * Once the answer's first events (its start and first token) have come, how long each read of the connection is
+   * followed by a rest in which the service does not read it (the service's stream interval). A program that writes
+   * a token per chunk otherwise wakes the service once a token, and on a small machine those wake-ups take the
+   * cores the program generates on; what arrives in a rest is read at its end, in one go. A program slower than the
+   * interval is read as soon as it writes. A rest lasts 16 ms at most, whatever the interval. Unless given, every
+   * chunk is read as it comes.
+   */
+  readIntervalMs?: number
 }
 
 export interface EventStreamAnswer {
@@ -36,7 +56,7 @@ export interface EventStreamAnswer {
  * POSTs `body` as JSON to `url` and answers its events once the program has answered 2xx, or its refusal. Aborting
  * `signal` (or returning from `events` early) closes the connection, which such servers take as a cancel.
  */
-export async function postForEvents(url: string, body: unknown, signal: AbortSignal): Promise<EventStreamAnswer | UpstreamRefusal> {
+export async function postForEvents(url: string, body: unknown, signal: AbortSignal, options: EventStreamOptions = {}): Promise<EventStreamAnswer | UpstreamRefusal> {
   const data = Buffer.from(JSON.stringify(body))
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
     const outgoing = request(url, {agent: keptAlive, headers: {'content-length': data.length, 'content-type': 'application/json'}, method: 'POST', signal}, resolve)
@@ -51,19 +71,39 @@ export async function postForEvents(url: string, body: unknown, signal: AbortSig
     return {status, statusMessage: response.statusMessage ?? '', text}
   }
 
-  return {events: eventData(response)}
+  return {events: eventData(response, options.readIntervalMs)}
+}
+
+/** Events read without a rest before one: an answer's start and its first token, which the client waits for. */
+const PROMPT_EVENTS = 2
+/**
+ * The longest rest, whatever the stream interval: a rest holds a token that comes early in it to its end, and the
+ * service's own pacing (the Outbox) already joins what a longer interval would.
+ */
+const LONGEST_REST_MS = 16
+
+/** Leaves `socket` unread for `ms`: past one chunk, its data waits in the kernel and does not wake the service. */
+async function rest(socket: Socket, ms: number): Promise<void> {
+  // The answer's own read-ahead resumes its socket on the turn a chunk came; pausing after it keeps the pause.
+  await new Promise((resolve) => setImmediate(resolve))
+  socket.pause()
+  await new Promise((resolve) => setTimeout(resolve, ms))
+  socket.resume()
 }
 
 /** The data of each event of `response`, as each read of its socket brings them. */
-async function* eventData(response: IncomingMessage): AsyncGenerator<string> {
+async function* eventData(response: IncomingMessage, readIntervalMs: number | undefined): AsyncGenerator<string> {
   let arrived: string[] = []
+  let read = 0
   const parser = createParser({onEvent: (event: EventSourceMessage) => event.data && arrived.push(event.data)})
   try {
     for await (const text of response) {
       parser.feed(text as string)
       const events = arrived
       arrived = []
+      read += events.length
       yield* events
+      if (readIntervalMs && read >= PROMPT_EVENTS && !response.complete && response.socket) await rest(response.socket, Math.min(readIntervalMs, LONGEST_REST_MS))
     }
   } finally {
     // A consumer that stops before the answer's end closes the connection; a whole answer leaves it to the agent.

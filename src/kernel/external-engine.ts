@@ -50,6 +50,8 @@ export interface ExternalEndpoint {
   port: number
   /** Aborted when the request's client goes away or the program dies: pass it to every `fetch`. */
   signal: AbortSignal
+  /** How long a streamed answer's reads may rest once it has begun (see postForEvents); read as it comes unless given. */
+  readIntervalMs?: number
 }
 
 /**

@@ -71,7 +71,9 @@ function upstreamError({status, statusMessage, text}: UpstreamRefusal): ServiceE
 
 /** Posts `body` with `stream: true` and yields each chunk's JSON as it arrives, until `[DONE]`. */
 async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Record<string, unknown>): AsyncGenerator<StreamChunk> {
-  const answer = await postForEvents(`${endpoint.baseUrl}${path}`, {...body, stream: true, stream_options: {include_usage: true}}, endpoint.signal)
+  const answer = await postForEvents(`${endpoint.baseUrl}${path}`, {...body, stream: true, stream_options: {include_usage: true}}, endpoint.signal, {
+    readIntervalMs: endpoint.readIntervalMs,
+  })
   if (!('events' in answer)) throw upstreamError(answer)
   const {events} = answer
   try {

@@ -128,10 +128,10 @@ export class ExternalProgram {
     if (!run) throw new ServiceError(400, 'unsupported', `this model does not support "${operation}"`)
     const stop = new AbortController()
     try {
-      const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
+      const {streamIntervalMs} = this.options
+      const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, readIntervalMs: streamIntervalMs, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
       // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
       const events = run(payload as never, endpoint)
-      const {streamIntervalMs} = this.options
       yield* streamIntervalMs === undefined ? events : pacedEvents(events, streamIntervalMs, joinGenerationEvents)
     } catch (error) {
       throw await this.explain(error, signal)
