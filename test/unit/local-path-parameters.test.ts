@@ -8,7 +8,7 @@ import {mkdir, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {EngineDefinition, KernelApi, LoadRequest} from '../../src/kernel/contracts.js'
-import type {ExternalContext} from '../../src/kernel/external-engine.js'
+import type {ExternalLaunchContext} from '../../src/kernel/external-engine.js'
 
 import {createKernelApi} from '../../src/kernel/kernel.js'
 import registerMlx from '../../plugins/engine-mlx/src/register.js'
@@ -73,7 +73,7 @@ describe('launch parameters naming files on this machine', () => {
       ((await (register as unknown as (options: {api: KernelApi}) => Promise<{engines: EngineDefinition[]}>)({api: kernelApi})).engines.find((candidate) => candidate.name === name)!)
     const command = async (register: Register, name: string, parameters: Record<string, unknown>, allowedModelDirs: string[] = [allowed]) => {
       const request = {modelPath: join(allowed, 'model'), modelType: 'LLM', modelUid: 'm', parameters} as unknown as LoadRequest
-      const context = {port: 1234, python: {executable: '/usr/bin/python3'}} as unknown as ExternalContext
+      const context = {port: 1234, python: {executable: '/usr/bin/python3'}} as unknown as ExternalLaunchContext
       return (await engine(register, api(allowedModelDirs), name)).external!.command(request, context)
     }
 
