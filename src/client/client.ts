@@ -55,7 +55,8 @@ export interface ChatCompletion {
   created: number
   model: string
   choices: Array<{index: number; message: {role: 'assistant'; content: string | null}; finish_reason: string}>
-  usage: {prompt_tokens: number; completion_tokens: number; total_tokens: number}
+  /** `prompt_tokens_details.cached_tokens`: of prompt_tokens, those the engine took from its cache, where it says. */
+  usage: {prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: {cached_tokens: number}}
 }
 
 export interface ChatCompletionChunk {

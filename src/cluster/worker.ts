@@ -21,7 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
-import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
+import {type WeightStore, type WeightsLocation, weightsVersion} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
 export interface LaunchOptions {
@@ -120,7 +120,7 @@ export class LocalWorker implements WorkerApi {
     if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
-    if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
+    if (!load.spec.model_uri) this.versions.set(load.modelUid, weightsVersion(load))
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
     let python: PythonEnvironment | undefined

@@ -11,6 +11,7 @@ import type {EngineBuild} from './engine-build-contract.js'
 import type {ExternalEngine} from './external-engine.js'
 import type {JsonLinesCall} from './json-lines-program.js'
 import type {MediaKit} from './media-kit.js'
+import type {LocalPathCheck} from './model-files.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {PcmSpeechOperations} from './pcm-speech-program.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
@@ -59,6 +60,14 @@ export interface KernelApi {
   }
   /** What the image and video model types share: their families, request checks and url answers. */
   media: MediaKit
+  /** Files and folders on the service's machine that launch parameters name (a VAE, a chat template). */
+  files: {
+    /**
+     * The real path of the file (or folder) a parameter names, after the checks a `file://` model URI gets: absolute,
+     * existing, inside SERVICE_ALLOWED_MODEL_DIRS once symlinks are resolved; otherwise a 400 naming the parameter.
+     */
+    localPath(value: unknown, check: LocalPathCheck): Promise<string>
+  }
 }
 
 /**

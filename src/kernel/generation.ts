@@ -85,6 +85,12 @@ export type GenerationEvent =
       finishReason: FinishReason
       promptTokens: number
       completionTokens: number
+      /**
+       * Of the prompt's tokens, those the engine took from its cache (a conversation's earlier turns) instead of
+       * evaluating them: OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`. Absent when the engine does
+       * not say.
+       */
+      cachedTokens?: number
       /** The stop sequence that ended the generation, when one did. */
       stopSequence?: string
     }

@@ -2,7 +2,7 @@ import type {Config, Hook, Interfaces} from '@oclif/core'
 
 import type {Contribution, KernelApi, Logger} from './contracts.js'
 
-import {createKernelApi, Kernel} from './kernel.js'
+import {createKernelApi, Kernel, type KernelApiSettings} from './kernel.js'
 
 /** The one custom oclif event every toolkit plugin implements. */
 export const REGISTER_EVENT = 'service:register'
@@ -52,8 +52,8 @@ export async function collectContributions(
 }
 
 /** Plugins and engines, as every process that runs, describes or builds models loads them. */
-export async function loadKernel(config: Config, log: Logger): Promise<Kernel> {
-  const api = createKernelApi(config.version, log)
+export async function loadKernel(config: Config, log: Logger, settings: KernelApiSettings = {}): Promise<Kernel> {
+  const api = createKernelApi(config.version, log, settings)
   const {contributions, failures} = await collectContributions(config, api)
   const kernel = Kernel.fromContributions(api, contributions, failures)
   log.info(`plugins: ${kernel.plugins.join(', ') || '(none)'}; engines: ${[...kernel.engines.values()].map((e) => e.definition.name).join(', ') || '(none)'}`)

@@ -24,6 +24,7 @@ import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
 import {jsonLinesProgram} from './json-lines-program.js'
 import {mediaKit} from './media-kit.js'
+import {checkLocalPath} from './model-files.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {pcmSpeechOperations} from './pcm-speech-program.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
@@ -44,11 +45,18 @@ export interface BuiltinFamily {
 const METHODS = new Set(['DELETE', 'GET', 'POST', 'PUT'])
 const NAME = /^[A-Za-z0-9][\w.-]*$/
 
-export function createKernelApi(version: string, log: Logger): KernelApi {
+/** What the kernel API needs of the service's settings. */
+export interface KernelApiSettings {
+  /** Folders files named by launch parameters must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
+  allowedModelDirs?: readonly string[]
+}
+
+export function createKernelApi(version: string, log: Logger, {allowedModelDirs = []}: KernelApiSettings = {}): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
     external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
+    files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs})},
     log,
     media: mediaKit,
     requireAbility(model, ability, what) {

@@ -50,31 +50,61 @@ export async function checkModelUri(uri: string, {allowedDirs = [], format, para
   }
 
   const gguf = isGgufFormat(format)
-  const outside = () =>
-    badRequest(
-      `${param} (${uri}) is outside the folders ${ALLOWED_MODEL_DIRS_SETTING} allows (${allowedDirs.join(', ')}); put the model there, or ask the operator to add its folder.`,
-      param,
-    )
   const unusable = () =>
     badRequest(
       `${param} (${uri}) cannot be used: it must be an existing, readable ${gguf ? `GGUF file (model_format ${format})` : 'regular file or folder'} on the service's machine, not a pipe, device, socket or kernel pseudo-file.`,
       param,
     )
-  // Outside the allowed folders nothing is even looked at, so the answer says nothing about the path.
-  if (allowedDirs.length > 0 && !allowedDirs.some((folder) => inside(resolve(path), folder))) throw outside()
-  const real = await realpath(path).catch(() => undefined)
-  if (!real) throw unusable()
-  if (allowedDirs.length > 0) {
-    const realDirs = await Promise.all(allowedDirs.map((folder) => realpath(folder).catch(() => folder)))
-    if (!realDirs.some((folder) => inside(real, folder))) throw outside()
-  }
-
-  if (PSEUDO_ROOTS.some((root) => inside(real, root))) throw unusable()
+  const real = await confinedRealPath(path, {allowedDirs, param, shown: uri, what: 'the model'})
+  if (!real || PSEUDO_ROOTS.some((root) => inside(real, root))) throw unusable()
   const info = await stat(real).catch(() => undefined)
   if (info?.isDirectory() && !gguf) return real
   // Pseudo-files elsewhere report a size of 0, and no weights are empty.
   if (!info?.isFile() || info.size === 0) throw unusable()
   if (gguf && !(await startsWithGgufMagic(real))) throw unusable()
+  return real
+}
+
+/**
+ * The real path `path` resolves to (undefined when nothing is there), or a 400 when it is outside `allowedDirs`.
+ * Outside the allowed folders nothing is even looked at, so the answer says nothing about the path.
+ */
+async function confinedRealPath(path: string, {allowedDirs, param, shown, what}: {allowedDirs: readonly string[]; param: string; shown: string; what: string}) {
+  const outside = () =>
+    badRequest(
+      `${param} (${shown}) is outside the folders ${ALLOWED_MODEL_DIRS_SETTING} allows (${allowedDirs.join(', ')}); put ${what} there, or ask the operator to add its folder.`,
+      param,
+    )
+  if (allowedDirs.length > 0 && !allowedDirs.some((folder) => inside(resolve(path), folder))) throw outside()
+  const real = await realpath(path).catch(() => undefined)
+  if (real && allowedDirs.length > 0) {
+    const realDirs = await Promise.all(allowedDirs.map((folder) => realpath(folder).catch(() => folder)))
+    if (!realDirs.some((folder) => inside(real, folder))) throw outside()
+  }
+
+  return real
+}
+
+export interface LocalPathCheck {
+  /** The launch parameter that names the path, named in the error (e.g. `vae`). */
+  param: string
+  /** What must be there: a regular file (default) or a folder. */
+  kind?: 'file' | 'folder'
+}
+
+/**
+ * Checks a launch parameter naming a file or folder on the service's machine (a VAE, a chat template, a draft
+ * model) by the rule `file://` model URIs obey: absolute, existing, inside `allowedDirs` once symlinks are
+ * resolved, never a kernel pseudo-file. Answers the real path, which is what the program should be given.
+ */
+export async function checkLocalPath(value: unknown, {allowedDirs = [], kind = 'file', param}: LocalPathCheck & {allowedDirs?: readonly string[]}): Promise<string> {
+  const unusable = () =>
+    badRequest(`${param} must be the absolute path of ${kind === 'file' ? 'a file' : 'a folder'} on the service's machine (got ${JSON.stringify(value)}).`, param)
+  if (typeof value !== 'string' || !isAbsolute(value)) throw unusable()
+  const real = await confinedRealPath(value, {allowedDirs, param, shown: value, what: `the ${kind}`})
+  if (!real || PSEUDO_ROOTS.some((root) => inside(real, root))) throw unusable()
+  const info = await stat(real).catch(() => undefined)
+  if (!(kind === 'file' ? info?.isFile() : info?.isDirectory())) throw unusable()
   return real
 }
 

@@ -24,7 +24,7 @@ interface StreamChoice {
 
 interface StreamChunk {
   choices?: StreamChoice[]
-  usage?: {prompt_tokens?: number; completion_tokens?: number} | null
+  usage?: {prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: {cached_tokens?: number} | null} | null
 }
 
 const FINISH_REASONS = new Set<FinishReason>(['length', 'stop', 'tool_calls'])
@@ -105,11 +105,13 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
   let finishReason: FinishReason = 'stop'
   let promptTokens = 0
   let completionTokens = 0
+  let cachedTokens: number | undefined
   const announced = new Set<number>()
   for await (const chunk of chunks) {
     if (chunk.usage) {
       promptTokens = chunk.usage.prompt_tokens ?? promptTokens
       completionTokens = chunk.usage.completion_tokens ?? completionTokens
+      cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? cachedTokens
     }
 
     const choice = chunk.choices?.[0]
@@ -128,7 +130,7 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
     if (choice.finish_reason) finishReason = FINISH_REASONS.has(choice.finish_reason as FinishReason) ? (choice.finish_reason as FinishReason) : 'stop'
   }
 
-  yield {completionTokens, finishReason, promptTokens, type: 'done'}
+  yield {completionTokens, finishReason, promptTokens, type: 'done', ...(cachedTokens === undefined ? {} : {cachedTokens})}
 }
 
 /** The LLM operations a program speaking the OpenAI API serves. */

@@ -44,12 +44,16 @@ export type {CachedModel} from '../protocol/cache.js'
 
 /**
  * `qwen2.5-instruct--0_5B--ggufv2--q4_0`, the same model-version naming Xinference uses; models without a size
- * (embedding, rerank) leave that part out: `bge-small-en-v1.5--ggufv2--q8_0`.
+ * (embedding, rerank) leave that part out: `bge-small-en-v1.5--ggufv2--q8_0`. A diffusers pipeline's weight variant
+ * follows its quantization (`sdxl--diffusers--none@fp16`), so that its files and the plain ones never share a folder;
+ * without a variant the name is as it always was, and so are the caches made before.
  */
-export function cacheEntryName(modelName: string, spec: Pick<ResolvedSpec, 'model_format' | 'model_size_in_billions' | 'quantization'>): string {
+export function cacheEntryName(modelName: string, spec: Pick<ResolvedSpec, 'model_format' | 'model_size_in_billions' | 'quantization'>, variant?: string): string {
   const size = spec.model_size_in_billions === NO_SIZE ? '' : `--${spec.model_size_in_billions}B`
-  return `${modelName}${size}--${spec.model_format}--${spec.quantization}`
+  return `${modelName}${size}--${spec.model_format}--${spec.quantization}${variant ? `${VARIANT_MARK}${variant}` : ''}`
 }
+
+const VARIANT_MARK = '@'
 
 function parseEntryName(version: string) {
   const parts = version.split('--')
@@ -59,7 +63,7 @@ function parseEntryName(version: string) {
     model_format: parts.at(-2)!,
     model_name: parts.slice(0, sized ? -3 : -2).join('--'),
     model_size_in_billions: sized ? parts.at(-3)!.slice(0, -1) : NO_SIZE,
-    quantization: parts.at(-1)!,
+    quantization: parts.at(-1)!.split(VARIANT_MARK)[0],
   }
 }
 

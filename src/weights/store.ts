@@ -31,7 +31,9 @@ import {isPipelineSpec, pipelineVariant, type PipelineVariant, selectPipelineFil
 import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
 import {downloadFile, partPath} from './transfer.js'
 
-export {cacheEntryName} from './cache.js'
+
+/** The cache folder a launch's weights are in: a diffusers pipeline's by the weight variant its family asks for too. */
+export const weightsVersion = ({family, modelName, spec}: SpecRequest) => cacheEntryName(modelName, spec, isPipelineSpec(spec) ? pipelineVariant(family)?.name : undefined)
 
 export interface ResolveOptions {
   signal?: AbortSignal
@@ -118,7 +120,7 @@ export class WeightStore {
   async resolve({family, modelName, spec}: SpecRequest, {onGenerating, onProgress, python, signal}: ResolveOptions = {}): Promise<string> {
     const local = await this.localFile(spec)
     if (local) return local
-    const {names, version} = this.entryOf(modelName, spec)
+    const {names, version} = this.entryOf(modelName, spec, family)
     const repository = isRepositorySpec(spec)
     if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
@@ -132,10 +134,10 @@ export class WeightStore {
   }
 
   /** Where a spec's weights can be read without downloading them (for memory estimates from the header). */
-  async locate({modelName, spec}: SpecRequest, signal?: AbortSignal): Promise<WeightsLocation> {
+  async locate({family, modelName, spec}: SpecRequest, signal?: AbortSignal): Promise<WeightsLocation> {
     const local = await this.localFile(spec)
     if (local) return {files: [local], headers: {}, source: 'local'}
-    const {names, version} = this.entryOf(modelName, spec)
+    const {names, version} = this.entryOf(modelName, spec, family)
     if (await this.cache.has(version, names)) return {files: names.map((name) => this.cache.filePath(version, name)), headers: {}, source: 'cache'}
     if (spec.model_hub === GENERATED_HUB) {
       await this.resolve({modelName, spec}, {signal})
@@ -159,11 +161,11 @@ export class WeightStore {
     return checkModelUri(spec.model_uri, {allowedDirs: this.options.allowedModelDirs, format: spec.model_format, param: 'model_uri'})
   }
 
-  private entryOf(modelName: string, spec: ResolvedSpec) {
+  private entryOf(modelName: string, spec: ResolvedSpec, family?: ModelFamily) {
     const names = specFileNames(spec)
     if (names.length === 0 && !isRepositorySpec(spec))
       throw badRequest(`${modelName} names no weight file for ${spec.quantization}; its registration needs model_file_name_template or model_uri.`, 'model_name')
-    const version = cacheEntryName(modelName, spec)
+    const version = weightsVersion({family, modelName, spec})
     for (const name of names) this.cache.filePath(version, name)
     return {names, version}
   }

@@ -32,6 +32,9 @@ const register = async ({api}) => {
     // A program that needs Python packages: declare them on the engine as `python: {packages: ['vllm']}`; the service
     // makes (once, and shares) a virtual environment with them and gives it here as `python`, whose
     // `python.executable` runs the program (README, "Python virtual environments").
+    // A parameter naming a file on this machine (a template, a VAE): give the program
+    // `await api.files.localPath(request.parameters.name, {param: 'name'})`, its real path once checked against
+    // SERVICE_ALLOWED_MODEL_DIRS (a 400 naming the parameter otherwise), as the stable-diffusion.cpp engine does.
     command: (request, {port}) => ({
       file: 'python3',
       args: ['-u', SERVER, '--port', String(port), '--model', request.modelPath, '--delay-ms', String(request.parameters.delay_ms ?? 0)],

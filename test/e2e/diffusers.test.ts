@@ -100,6 +100,26 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect(Number(stoppedAt)).to.be.below(900)
   })
 
+  it("refuses more steps than the model's scheduler has noise levels for, naming steps and its limit, and keeps serving", async () => {
+    // tiny-random-image's DDIM scheduler has 1000 noise levels, its steps offset by 1: 1000 steps would ask for level 1000.
+    const request = {model: 'tiny-random-image', prompt: 'too many', size: '32x32', steps: 1000}
+    const refused = await api('POST', '/v1/images/generations', request)
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(400)
+    expect(refused.body.error.param).to.equal('steps')
+    expect(refused.body.error.message).to.contain('steps must be at most 999 for this model: its scheduler (DDIMScheduler) has 1000 noise levels')
+    const streamed = await fetch(`${service.url}/v1/images/generations`, {body: JSON.stringify({...request, stream: true}), headers: {'content-type': 'application/json'}, method: 'POST'})
+    const events = (await streamed.text()).split('\n\n').filter(Boolean).map((block) => JSON.parse(/^data: (.*)$/m.exec(block)![1]))
+    expect(events.map((event) => event.error?.param)).to.deep.equal(['steps'])
+
+    const edit = new FormData()
+    for (const [name, value] of Object.entries({model: 'tiny-random-image', prompt: 'too many', steps: '1000'})) edit.append(name, value)
+    edit.append('image', new Blob([PNG.sync.write(new PNG({height: 32, width: 32}))]), 'image.png')
+    const refusedEdit = await fetch(`${service.url}/v1/images/edits`, {body: edit, method: 'POST'})
+    expect(refusedEdit.status).to.equal(400)
+    expect(((await refusedEdit.json()) as {error: {param: string}}).error.param).to.equal('steps')
+    expect((await openai.images.generate({model: 'tiny-random-image', prompt: 'after', response_format: 'b64_json', size: '32x32' as '256x256', ...({steps: 2} as object)})).data).to.have.length(1)
+  })
+
   it('edits and repaints an uploaded picture, keeping its size', async () => {
     const picture = new PNG({height: 32, width: 32})
     picture.data.fill(128)

@@ -148,6 +148,22 @@ describe('ExternalProgram', () => {
     await program.dispose()
   })
 
+  it("passes on the prompt tokens the server says it took from its cache (vLLM's and SGLang's prefix caches)", async () => {
+    const {spawn} = spawner()
+    const program = new ExternalProgram('m-9', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})
+    await program.load(request())
+    const chunks = [{choices: [{delta: {content: 'Hi'}, finish_reason: 'stop', index: 0}]}, {choices: [], usage: {completion_tokens: 1, prompt_tokens: 40, prompt_tokens_details: {cached_tokens: 32}}}]
+    reply = (response) => {
+      response.writeHead(200, {'content-type': 'text/event-stream'})
+      response.end([...chunks.map((chunk) => JSON.stringify(chunk)), '[DONE]'].map((data) => `data: ${data}\n\n`).join(''))
+    }
+
+    const events = []
+    for await (const event of program.invoke('chat', {messages: [{content: 'Hello again', role: 'user'}]}, new AbortController().signal)) events.push(event)
+    expect(events.at(-1)).to.deep.equal({cachedTokens: 32, completionTokens: 1, finishReason: 'stop', promptTokens: 40, type: 'done'})
+    await program.dispose()
+  })
+
   it('sends a chat without tools with neither tools nor a tool choice, which vLLM would refuse', async () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-5', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})

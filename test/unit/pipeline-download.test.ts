@@ -74,7 +74,7 @@ describe('diffusers pipeline downloads (weight store, local hub)', () => {
   after(async () => hub?.stop())
 
   const store = () => new WeightStore({cacheDir: join(directory, 'cache'), env: {HF_ENDPOINT: hub.url, MODELSCOPE_ENDPOINT: hub.url, SERVICE_DOWNLOAD_RETRY_DELAY_MS: '1'}, log: quiet})
-  const folder = (name: string) => join(directory, 'cache', `${name}--diffusers--none`)
+  const folder = (name: string, variant?: string) => join(directory, 'cache', `${name}--diffusers--none${variant ? `@${variant}` : ''}`)
   const family = (name: string, config: Record<string, unknown> = {}): ModelFamily => ({default_model_config: config, model_name: name})
   const files = async (path: string) =>
     (await readdir(path, {recursive: true, withFileTypes: true}))
@@ -85,13 +85,32 @@ describe('diffusers pipeline downloads (weight store, local hub)', () => {
   it('takes the fp16 files a float16 registration asks for where a component has them, reporting progress over what downloads', async () => {
     const progress: DownloadProgress[] = []
     const path = await store().resolve({family: family('fp16', {torch_dtype: 'float16'}), modelName: 'fp16', spec: spec('test-org/pipeline')}, {onProgress: (report) => progress.push(report)})
-    expect(path).to.equal(folder('fp16'))
+    expect(path).to.equal(folder('fp16', 'fp16'))
     expect(await files(path)).to.deep.equal([...SMALL, ...SHARDS, MANIFEST, 'vae/diffusion_pytorch_model.fp16.safetensors'].sort())
     expect(progress.at(-1)!.files.map((file) => file.name)).to.deep.equal([...SMALL, ...SHARDS, 'vae/diffusion_pytorch_model.fp16.safetensors'])
     expect(progress.at(-1)!.downloadedBytes).to.equal(progress.at(-1)!.totalBytes)
 
     const plain = await store().resolve({family: family('plain'), modelName: 'plain', spec: spec('test-org/pipeline')})
     expect(await files(plain)).to.include('vae/diffusion_pytorch_model.safetensors').and.not.include('vae/diffusion_pytorch_model.fp16.safetensors')
+  })
+
+  it("keeps a variant's files and the plain ones of one model in folders of their own, the plain one named as before", async () => {
+    const launch = (config: Record<string, unknown>) => store().resolve({family: family('shared', config), modelName: 'shared', spec: spec('test-org/pipeline')})
+    const fp16 = await launch({variant: 'fp16'})
+    const plain = await launch({})
+    expect([fp16, plain]).to.deep.equal([folder('shared', 'fp16'), folder('shared')])
+    expect(await files(fp16)).to.include('vae/diffusion_pytorch_model.fp16.safetensors').and.not.include('vae/diffusion_pytorch_model.safetensors')
+    expect(await files(plain)).to.include('vae/diffusion_pytorch_model.safetensors').and.not.include('vae/diffusion_pytorch_model.fp16.safetensors')
+
+    // Each folder stays complete for its own launches: neither downloads again, nor is served the other's files.
+    const before = hub.requests.length
+    expect([await launch({}), await launch({torch_dtype: 'float16'}), await launch({variant: 'fp16'})]).to.deep.equal([folder('shared'), folder('shared', 'fp16'), folder('shared', 'fp16')])
+    expect(hub.requests.length).to.equal(before)
+    const cached = await store().cache.list()
+    expect(cached.filter((entry) => entry.model_name === 'shared').map((entry) => [entry.model_version, entry.quantization, entry.complete])).to.deep.equal([
+      ['shared--diffusers--none', 'none', true],
+      ['shared--diffusers--none@fp16', 'none', true],
+    ])
   })
 
   it('takes the same files from ModelScope, whose listing names the folders\' files by their paths', async () => {

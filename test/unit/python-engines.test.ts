@@ -112,6 +112,12 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
     })
   })
 
+  it('asks vLLM and SGLang to report the prompt tokens their prefix caches served, when the launch says so', () => {
+    expect(engineParameters(engine('vllm', VLLM_PARAMETERS), {enable_prompt_tokens_details: 'true', model_name: 'qwen2.5-instruct'} as never)).to.deep.equal({enable_prompt_tokens_details: true})
+    expect(vllmCommand(load({enable_prompt_tokens_details: true}), vllmLaunch, commandLineFlags).args.at(-1)).to.equal('--enable-prompt-tokens-details')
+    expect(sglangCommand(load({enable_cache_report: true}), launch, commandLineFlags).args.at(-1)).to.equal('--enable-cache-report')
+  })
+
   describe('MLX', () => {
     it('runs `mlx_lm.server` with the model\'s folder on the kernel\'s port', () => {
       const command = mlxCommand(load({max_tokens: 512, trust_remote_code: false}), launch, commandLineFlags)

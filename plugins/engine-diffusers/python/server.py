@@ -133,6 +133,23 @@ def arguments(model, payload):
     return args
 
 
+def check_steps(scheduler, steps):
+    """Refuses more steps than the scheduler has noise levels for. A DDPM-family scheduler (DDIM, PNDM, DDPM…) looks
+    each timestep up in its num_train_timesteps levels, and with "leading" spacing it adds steps_offset to every
+    timestep (diffusers' pipelines set it to 1): DDIM at 1000 steps of 1000 levels would ask for level 1000, an
+    IndexError in the middle of the generation. The timesteps are the scheduler's own, set as the pipeline sets them."""
+    levels = getattr(scheduler, "alphas_cumprod", None)
+    if levels is None or steps is None:
+        return
+    scheduler.set_timesteps(steps)
+    if int(scheduler.timesteps.max()) < len(levels):
+        return
+    config = scheduler.config
+    limit = config.num_train_timesteps - (config.get("steps_offset", 0) if config.get("timestep_spacing", "leading") == "leading" else 0)
+    raise BadRequest(f"steps must be at most {limit} for this model: its scheduler ({type(scheduler).__name__}) has "
+                     f"{config.num_train_timesteps} noise levels and offsets its steps by {config.get('steps_offset', 0)}; give fewer steps.", "steps")
+
+
 class Handler(JsonHandler):
     model = None
 
@@ -159,6 +176,7 @@ class Handler(JsonHandler):
 
     def run(self, pipe, args, progress=True):
         steps = args.get("num_inference_steps", 50)
+        check_steps(pipe.scheduler, steps)
         gone = []
 
         def on_step(pipe, step, timestep, tensors):

@@ -26,6 +26,7 @@ import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
 import {chatGrammar} from './grammar.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
+import {cachedPromptTokens} from './prompt-cache.js'
 import {SequencePool} from './sequence-pool.js'
 import {forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
@@ -210,13 +211,15 @@ export async function loadGenerator(options: {
       arrival?.at(slot.id)
       const queue = new EventQueue<GenerationEvent>()
       const outputBefore = slot.sequence.tokenMeter.usedOutputTokens
+      const inputBefore = slot.sequence.tokenMeter.usedInputTokens
       const {promptTokens} = prepared
       const done = prepared.run(slot, (event) => queue.push(event)).then(
         ({finishReason, stopReason, stopSequence}) => {
           gatherer?.settle(slot.id)
           const completionTokens = slot.sequence.tokenMeter.usedOutputTokens - outputBefore
-          log.info(`request finished: ${stopReason}, ${promptTokens} prompt + ${completionTokens} generated tokens`)
-          queue.push({completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
+          const cachedTokens = cachedPromptTokens(promptTokens, slot.sequence.tokenMeter.usedInputTokens - inputBefore)
+          log.info(`request finished: ${stopReason}, ${promptTokens} prompt (${cachedTokens} from the cache) + ${completionTokens} generated tokens`)
+          queue.push({cachedTokens, completionTokens, finishReason, promptTokens, type: 'done', ...(stopSequence === undefined ? {} : {stopSequence})})
           queue.end()
         },
         (error) => {

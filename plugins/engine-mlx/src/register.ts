@@ -10,7 +10,12 @@ import {MLX_PARAMETERS, MLX_SERVED_MODEL, mlxAvailability, mlxCommand} from './s
 const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
-    command: (request, context) => mlxCommand(request, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags),
+    async command(request, context) {
+      const draft = request.parameters.draft_model
+      // mlx-lm takes a hub repository (org/name, from its cache) as well as a folder's path; only a path reads a folder of this machine.
+      const parameters = typeof draft === 'string' && /^[/.~]/.test(draft) ? {...request.parameters, draft_model: await api.files.localPath(draft, {kind: 'folder', param: 'draft_model'})} : request.parameters
+      return mlxCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
+    },
     health: {path: '/health', timeoutMs: 10 * 60_000},
     operations: api.external.openAICompatible({model: MLX_SERVED_MODEL}),
     stopGraceMs: 10_000,

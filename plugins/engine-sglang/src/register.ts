@@ -27,7 +27,12 @@ const info = (request: LoadRequest) => ({
 const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
-    command: (request, context) => sglangCommand(request, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags),
+    async command(request, context) {
+      const template = request.parameters.chat_template
+      // SGLang takes a built-in template's name (chatml) as well as a file's path; only a path reads a file of this machine.
+      const parameters = typeof template === 'string' && template.includes('/') ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
+      return sglangCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
+    },
     // A large model from a slow disk, or SGLang capturing its CUDA graphs, takes minutes.
     health: {path: '/health', timeoutMs: 30 * 60_000},
     info,

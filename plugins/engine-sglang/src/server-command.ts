@@ -18,6 +18,7 @@ export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   disable_radix_cache: {description: 'Do not reuse the KV cache of shared prompt prefixes.', type: 'boolean'},
   dp_size: {description: 'Data-parallel replicas inside the server.', minimum: 1, type: 'integer'},
   dtype: {description: 'Data type of the weights and activations (default auto).', enum: ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32'], type: 'string'},
+  enable_cache_report: {description: 'Report the prompt tokens the radix cache served as usage.prompt_tokens_details.cached_tokens.', type: 'boolean'},
   kv_cache_dtype: {description: 'Data type of the KV cache.', enum: ['auto', 'fp8_e4m3', 'fp8_e5m2'], type: 'string'},
   max_running_requests: {description: 'Requests served at once.', minimum: 1, type: 'integer'},
   mem_fraction_static: {description: 'Fraction of GPU memory for the weights and KV cache, from 0 to 1.', maximum: 1, minimum: 0, type: 'number'},

@@ -1,7 +1,5 @@
 import type {RegisterHook} from 'service-toolkit'
 
-import {stat} from 'node:fs/promises'
-import {isAbsolute} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {stableDiffusionOperations} from './operations.js'
@@ -35,13 +33,10 @@ const register: RegisterHook = async ({api}) => ({
     {
       external: {
         async command(request, {port, python}) {
-          const {family, modelName, modelPath, modelType, parameters} = request
-          for (const name of Object.keys(COMPANIONS)) {
-            const file = parameters[name]
-            if (file === undefined) continue
-            if (typeof file !== 'string' || !isAbsolute(file) || !(await stat(file).catch(() => undefined))?.isFile())
-              throw api.errors.badRequest(`${name} must be the absolute path of a file on the service's machine (got ${JSON.stringify(file)}).`, name)
-          }
+          const {family, modelName, modelPath, modelType} = request
+          const parameters = {...request.parameters}
+          for (const name of Object.keys(COMPANIONS))
+            if (parameters[name] !== undefined) parameters[name] = await api.files.localPath(parameters[name], {param: name})
 
           const load = JSON.stringify({family, modelName, modelPath, modelType, parameters})
           return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}

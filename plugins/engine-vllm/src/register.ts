@@ -30,8 +30,12 @@ const info = (request: LoadRequest) => ({
 const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
-    command: (request, context) =>
-      vllmCommand(request, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags),
+    async command(request, context) {
+      const template = request.parameters.chat_template
+      // vLLM takes a template inline as well as a file's path; only a path reads a file of this machine.
+      const parameters = typeof template === 'string' && !template.includes('{') ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
+      return vllmCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
+    },
     // A large model from a slow disk, or vLLM compiling its graphs on first start, takes minutes.
     health: {path: '/health', timeoutMs: 30 * 60_000},
     info,

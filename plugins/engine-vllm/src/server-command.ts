@@ -19,6 +19,7 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   dtype: {description: 'Data type of the weights and activations (default auto: the model\'s, bfloat16 on CPU).', enum: DTYPES, type: 'string'},
   enable_auto_tool_choice: {description: 'Let the model call tools when it decides to (needs tool_call_parser); the model then has the tools ability.', type: 'boolean'},
   enable_prefix_caching: {description: 'Reuse the KV cache of shared prompt prefixes (vLLM\'s default: on).', type: 'boolean'},
+  enable_prompt_tokens_details: {description: 'Report the prompt tokens the prefix cache served as usage.prompt_tokens_details.cached_tokens.', type: 'boolean'},
   enforce_eager: {description: 'Run in eager mode, without CUDA graphs or compilation: starts faster, generates slower.', type: 'boolean'},
   gpu_memory_utilization: {description: 'Fraction of each GPU\'s memory vLLM may take, from 0 to 1 (vLLM\'s default 0.9).', maximum: 1, minimum: 0, type: 'number'},
   kv_cache_dtype: {description: 'Data type of the KV cache.', enum: ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2'], type: 'string'},

@@ -152,7 +152,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
                 id,
                 model: body.model,
                 object: 'chat.completion',
-                usage: usageOf(event.promptTokens, event.completionTokens),
+                usage: usageOf(event.promptTokens, event.completionTokens, event.cachedTokens),
               },
               kind: 'json',
             }
@@ -180,7 +180,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
           else if (event.type === 'tool_arguments') yield chunk({tool_calls: [{function: {arguments: event.text}, index: event.index}]}, null)
           else if (event.type === 'done') {
             yield chunk({}, finishReasonOf(event.finishReason))
-            if (includeUsage) yield {choices: [], created, id, model: body.model, object: 'chat.completion.chunk', usage: usageOf(event.promptTokens, event.completionTokens)}
+            if (includeUsage) yield {choices: [], created, id, model: body.model, object: 'chat.completion.chunk', usage: usageOf(event.promptTokens, event.completionTokens, event.cachedTokens)}
           }
         }
       }

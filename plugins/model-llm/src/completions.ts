@@ -95,10 +95,11 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
       // A text prompt is echoed as given; a token prompt as the engine's text of it, which comes with `start`.
       const echoed = (index: number) => (body.echo && typeof prompts[index] === 'string' ? (prompts[index] as string) : '')
       const echoOf = (event: GenerationEvent) => (body.echo && event.type === 'start' ? (event.prompt ?? '') : '')
-      const usage = {completion: 0, prompt: 0}
+      const usage: {completion: number; prompt: number; cached?: number} = {completion: 0, prompt: 0}
       const count = (event: Extract<GenerationEvent, {type: 'done'}>) => {
         usage.prompt += event.promptTokens
         usage.completion += event.completionTokens
+        if (event.cachedTokens !== undefined) usage.cached = (usage.cached ?? 0) + event.cachedTokens
       }
 
       if (!body.stream) {
@@ -112,7 +113,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
           }
         }
 
-        return {body: {...shape(choices), usage: usageOf(usage.prompt, usage.completion)}, kind: 'json'}
+        return {body: {...shape(choices), usage: usageOf(usage.prompt, usage.completion, usage.cached)}, kind: 'json'}
       }
 
       const includeUsage = body.stream_options?.include_usage === true
@@ -128,7 +129,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
           }
         }
 
-        if (includeUsage) yield {...shape([]), usage: usageOf(usage.prompt, usage.completion)}
+        if (includeUsage) yield {...shape([]), usage: usageOf(usage.prompt, usage.completion, usage.cached)}
       }
 
       return {events: stream(), kind: 'sse', terminator: '[DONE]'}

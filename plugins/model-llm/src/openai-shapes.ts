@@ -82,10 +82,12 @@ export function toSampling(api: KernelApi, request: SamplingRequest, defaultMaxT
   }
 }
 
-export const usageOf = (promptTokens: number, completionTokens: number) => ({
+/** OpenAI's usage; `prompt_tokens_details.cached_tokens` (part of prompt_tokens) where the engine says how many it reused. */
+export const usageOf = (promptTokens: number, completionTokens: number, cachedTokens?: number) => ({
   completion_tokens: completionTokens,
   prompt_tokens: promptTokens,
   total_tokens: promptTokens + completionTokens,
+  ...(cachedTokens === undefined ? {} : {prompt_tokens_details: {cached_tokens: cachedTokens}}),
 })
 
 /**
@@ -116,7 +118,14 @@ export async function started<T>(events: AsyncIterable<T>): Promise<AsyncIterabl
 /** The wire shapes of the answers, for the OpenAPI document: the fields OpenAI declares required, as this service fills them. */
 export function responseSchemas(s: KernelApi['schema']) {
   const usage = s.object(
-    {completion_tokens: s.integer({minimum: 0}), prompt_tokens: s.integer({minimum: 0}), total_tokens: s.integer({minimum: 0})},
+    {
+      completion_tokens: s.integer({minimum: 0}),
+      prompt_tokens: s.integer({minimum: 0}),
+      prompt_tokens_details: s.optional(
+        s.object({cached_tokens: s.integer({description: 'Prompt tokens the model took from its cache (an earlier turn of the conversation) instead of evaluating them.', minimum: 0})}),
+      ),
+      total_tokens: s.integer({minimum: 0}),
+    },
     {title: 'CompletionUsage'},
   )
   const finishReason = (reasons: string[]) => s.nullable(s.string({enum: reasons}))

@@ -1,0 +1,107 @@
+/**
+ * Launch parameters that name files on the service's machine (stable-diffusion.cpp's VAE and text encoders, vLLM's and
+ * SGLang's chat template, MLX's draft model) obey SERVICE_ALLOWED_MODEL_DIRS as `file://` model URIs do: each engine's
+ * command goes through the kernel's `api.files.localPath`, on real files and symlinks.
+ */
+import {expect} from 'chai'
+import {mkdir, symlink, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import type {EngineDefinition, KernelApi, LoadRequest} from '../../src/kernel/contracts.js'
+import type {ExternalLaunchContext} from '../../src/kernel/external-engine.js'
+
+import {createKernelApi} from '../../src/kernel/kernel.js'
+import registerMlx from '../../plugins/engine-mlx/src/register.js'
+import registerSglang from '../../plugins/engine-sglang/src/register.js'
+import registerStableDiffusion from '../../plugins/engine-stable-diffusion-cpp/src/register.js'
+import registerVllm from '../../plugins/engine-vllm/src/register.js'
+import {temporaryDirectory} from '../helpers/service.js'
+
+const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+type Register = typeof registerVllm
+
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => expect.fail('the path was accepted'),
+    (error) => error as {message: string; param: string; status: number},
+  )
+
+describe('launch parameters naming files on this machine', () => {
+  let allowed: string
+  let elsewhere: string
+
+  before(async () => {
+    allowed = await temporaryDirectory()
+    elsewhere = await temporaryDirectory()
+    await writeFile(join(allowed, 'ae.safetensors'), 'weights')
+    await writeFile(join(elsewhere, 'secret.jinja'), '{{ messages }}')
+    await mkdir(join(allowed, 'draft'))
+    await mkdir(join(elsewhere, 'draft'))
+    // Inside the allowed folder by name, elsewhere once resolved.
+    await symlink(join(elsewhere, 'secret.jinja'), join(allowed, 'escape.jinja'))
+  })
+
+  const api = (allowedModelDirs: string[] = []) => createKernelApi('0.0.0', quiet, {allowedModelDirs})
+
+  describe('api.files.localPath', () => {
+    it('answers the real path of a file inside the allowed folders, and anywhere when the setting is off', async () => {
+      expect(await api([allowed]).files.localPath(join(allowed, 'ae.safetensors'), {param: 'vae'})).to.equal(join(allowed, 'ae.safetensors'))
+      expect(await api([allowed]).files.localPath(join(allowed, 'draft'), {kind: 'folder', param: 'draft_model'})).to.equal(join(allowed, 'draft'))
+      expect(await api().files.localPath(join(allowed, 'escape.jinja'), {param: 'chat_template'})).to.equal(join(elsewhere, 'secret.jinja'))
+    })
+
+    it('refuses a path outside the allowed folders, by name or through a symlink, naming the parameter and the setting', async () => {
+      for (const path of [join(elsewhere, 'secret.jinja'), join(allowed, 'escape.jinja'), join(allowed, '..', 'x')]) {
+        const error = await refusal(api([allowed]).files.localPath(path, {param: 'vae'}))
+        expect(error.status, path).to.equal(400)
+        expect(error.param, path).to.equal('vae')
+        expect(error.message, path).to.contain(`vae (${path}) is outside the folders SERVICE_ALLOWED_MODEL_DIRS allows (${allowed})`)
+      }
+    })
+
+    it('refuses what is not an absolute path of an existing file (or folder) of that kind, nor a kernel pseudo-file', async () => {
+      for (const [value, kind] of [['relative/ae.safetensors', 'file'], [join(allowed, 'missing'), 'file'], [join(allowed, 'draft'), 'file'], [join(allowed, 'ae.safetensors'), 'folder'], ['/proc/self/environ', 'file'], [42, 'file']] as const) {
+        const error = await refusal(api().files.localPath(value, {kind, param: 'clip_l'}))
+        expect(error.status).to.equal(400)
+        expect(error.message).to.equal(`clip_l must be the absolute path of a ${kind} on the service's machine (got ${JSON.stringify(value)}).`)
+      }
+    })
+  })
+
+  describe("the engines' commands", () => {
+    const engine = async (register: Register, kernelApi: KernelApi, name: string) =>
+      ((await (register as unknown as (options: {api: KernelApi}) => Promise<{engines: EngineDefinition[]}>)({api: kernelApi})).engines.find((candidate) => candidate.name === name)!)
+    const command = async (register: Register, name: string, parameters: Record<string, unknown>, allowedModelDirs: string[] = [allowed]) => {
+      const request = {modelPath: join(allowed, 'model'), modelType: 'LLM', modelUid: 'm', parameters} as unknown as LoadRequest
+      const context = {port: 1234, python: {executable: '/usr/bin/python3'}} as unknown as ExternalLaunchContext
+      return (await engine(register, api(allowedModelDirs), name)).external!.command(request, context)
+    }
+
+    it("checks stable-diffusion.cpp's companion files and gives the program their real paths", async () => {
+      const error = await refusal(command(registerStableDiffusion, 'stable-diffusion.cpp', {t5xxl: join(allowed, 'escape.jinja')}))
+      expect([error.status, error.param]).to.deep.equal([400, 't5xxl'])
+      expect(error.message).to.contain('SERVICE_ALLOWED_MODEL_DIRS')
+      const started = await command(registerStableDiffusion, 'stable-diffusion.cpp', {vae: join(allowed, 'escape.jinja')}, [])
+      expect(started.args.join(' ')).to.contain(JSON.stringify(join(elsewhere, 'secret.jinja')))
+    })
+
+    it("checks vLLM's and SGLang's chat template file, not a template given inline or by a built-in name", async () => {
+      for (const [register, name] of [[registerVllm, 'vllm'], [registerSglang, 'sglang']] as const) {
+        const error = await refusal(command(register, name, {chat_template: join(elsewhere, 'secret.jinja')}))
+        expect([error.status, error.param], name).to.deep.equal([400, 'chat_template'])
+        expect(error.message).to.contain('SERVICE_ALLOWED_MODEL_DIRS')
+        expect((await command(register, name, {chat_template: join(elsewhere, 'secret.jinja')}, [])).args).to.include(join(elsewhere, 'secret.jinja'))
+      }
+
+      expect((await command(registerVllm, 'vllm', {chat_template: '{{ messages }}'})).args).to.include('{{ messages }}')
+      expect((await command(registerSglang, 'sglang', {chat_template: 'chatml'})).args).to.include('chatml')
+    })
+
+    it("checks MLX's draft model folder, not a hub repository's name", async () => {
+      const error = await refusal(command(registerMlx, 'MLX', {draft_model: join(elsewhere, 'draft')}))
+      expect([error.status, error.param]).to.deep.equal([400, 'draft_model'])
+      expect((await command(registerMlx, 'MLX', {draft_model: join(allowed, 'draft')})).args).to.include(join(allowed, 'draft'))
+      expect((await command(registerMlx, 'MLX', {draft_model: 'mlx-community/tiny-draft'})).args).to.include('mlx-community/tiny-draft')
+    })
+  })
+})
