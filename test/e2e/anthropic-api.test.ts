@@ -13,6 +13,9 @@ import {assertAnthropicMessage, assertAnthropicModel, assertAnthropicStream} fro
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
+/** The whole prompt of a usage: what the engine evaluated and what it took from its cache, as count_tokens counts it. */
+const wholePrompt = (usage: Anthropic.Usage) => usage.input_tokens + (usage.cache_read_input_tokens ?? 0)
+
 const MODEL = 'tiny-chat'
 /** Ends its turns by itself after a few tokens, for `end_turn`. */
 const ENDER = 'tiny-ender'
@@ -83,7 +86,7 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       expect(message.content[0]).to.include({type: 'text'})
       expect(message.usage.output_tokens).to.equal(12)
       const counted = await client.messages.countTokens({messages: request.messages, model: MODEL, system: request.system})
-      expect(counted).to.deep.equal({input_tokens: message.usage.input_tokens})
+      expect(counted).to.deep.equal({input_tokens: wholePrompt(message.usage)})
     })
 
     it('takes the system prompt as a string or as text blocks, and multi-turn conversations', async () => {
@@ -101,9 +104,9 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
         temperature: 0,
       })
       expect(asBlocks.content).to.deep.equal(asString.content)
-      expect(asBlocks.usage).to.deep.equal({...asString.usage, cache_read_input_tokens: asString.usage.input_tokens - 1})
+      expect(asBlocks.usage).to.deep.equal({...asString.usage, cache_read_input_tokens: wholePrompt(asString.usage) - 1, input_tokens: 1})
       const single = await client.messages.create({max_tokens: 6, messages: [turns[0]], model: MODEL, system: 'Be kind. Be brief.', temperature: 0})
-      expect(asString.usage.input_tokens).to.be.greaterThan(single.usage.input_tokens)
+      expect(wholePrompt(asString.usage)).to.be.greaterThan(wholePrompt(single.usage))
     })
 
     it('says end_turn when the model ends its turn, and stop_sequence with the sequence that stopped it', async () => {
@@ -143,7 +146,7 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       assertAnthropicStream(stream)
       const start = stream[0] as Anthropic.RawMessageStartEvent
       expect(start.message.content).to.deep.equal([])
-      expect(start.message.usage.input_tokens).to.equal(whole.usage.input_tokens).and.be.greaterThan(0)
+      expect(start.message.usage.input_tokens).to.equal(wholePrompt(whole.usage)).and.be.greaterThan(0)
       const text = stream
         .filter((event): event is Anthropic.RawContentBlockDeltaEvent => event.type === 'content_block_delta')
         .map((event) => (event.delta as Anthropic.TextDelta).text)
@@ -223,7 +226,7 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       expect(answer.content[0].type).to.equal('text')
       const withTools = await client.messages.countTokens({messages, model: MODEL, tools: [WEATHER_TOOL]})
       const without = await client.messages.countTokens({messages: [ask], model: MODEL})
-      expect(withTools.input_tokens).to.equal(answer.usage.input_tokens).and.be.greaterThan(without.input_tokens)
+      expect(withTools.input_tokens).to.equal(wholePrompt(answer.usage)).and.be.greaterThan(without.input_tokens)
     })
 
     it('refuses tool blocks that do not fit together, naming the field', async () => {

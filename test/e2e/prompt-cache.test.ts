@@ -73,12 +73,13 @@ describe('prompt tokens reused from the cache (llama.cpp, openai and Anthropic c
     expect(twice.usage).to.deep.include({prompt_tokens: 2 * again.usage!.prompt_tokens, prompt_tokens_details: {cached_tokens: 2 * cached(again.usage)!}})
   })
 
-  it("reports Anthropic's cache_read_input_tokens within input_tokens, streamed or not", async () => {
+  it("reports Anthropic's cache_read_input_tokens beside input_tokens, the two making the whole prompt, streamed or not", async () => {
     const request = {max_tokens: 6, messages: [{content: 'Hello', role: 'user' as const}, {content: 'Hi there.', role: 'assistant' as const}, {content: 'How are you?', role: 'user' as const}], model: MODEL, system: 'Be kind.', temperature: 0}
     await anthropic.messages.create(request)
     const message = await anthropic.messages.create(request)
     const {cache_read_input_tokens: read, input_tokens: input} = message.usage
-    expect(read).to.equal(input - 1)
+    const counted = await anthropic.messages.countTokens({messages: request.messages, model: MODEL, system: request.system})
+    expect([read, input]).to.deep.equal([counted.input_tokens - 1, 1])
 
     const stream = anthropic.messages.stream(request)
     const delta = await new Promise<Anthropic.MessageDeltaUsage>((resolve) => stream.on('streamEvent', (event) => event.type === 'message_delta' && resolve(event.usage)))

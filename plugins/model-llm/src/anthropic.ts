@@ -161,16 +161,17 @@ function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload,
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`
 
 /**
- * `cache_read_input_tokens`: of the prompt, what the engine took from its cache. input_tokens stays the whole prompt
- * (as count_tokens answers it), so the cache is counted within it rather than beside it.
+ * Anthropic's reckoning of a prompt: `cache_read_input_tokens` what the engine took from its cache, `input_tokens`
+ * the rest, so the two add up to the whole prompt (what count_tokens answers).
  */
-function usageOf(inputTokens: number, outputTokens: number, cachedTokens = 0) {
+const promptUsage = (promptTokens: number, cachedTokens = 0) => ({cache_read_input_tokens: cachedTokens, input_tokens: promptTokens - cachedTokens})
+
+function usageOf(promptTokens: number, outputTokens: number, cachedTokens = 0) {
   return {
     cache_creation: null,
     cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cachedTokens,
+    ...promptUsage(promptTokens, cachedTokens),
     inference_geo: null,
-    input_tokens: inputTokens,
     output_tokens: outputTokens,
     output_tokens_details: null,
     server_tool_use: null,
@@ -262,7 +263,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
             yield {data: {delta: {partial_json: event.text, type: 'input_json_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
           } else if (event.type === 'done') {
             if (open) yield {data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}
-            const usage = {cache_creation_input_tokens: 0, cache_read_input_tokens: event.cachedTokens ?? 0, input_tokens: event.promptTokens, output_tokens: event.completionTokens, output_tokens_details: null, server_tool_use: null}
+            const usage = {cache_creation_input_tokens: 0, ...promptUsage(event.promptTokens, event.cachedTokens), output_tokens: event.completionTokens, output_tokens_details: null, server_tool_use: null}
             yield {data: {delta: {container: null, stop_details: null, ...stopOf(event)}, type: 'message_delta', usage}, event: 'message_delta'}
             yield {data: {type: 'message_stop'}, event: 'message_stop'}
           }
