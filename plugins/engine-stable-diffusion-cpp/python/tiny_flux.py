@@ -17,6 +17,7 @@ MLP = HIDDEN * 4
 CONTEXT = 4096  # T5-XXL's width, which the transformer's txt_in reads
 CLIP = {"hidden": 768, "ffn": 3072, "layers": 12, "vocab": 49408, "positions": 77}
 VAE_CH, VAE_MULT, Z = 32, (1, 2, 4, 4), 16
+ENCODER_CH = 128
 
 
 class Weights:
@@ -107,6 +108,26 @@ def resnet(w, name, channels_in, channels_out):
         w.conv(name + ".nin_shortcut", channels_out, channels_in, 1)
 
 
+def vae_encoder(w, prefix="first_stage_model.encoder."):
+    """sd.cpp builds the encoder at the full width of FLUX's (128 channels), whatever the decoder's: about 34M weights."""
+    channels = ENCODER_CH
+    w.conv(prefix + "conv_in", channels, 3, 3)
+    for level, mult in enumerate(VAE_MULT):
+        out = ENCODER_CH * mult
+        for index in range(2):
+            resnet(w, f"{prefix}down.{level}.block.{index}", channels, out)
+            channels = out
+        if level != len(VAE_MULT) - 1:
+            w.conv(f"{prefix}down.{level}.downsample.conv", channels, channels, 3)
+    resnet(w, prefix + "mid.block_1", channels, channels)
+    w.norm(prefix + "mid.attn_1.norm", channels)
+    for projection in ("q", "k", "v", "proj_out"):
+        w.conv(f"{prefix}mid.attn_1.{projection}", channels, channels, 1)
+    resnet(w, prefix + "mid.block_2", channels, channels)
+    w.norm(prefix + "norm_out", channels)
+    w.conv(prefix + "conv_out", 2 * Z, channels, 3)
+
+
 def vae_decoder(w, prefix="first_stage_model.decoder."):
     channels = VAE_CH * VAE_MULT[-1]
     w.conv(prefix + "conv_in", channels, Z, 3)
@@ -133,6 +154,7 @@ def main():
     else:
         transformer(weights)
         clip_l(weights)
+        vae_encoder(weights)
         vae_decoder(weights)
     weights.close()
 

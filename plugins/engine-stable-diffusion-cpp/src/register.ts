@@ -1,9 +1,10 @@
-import type {RegisterHook} from 'service-toolkit'
+import type {LoadRequest, RegisterHook} from 'service-toolkit'
 
 import {stat} from 'node:fs/promises'
 import {isAbsolute} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import {abilitiesOf} from './abilities.js'
 import {stableDiffusionOperations} from './operations.js'
 import {generateTinyFlux, TINY_FLUX} from './tiny-flux.js'
 
@@ -24,6 +25,9 @@ const COMPANIONS = {
   vae: "the VAE (FLUX.1's ae.safetensors, SD 3.5's)",
 }
 
+/** What each model launching or running can do, found when its command is made and told once it is ready. */
+const abilities = new WeakMap<LoadRequest, string[]>()
+
 /**
  * Each model runs `python/server.py` in a virtual environment with stable-diffusion-cpp-python: a GGUF file, with the
  * VAE and text encoders it lacks given as files on this machine (the program refuses to start, naming them, when one
@@ -43,12 +47,16 @@ const register: RegisterHook = async ({api}) => ({
               throw api.errors.badRequest(`${name} must be the absolute path of a file on the service's machine (got ${JSON.stringify(file)}).`, name)
           }
 
-          const load = JSON.stringify({family, modelName, modelPath, modelType, parameters})
+          // A family that names its abilities is held to them; the file says which of them sd.cpp can do.
+          const declared = family.model_ability
+          const found = (await abilitiesOf(modelPath, parameters.vae)).filter((ability) => !declared || declared.includes(ability))
+          abilities.set(request, found)
+          const load = JSON.stringify({abilities: found, family, modelName, modelPath, modelType, parameters})
           return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}
         },
         // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
         health: {path: '/health', timeoutMs: 15 * 60 * 1000},
-        info: () => ({abilities: ['text2image']}),
+        info: (request) => ({abilities: abilities.get(request)}),
         operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
         stopGraceMs: 5000,
       },
