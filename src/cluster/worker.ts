@@ -21,6 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
+import {withCompanions} from '../weights/companions.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -123,6 +124,7 @@ export class LocalWorker implements WorkerApi {
     if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
+    let parameters: Record<string, unknown>
     let python: PythonEnvironment | undefined
     try {
       const makeEnvironment = (request: PythonEnvRequest, environmentSignal: AbortSignal) => this.makeEnvironment(engine, load.modelUid, request, logFile, onProgress, environmentSignal)
@@ -132,6 +134,7 @@ export class LocalWorker implements WorkerApi {
         python: (requirements, generationSignal) => makeEnvironment(mergeVirtualEnv(requirements, undefined), generationSignal),
         signal,
       })
+      parameters = await withCompanions(this.options.weights, load.spec, load.parameters, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
       if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
@@ -160,7 +163,7 @@ export class LocalWorker implements WorkerApi {
     this.launches.set(load.modelUid, launch)
     try {
       const loading = (fraction: number) => onProgress?.({fraction, stage: 'loading'})
-      const request = {...load, modelPath}
+      const request = {...load, modelPath, parameters}
       await (instance instanceof ExternalProgram ? instance.load(request, signal, loading) : instance.load(engine.hostModule!, request, signal, loading))
     } catch (error) {
       this.running.delete(load.modelUid)

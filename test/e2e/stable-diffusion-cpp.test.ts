@@ -6,8 +6,9 @@
  * openai client at the size asked and reproducible with a seed; progress per step; sizes the model cannot make refused
  * on `size`; a disconnect that kills the generation while the model keeps serving; edits, variations and inpainting
  * from uploaded pictures through the binding's init and mask images (the tiny file holds a VAE encoder), bad uploads
- * refused naming the field, none left on disk; and a diffusion-only GGUF, as city96 publishes FLUX.1, refused at launch
- * naming the files sd.cpp needs beside it.
+ * refused naming the field, none left on disk; a diffusion-only GGUF, as city96 publishes FLUX.1, refused at launch
+ * naming the files sd.cpp needs beside it, and launched from the local hub (test/helpers/fake-hub.ts) with the VAE and
+ * text encoder its registration lists as companions downloaded beside it (the tiny model's parts, written apart).
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
@@ -16,17 +17,20 @@ import {join} from 'node:path'
 import OpenAI, {toFile} from 'openai'
 import {PNG} from 'pngjs'
 
+import {FakeHub} from '../helpers/fake-hub.js'
 import {postForm, solidPng} from '../helpers/media.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const decode = (base64: string) => PNG.sync.read(Buffer.from(base64, 'base64'))
 const MODEL = 'tiny-random-flux'
+const TINY_FLUX_PY = join(ROOT, 'plugins/engine-stable-diffusion-cpp/python/tiny_flux.py')
 
 describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, service-local)', function () {
   let service: RunningService
   let openai: OpenAI
   let uploads: string
+  let hub: FakeHub
   const api = (method: string, path: string, body?: unknown) => callApi(service, method, path, body)
   const generate = (body: Record<string, unknown>, signal?: AbortSignal) =>
     fetch(`${service.url}/v1/images/generations`, {body: JSON.stringify({model: MODEL, ...body}), headers: {'content-type': 'application/json'}, method: 'POST', signal})
@@ -37,7 +41,8 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     const uv = await uvFromPyPI()
     // Uploads are written to the temporary folder, which the edit tests watch.
     uploads = await temporaryDirectory('service-uploads-')
-    service = await startService({env: {PATH: `${uv}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv'), TMPDIR: uploads}})
+    hub = await FakeHub.start()
+    service = await startService({env: {HF_ENDPOINT: hub.url, PATH: `${uv}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv'), TMPDIR: uploads}})
     openai = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
     const launched = await servicectl(['launch', '-n', MODEL, '-t', 'image', '--model-engine', 'stable-diffusion.cpp', '--cpu_threads', '2'], {env: {SERVICE_ENDPOINT: service.url}})
     expect(launched.exitCode, launched.stderr).to.equal(0)
@@ -45,6 +50,7 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
 
   after(async () => {
     await service?.stop()
+    await hub?.stop()
     await rm(uploads, {force: true, recursive: true})
   })
 
@@ -150,13 +156,18 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     expect((await readdir(uploads, {withFileTypes: true})).filter((entry) => entry.isFile()).map((entry) => entry.name)).to.deep.equal([])
   })
 
-  it('refuses a diffusion-only GGUF without its VAE and text encoders, naming them', async function () {
-    this.timeout(300_000)
+  /** The engine's Python, which writes the tiny model's parts. */
+  const enginePython = async () => {
     const {body: environments} = await api('GET', '/v1/virtualenvs')
     const environment = environments.list.find((each: {packages: string[]}) => each.packages.some((name) => name.startsWith('stable-diffusion-cpp-python')))
+    return join(environment.path, 'bin', 'python')
+  }
+
+  it('refuses a diffusion-only GGUF without its VAE and text encoders, naming them', async function () {
+    this.timeout(300_000)
     const folder = await temporaryDirectory()
     const file = join(folder, 'flux-transformer.gguf')
-    await execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'plugins/engine-stable-diffusion-cpp/python/tiny_flux.py'), file, '--diffusion-only'])
+    await execa(await enginePython(), [TINY_FLUX_PY, file, '--diffusion-only'])
     const registered = await api('POST', '/v1/model_registrations/image', {model: JSON.stringify({model_name: 'flux-transformer-only', model_uri: file}), persist: false})
     expect(registered.status, JSON.stringify(registered.body)).to.equal(200)
 
@@ -167,5 +178,60 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     const refused = await api('POST', '/v1/models', {model_engine: 'stable-diffusion.cpp', model_name: 'flux-transformer-only', model_type: 'image'})
     expect(refused.status).to.be.at.least(400)
     expect(JSON.stringify(refused.body)).to.match(/holds only the diffusion model.*a VAE \(vae\) and a text encoder \(clip_l or t5xxl\)/)
+  })
+
+  it('downloads the VAE and text encoder a diffusion-only GGUF lists as companions and gives them to sd.cpp; a launch parameter overrides one', async function () {
+    this.timeout(300_000)
+    const folder = await temporaryDirectory()
+    const python = await enginePython()
+    const part = async (name: string, option: string) => {
+      await execa(python, [TINY_FLUX_PY, join(folder, name), option])
+      return join(folder, name)
+    }
+
+    await hub.addRepo('test-org/tiny-flux-gguf', {'tiny-flux-F16.gguf': await part('transformer.gguf', '--diffusion-only')})
+    await hub.addRepo('test-org/tiny-flux', {'ae.gguf': await part('vae.gguf', '--vae')})
+    await hub.addRepo('test-org/tiny-flux-encoders', {'text_encoders/clip_l.gguf': await part('clip_l.gguf', '--clip-l')})
+    const companions = [
+      {file_name: 'ae.gguf', model_id: 'test-org/tiny-flux', role: 'vae'},
+      {file_name: 'text_encoders/clip_l.gguf', model_id: 'test-org/tiny-flux-encoders', role: 'clip_l'},
+    ]
+    const family = {
+      default_generate_config: {num_inference_steps: 2},
+      default_model_config: {height: 32, width: 32},
+      model_ability: ['text2image', 'image2image', 'inpainting'],
+      model_family: 'stable_diffusion',
+      model_name: 'hub-flux',
+      model_src: {huggingface: {gguf_companion_files: companions, gguf_model_file_name_template: 'tiny-flux-{quantization}.gguf', gguf_model_id: 'test-org/tiny-flux-gguf', gguf_quantizations: ['F16']}},
+    }
+    expect((await api('POST', '/v1/model_registrations/image', {model: family, persist: false})).status).to.equal(200)
+    const launch = (uid: string, ...extra: string[]) =>
+      servicectl(['launch', '-n', 'hub-flux', '-u', uid, '-t', 'image', '--model-engine', 'stable-diffusion.cpp', '--cpu_threads', '2', ...extra], {env: {SERVICE_ENDPOINT: service.url}})
+    const launched = await launch('hub-flux')
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+
+    const fetched = () => hub.fileRequests().map((request) => new URL(request.url, hub.url).searchParams.get('file'))
+    expect(fetched()).to.deep.equal(['tiny-flux-F16.gguf', 'ae.gguf', 'text_encoders/clip_l.gguf'])
+    const cached = (entry: string, file: string) => join(service.home, 'cache', entry, file)
+    const vae = cached('test-org--tiny-flux--ae--gguf--none', 'ae.gguf')
+    const clip = cached('test-org--tiny-flux-encoders--text_encoders--clip_l--gguf--none', 'text_encoders/clip_l.gguf')
+    expect(await readFile(vae)).to.deep.equal(await readFile(join(folder, 'vae.gguf')))
+    expect(JSON.parse(await readFile(cached('test-org--tiny-flux--ae--gguf--none', 'manifest.json'), 'utf8'))).to.include({repo: 'test-org/tiny-flux'})
+    const log = await readFile(join(service.home, 'logs', 'models', 'hub-flux.log'), 'utf8')
+    expect(log).to.include(`with vae ${vae} with clip_l ${clip} on port`)
+
+    // The VAE brings its encoder: the model edits too.
+    const {body} = await api('GET', '/v1/models')
+    expect(body.data.find((model: {id: string}) => model.id === 'hub-flux').model_ability).to.deep.equal(['text2image', 'image2image', 'inpainting'])
+    const made = await openai.images.generate({model: 'hub-flux', prompt: 'a lighthouse', size: '48x32' as '256x256', ...({seed: 1} as object)})
+    expect([decode(made.data![0].b64_json!).width, decode(made.data![0].b64_json!).height]).to.deep.equal([48, 32])
+    const edited = await openai.images.edit({image: await toFile(solidPng(32, 32, [9, 9, 9]), 'picture.png', {type: 'image/png'}), model: 'hub-flux', prompt: 'x'})
+    expect(decode(edited.data![0].b64_json!).width).to.equal(32)
+
+    // A second model of the same family finds them cached; one naming its own VAE gets that one.
+    const own = await launch('hub-flux-own-vae', '--vae', join(folder, 'vae.gguf'))
+    expect(own.exitCode, own.stderr).to.equal(0)
+    expect(fetched()).to.have.length(3)
+    expect(await readFile(join(service.home, 'logs', 'models', 'hub-flux-own-vae.log'), 'utf8')).to.include(`with vae ${join(folder, 'vae.gguf')} with clip_l ${clip} on port`)
   })
 })

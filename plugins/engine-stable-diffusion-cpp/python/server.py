@@ -257,7 +257,8 @@ def main():
     request = json.loads(options.request)
     Handler.model = Model(request)
     Handler.worker = Worker(Handler.model)
-    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}) on port {options.port}", flush=True)
+    companions = "".join(f" with {name} {request['parameters'][name]}" for name in ("vae", "clip_l", "clip_g", "t5xxl") if request["parameters"].get(name))
+    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}){companions} on port {options.port}", flush=True)
     serve(Handler, options.port)
 
 

@@ -3,9 +3,10 @@ VAE decoder, with random weights from a fixed seed, under the tensor names stabl
 transformer's depth and width from its tensors, and the VAE decoder's width from its first convolution, so both are
 made tiny (one double and one single block, one 128-wide attention head; a 32-channel decoder); CLIP-L has a fixed
 shape in sd.cpp and is kept whole, quantized to Q4_0 (about 70 MB). No T5: sd.cpp gives FLUX zeros in its place.
-Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--diffusion-only]; the option
-writes the transformer alone, under the bare names of city96's FLUX.1 GGUF files, which need a VAE and text encoders
-beside them."""
+Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--diffusion-only | --vae |
+--clip-l]; each option writes one part alone, under the bare names of the files published apart: the transformer as
+in city96's FLUX.1 GGUF files (which need a VAE and text encoders beside them), the VAE as in FLUX.1's ae.safetensors,
+CLIP-L as in comfyanonymous/flux_text_encoders' clip_l.safetensors."""
 import sys
 
 import numpy as np
@@ -151,6 +152,11 @@ def main():
     weights = Weights(sys.argv[1])
     if "--diffusion-only" in sys.argv:
         transformer(weights, prefix="")
+    elif "--vae" in sys.argv:
+        vae_encoder(weights, prefix="encoder.")
+        vae_decoder(weights, prefix="decoder.")
+    elif "--clip-l" in sys.argv:
+        clip_l(weights, prefix="text_model.")
     else:
         transformer(weights)
         clip_l(weights)
