@@ -17,7 +17,10 @@ const SERVER = fileURLToPath(new URL('../python/server.py', import.meta.url))
  */
 const PACKAGES = ['stable-diffusion-cpp-python==0.4.7', 'gguf==0.19.0', 'pillow']
 
-/** The files sd.cpp reads beside a diffusion-only GGUF, as launch parameters naming them. */
+/**
+ * The files sd.cpp reads beside a diffusion-only GGUF, as launch parameters naming them; a spec's companion files
+ * (the catalogue's FLUX.1 and SD 3.5 GGUF specs list them) fill the ones a launch does not name with downloaded files.
+ */
 const COMPANIONS = {
   clip_g: 'the CLIP-G text encoder (SD 3.5), e.g. clip_g.safetensors',
   clip_l: 'the CLIP-L text encoder (FLUX.1, SD 3.5), e.g. clip_l.safetensors',
@@ -30,8 +33,8 @@ const abilities = new WeakMap<LoadRequest, string[]>()
 
 /**
  * Each model runs `python/server.py` in a virtual environment with stable-diffusion-cpp-python: a GGUF file, with the
- * VAE and text encoders it lacks given as files on this machine (the program refuses to start, naming them, when one
- * it needs is missing).
+ * VAE and text encoders it lacks given as files on this machine or downloaded as its companions (the program refuses to
+ * start, naming them, when one it needs is missing).
  */
 const register: RegisterHook = async ({api}) => ({
   catalogue: [{families: [TINY_FLUX].map(api.media.normalizeFamily), modelType: 'image'}],
@@ -64,7 +67,7 @@ const register: RegisterHook = async ({api}) => ({
       modelTypes: ['image'],
       name: 'stable-diffusion.cpp',
       parameters: {
-        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model.`, type: 'string' as const}])),
+        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, type: 'string' as const}])),
         cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
       },
       python: {packages: PACKAGES},
