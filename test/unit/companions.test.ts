@@ -24,17 +24,6 @@ const COMPANIONS: CompanionFile[] = [
   {file_name: 'text_encoders/clip_l.safetensors', model_id: 'test-org/encoders', role: 'clip_l'},
 ]
 
-function refusal(run: () => unknown): ServiceError {
-  try {
-    run()
-  } catch (error) {
-    expect(error).to.be.instanceOf(ServiceError)
-    return error as ServiceError
-  }
-
-  throw new Error('expected a refusal')
-}
-
 describe('companion files', () => {
   const family = (companions: unknown) => ({
     model_name: 'flux',
@@ -50,11 +39,12 @@ describe('companion files', () => {
   })
 
   it('refuses a registration whose companion files are malformed, naming the field', () => {
-    const validate = (companions: unknown) => refusal(() => mediaKit.validateFamily(family(companions), ['text2image']))
-    expect(validate({role: 'vae'}).param).to.equal('model_src.huggingface.gguf_companion_files')
-    expect(validate([{model_id: 'a/b', role: 'vae'}]).message).to.match(/gguf_companion_files\[0\] needs file_name/)
-    expect(validate([COMPANIONS[0], {...COMPANIONS[1], role: 'vae'}]).message).to.match(/names the role vae twice/)
-    expect(() => mediaKit.validateFamily(family(COMPANIONS), ['text2image'])).to.not.throw()
+    const validate = (companions: unknown) => () => mediaKit.validateFamily(family(companions), ['text2image'])
+    const param = 'model_src.huggingface.gguf_companion_files'
+    expect(validate({role: 'vae'})).to.throw(ServiceError, /must be a list of \{role, model_id, file_name/).with.property('param', param)
+    expect(validate([{model_id: 'a/b', role: 'vae'}])).to.throw(ServiceError, /gguf_companion_files\[0\] needs file_name/).with.property('param', param)
+    expect(validate([COMPANIONS[0], {...COMPANIONS[1], role: 'vae'}])).to.throw(ServiceError, /names the role vae twice/).with.property('param', param)
+    expect(validate(COMPANIONS)).to.not.throw()
   })
 
   describe('downloads', () => {
