@@ -163,6 +163,22 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     return join(environment.path, 'bin', 'python')
   }
 
+  it('advertises text2image alone for a GGUF without a VAE encoder, and refuses edits on model', async function () {
+    this.timeout(300_000)
+    const file = join(await temporaryDirectory(), 'flux-without-encoder.gguf')
+    await execa(await enginePython(), [TINY_FLUX_PY, file, '--without-vae-encoder'])
+    const family = {default_model_config: {height: 32, width: 32}, model_ability: ['text2image', 'image2image', 'inpainting'], model_name: 'flux-without-encoder', model_uri: file}
+    expect((await api('POST', '/v1/model_registrations/image', {model: JSON.stringify(family), persist: false})).status).to.equal(200)
+    const launched = await api('POST', '/v1/models', {cpu_threads: 2, model_engine: 'stable-diffusion.cpp', model_name: 'flux-without-encoder', model_type: 'image'})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    const {body} = await api('GET', '/v1/models')
+    expect(body.data.find((model: {id: string}) => model.id === 'flux-without-encoder').model_ability).to.deep.equal(['text2image'])
+    const refused = await postForm(service, '/v1/images/edits', {model: 'flux-without-encoder', prompt: 'x'}, {image: solidPng(32, 32, [1, 2, 3])})
+    expect([refused.status, refused.body.error?.param], JSON.stringify(refused.body)).to.deep.equal([400, 'model'])
+    expect((await openai.images.generate({model: 'flux-without-encoder', prompt: 'still draws', size: '32x32' as '256x256'})).data).to.have.length(1)
+    await api('DELETE', '/v1/models/flux-without-encoder')
+  })
+
   it('refuses a diffusion-only GGUF without its VAE and text encoders, naming them', async function () {
     this.timeout(300_000)
     const folder = await temporaryDirectory()

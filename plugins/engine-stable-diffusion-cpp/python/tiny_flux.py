@@ -3,8 +3,9 @@ VAE decoder, with random weights from a fixed seed, under the tensor names stabl
 transformer's depth and width from its tensors, and the VAE decoder's width from its first convolution, so both are
 made tiny (one double and one single block, one 128-wide attention head; a 32-channel decoder); CLIP-L has a fixed
 shape in sd.cpp and is kept whole, quantized to Q4_0 (about 70 MB). No T5: sd.cpp gives FLUX zeros in its place.
-Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--diffusion-only | --vae |
---clip-l]; each option writes one part alone, under the bare names of the files published apart: the transformer as
+Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--without-vae-encoder |
+--diffusion-only | --vae | --clip-l]; the first writes the whole model but the VAE encoder (a file that cannot edit
+pictures), each other option one part alone, under the bare names of the files published apart: the transformer as
 in city96's FLUX.1 GGUF files (which need a VAE and text encoders beside them), the VAE as in FLUX.1's ae.safetensors,
 CLIP-L as in comfyanonymous/flux_text_encoders' clip_l.safetensors."""
 import sys
@@ -160,7 +161,8 @@ def main():
     else:
         transformer(weights)
         clip_l(weights)
-        vae_encoder(weights)
+        if "--without-vae-encoder" not in sys.argv:
+            vae_encoder(weights)
         vae_decoder(weights)
     weights.close()
 

@@ -12,6 +12,11 @@ import {readGgufFileInfo} from 'node-llama-cpp'
 const VAE_ENCODER = /^(first_stage_model|vae)\.encoder\./
 
 export async function abilitiesOf(modelPath: string, vae: unknown): Promise<ImageAbility[]> {
-  const editable = vae !== undefined || (await readGgufFileInfo(modelPath, {logWarnings: false, sourceType: 'filesystem'})).fullTensorInfo?.some(({name}) => VAE_ENCODER.test(name))
-  return editable ? ['text2image', 'image2image', 'inpainting'] : ['text2image']
+  return vae !== undefined || (await holdsVaeEncoder(modelPath)) ? ['text2image', 'image2image', 'inpainting'] : ['text2image']
+}
+
+/** A header this reader cannot read counts as none: the program's own reader and sd.cpp say what is wrong at load. */
+async function holdsVaeEncoder(path: string): Promise<boolean> {
+  const info = await readGgufFileInfo(path, {logWarnings: false, sourceType: 'filesystem'}).catch(() => undefined)
+  return info?.fullTensorInfo?.some(({name}) => VAE_ENCODER.test(name)) ?? false
 }
