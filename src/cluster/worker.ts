@@ -21,7 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
-import {withCompanions} from '../weights/companions.js'
+import {companionVersions, withCompanions} from '../weights/companions.js'
 import {cacheEntryName, type WeightStore, type WeightsLocation} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -82,8 +82,8 @@ export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
 export class LocalWorker implements WorkerApi {
   readonly id: string
   private readonly running = new Map<string, ExternalProgram | InstanceProcess>()
-  /** The cache entry each model launching or running here uses, by uid. */
-  private readonly versions = new Map<string, string>()
+  /** The cache entries each model launching or running here uses (its weights', its companions'), by uid. */
+  private readonly versions = new Map<string, string[]>()
   /** The Python environments each model launching or running here uses, by uid. */
   private readonly environments = new Map<string, Set<string>>()
   private readonly launches = new Map<string, InstanceLaunch>()
@@ -121,7 +121,8 @@ export class LocalWorker implements WorkerApi {
     if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
-    if (!load.spec.model_uri) this.versions.set(load.modelUid, cacheEntryName(load.modelName, load.spec))
+    const versions = [...(load.spec.model_uri ? [] : [cacheEntryName(load.modelName, load.spec)]), ...companionVersions(load.spec, load.parameters)]
+    if (versions.length > 0) this.versions.set(load.modelUid, versions)
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
     let parameters: Record<string, unknown>
@@ -204,7 +205,7 @@ export class LocalWorker implements WorkerApi {
   }
 
   async removeCachedModel(version: string): Promise<string[]> {
-    const users = [...this.versions].filter(([, used]) => used === version).map(([uid]) => uid)
+    const users = [...this.versions].filter(([, used]) => used.includes(version)).map(([uid]) => uid)
     if (users.length > 0)
       throw conflict(`${version} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'model_version')
     if (this.options.weights.downloading(version)) throw conflict(`${version} is being downloaded by a launch; cancel that launch first.`, 'model_version')

@@ -249,5 +249,13 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     expect(own.exitCode, own.stderr).to.equal(0)
     expect(fetched()).to.have.length(3)
     expect(await readFile(join(service.home, 'logs', 'models', 'hub-flux-own-vae.log'), 'utf8')).to.include(`with vae ${join(folder, 'vae.gguf')} with clip_l ${clip} on port`)
+
+    // The companions in use stay in the cache until the models using them end.
+    const remove = (version: string) => api('DELETE', `/v1/cache/models?model_version=${version}`)
+    const refused = await remove('test-org--tiny-flux--ae--gguf--none')
+    expect([refused.status, refused.body.error?.message]).to.deep.equal([409, 'test-org--tiny-flux--ae--gguf--none is in use by model hub-flux on worker local; terminate it first.'])
+    expect((await api('DELETE', '/v1/models/hub-flux')).status).to.equal(200)
+    expect((await remove('test-org--tiny-flux--ae--gguf--none')).status).to.equal(200)
+    expect((await remove('test-org--tiny-flux-encoders--text_encoders--clip_l--gguf--none')).status).to.equal(409)
   })
 })
