@@ -1,8 +1,9 @@
 """One GGUF image model served over HTTP on 127.0.0.1 for the stable-diffusion.cpp engine
 (plugins/engine-stable-diffusion-cpp), through stable-diffusion-cpp-python. It speaks the diffusers program's protocol:
 POST /generate_image (text2image; image2image and inpainting from the request's image and mask, when the engine found a
-VAE encoder for the model and said so in the load request's abilities) answers JSON lines, {"type": "progress", "step", "steps"} after each denoising step, then
-{"type": "image", "index", "png"}; a refusal before anything was made is a 400 {"error": {"message", "param"}}.
+VAE encoder for the model and said so in the load request's abilities) answers JSON lines, {"type": "progress",
+"step", "steps"} after each denoising step, then {"type": "image", "index", "png"}; a refusal before anything was made
+is a 400 {"error": {"message", "param"}}.
 
 sd.cpp has no way to stop a generation it has begun, so the generations run in a worker forked from the loaded model
 (its weights shared, copy on write), and a client that goes away has the worker killed at the next step and a fresh one
