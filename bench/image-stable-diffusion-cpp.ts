@@ -11,11 +11,14 @@ import {loadavg} from 'node:os'
 import {join} from 'node:path'
 import {createInterface} from 'node:readline'
 
+import {TINY_FLUX} from '../plugins/engine-stable-diffusion-cpp/src/tiny-flux.js'
 import {callApi, ROOT, type RunningService, startService} from '../test/helpers/service.js'
 import {diffusersServiceEnv} from './image-diffusers.js'
 import {median} from './measure.js'
 
-const MODEL = 'tiny-random-flux'
+const MODEL = TINY_FLUX.model_name
+/** The file the service writes the model to, in its cache. */
+const MODEL_FILE = (TINY_FLUX.model_src as {generated: {gguf_model_file_name_template: string}}).generated.gguf_model_file_name_template
 const SIZE = 128
 const STEPS = 8
 const THREADS = 2
@@ -39,7 +42,7 @@ export async function benchImageStableDiffusionCpp(service: RunningService, prin
   if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
   const {body: environments} = await callApi(service, 'GET', '/v1/virtualenvs')
   const environment = environments.list.find((each: {models: string[]}) => each.models.includes(MODEL))
-  const direct = execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'bench/sdcpp-direct.py'), (await findFile(service.home, `${MODEL}.gguf`))!, String(SIZE), String(STEPS), String(THREADS)], {stderr: 'ignore'})
+  const direct = execa(join(environment.path, 'bin', 'python'), [join(ROOT, 'bench/sdcpp-direct.py'), (await findFile(service.home, MODEL_FILE))!, String(SIZE), String(STEPS), String(THREADS)], {stderr: 'ignore'})
   const lines = createInterface({input: direct.stdout!})[Symbol.asyncIterator]()
   // The script's own lines start with `== `; the others are sd.cpp's log.
   const nextAnswer = async (): Promise<string> => {

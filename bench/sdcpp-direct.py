@@ -10,7 +10,8 @@ import time
 from stable_diffusion_cpp import StableDiffusion
 
 model, size, steps, threads = sys.argv[1], *(int(value) for value in sys.argv[2:5])
-sd = StableDiffusion(model_path=model, n_threads=threads, vae_decode_only=True)
+# With the VAE encoder, as the engine loads a model that can edit pictures (tiny-random-flux can).
+sd = StableDiffusion(model_path=model, n_threads=threads, vae_decode_only=False)
 print("== ready", flush=True)
 for line in sys.stdin:
     start = time.perf_counter()

@@ -21,6 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
+import {companionVersions, withCompanions} from '../weights/companions.js'
 import {type WeightStore, type WeightsLocation, weightsVersion} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -81,8 +82,8 @@ export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
 export class LocalWorker implements WorkerApi {
   readonly id: string
   private readonly running = new Map<string, ExternalProgram | InstanceProcess>()
-  /** The cache entry each model launching or running here uses, by uid. */
-  private readonly versions = new Map<string, string>()
+  /** The cache entries each model launching or running here uses (its weights', its companions'), by uid. */
+  private readonly versions = new Map<string, string[]>()
   /** The Python environments each model launching or running here uses, by uid. */
   private readonly environments = new Map<string, Set<string>>()
   private readonly launches = new Map<string, InstanceLaunch>()
@@ -120,9 +121,11 @@ export class LocalWorker implements WorkerApi {
     if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
-    if (!load.spec.model_uri) this.versions.set(load.modelUid, weightsVersion(load))
+    const versions = [...(load.spec.model_uri ? [] : [weightsVersion(load)]), ...companionVersions(load.spec, load.parameters)]
+    if (versions.length > 0) this.versions.set(load.modelUid, versions)
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
     let modelPath: string
+    let parameters: Record<string, unknown>
     let python: PythonEnvironment | undefined
     try {
       const makeEnvironment = (request: PythonEnvRequest, environmentSignal: AbortSignal) => this.makeEnvironment(engine, load.modelUid, request, logFile, onProgress, environmentSignal)
@@ -132,6 +135,7 @@ export class LocalWorker implements WorkerApi {
         python: (requirements, generationSignal) => makeEnvironment(mergeVirtualEnv(requirements, undefined), generationSignal),
         signal,
       })
+      parameters = await withCompanions(this.options.weights, load.spec, load.parameters, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
       if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.versions.delete(load.modelUid)
@@ -160,7 +164,7 @@ export class LocalWorker implements WorkerApi {
     this.launches.set(load.modelUid, launch)
     try {
       const loading = (fraction: number) => onProgress?.({fraction, stage: 'loading'})
-      const request = {...load, modelPath}
+      const request = {...load, modelPath, parameters}
       await (instance instanceof ExternalProgram ? instance.load(request, signal, loading) : instance.load(engine.hostModule!, request, signal, loading))
     } catch (error) {
       this.running.delete(load.modelUid)
@@ -201,7 +205,7 @@ export class LocalWorker implements WorkerApi {
   }
 
   async removeCachedModel(version: string): Promise<string[]> {
-    const users = [...this.versions].filter(([, used]) => used === version).map(([uid]) => uid)
+    const users = [...this.versions].filter(([, used]) => used.includes(version)).map(([uid]) => uid)
     if (users.length > 0)
       throw conflict(`${version} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'model_version')
     if (this.options.weights.downloading(version)) throw conflict(`${version} is being downloaded by a launch; cancel that launch first.`, 'model_version')

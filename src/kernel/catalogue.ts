@@ -4,6 +4,8 @@
  * Everything here is pure: reading a family from JSON, flattening it into launchable specs and matching a launch
  * request against them.
  */
+import type {CompanionFile} from './companions.js'
+
 import {badRequest} from './errors.js'
 
 export interface HubSource {
@@ -14,6 +16,8 @@ export interface HubSource {
   model_file_name_split_template?: string | null
   quantization_parts?: Record<string, string[]> | null
   model_uri?: string | null
+  /** Files from other repositories of the hub that the model needs beside its own (see companions.ts). */
+  companion_files?: CompanionFile[]
 }
 
 export interface FamilySpec extends HubSource {
@@ -52,6 +56,8 @@ export interface ResolvedSpec {
   model_file_name_template: string | null
   model_file_name_split_template: string | null
   quantization_parts: string[] | null
+  /** Files from other repositories of the hub that the engine needs beside these weights (see companions.ts). */
+  companion_files?: CompanionFile[]
 }
 
 /**
@@ -106,6 +112,7 @@ export function flattenFamily(family: ModelFamily): ResolvedSpec[] {
           model_uri: source.model_uri ?? spec.model_uri ?? null,
           quantization,
           quantization_parts: source.quantization_parts?.[quantization] ?? null,
+          ...(source.companion_files ? {companion_files: source.companion_files} : {}),
         })
       }
     }

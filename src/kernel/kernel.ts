@@ -49,14 +49,20 @@ const NAME = /^[A-Za-z0-9][\w.-]*$/
 export interface KernelApiSettings {
   /** Folders files named by launch parameters must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
   allowedModelDirs?: readonly string[]
+  /**
+   * The service's own weights cache: files it downloaded itself (a model's companion files) are given to engines as
+   * launch parameters, and pass wherever the allowed folders are.
+   */
+  cacheDir?: string
 }
 
-export function createKernelApi(version: string, log: Logger, {allowedModelDirs = []}: KernelApiSettings = {}): KernelApi {
+export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], cacheDir}: KernelApiSettings = {}): KernelApi {
+  const pathDirs = allowedModelDirs.length > 0 && cacheDir ? [...allowedModelDirs, cacheDir] : allowedModelDirs
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
     external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
-    files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs})},
+    files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: pathDirs})},
     log,
     media: mediaKit,
     requireAbility(model, ability, what) {

@@ -5,6 +5,7 @@
  * keeping what `response_format: url` answers for the service to serve.
  */
 import type {FamilySpec, HubSource, ModelFamily} from './catalogue.js'
+import type {CompanionFile} from './companions.js'
 import type {RouteDefinition} from './contracts.js'
 import type {InputImage} from './media.js'
 import type {Schema} from './schema.js'
@@ -16,6 +17,7 @@ import {createRequire} from 'node:module'
 import {isAbsolute} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
+import {validateCompanionFiles} from './companions.js'
 import {badRequest, notFound} from './errors.js'
 import * as schema from './schema.js'
 
@@ -28,6 +30,8 @@ interface ImageHubSource {
   gguf_quantizations?: string[]
   gguf_model_file_name_template?: string
   model_file_name_template?: string
+  /** What the GGUF file needs beside it from other repositories (see companions.ts). */
+  gguf_companion_files?: CompanionFile[]
 }
 
 /**
@@ -65,7 +69,12 @@ export function normalizeMediaFamily(family: ModelFamily): ModelFamily {
       model_src: Object.fromEntries(
         ggufs.map(([hub, source]): [string, HubSource] => [
           hub,
-          {model_file_name_template: source.gguf_model_file_name_template, model_id: source.gguf_model_id, quantizations: source.gguf_quantizations ?? []},
+          {
+            model_file_name_template: source.gguf_model_file_name_template,
+            model_id: source.gguf_model_id,
+            quantizations: source.gguf_quantizations ?? [],
+            ...(source.gguf_companion_files ? {companion_files: source.gguf_companion_files} : {}),
+          },
         ]),
       ),
     })
@@ -88,6 +97,9 @@ export function validateMediaFamily(family: ModelFamily, abilities: readonly str
   for (const field of ['default_model_config', 'default_generate_config', 'model_src', 'virtualenv']) {
     if (family[field] !== undefined && family[field] !== null && !isPlainObject(family[field])) throw badRequest(`${field} must be a JSON object.`, field)
   }
+
+  for (const [hub, source] of Object.entries(isPlainObject(family.model_src) ? (family.model_src as Record<string, ImageHubSource>) : {}))
+    validateCompanionFiles(source?.gguf_companion_files, `model_src.${hub}.gguf_companion_files`)
 
   if (family.model_specs === undefined && family.model_uri === undefined && family.model_src === undefined && family.model_id === undefined)
     throw badRequest('the registration needs model_uri (a pipeline folder or GGUF file on this machine) or model_src (hub repositories).', 'model_uri')

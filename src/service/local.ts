@@ -75,7 +75,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   const version = config.version
-  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs})
+  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
   const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
   const loaded = await registry.load()
   log.info(`${loaded} custom registrations`)

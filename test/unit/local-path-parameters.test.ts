@@ -59,6 +59,14 @@ describe('launch parameters naming files on this machine', () => {
       }
     })
 
+    it("lets through the service's own weights cache, where a model's companion files are downloaded, when the setting is on", async () => {
+      const cacheDir = await temporaryDirectory()
+      await writeFile(join(cacheDir, 'clip_l.safetensors'), 'weights')
+      const withCache = createKernelApi('0.0.0', quiet, {allowedModelDirs: [allowed], cacheDir})
+      expect(await withCache.files.localPath(join(cacheDir, 'clip_l.safetensors'), {param: 'clip_l'})).to.equal(join(cacheDir, 'clip_l.safetensors'))
+      expect((await refusal(withCache.files.localPath(join(elsewhere, 'secret.jinja'), {param: 'vae'}))).status).to.equal(400)
+    })
+
     it('refuses what is not an absolute path of an existing file (or folder) of that kind, nor a kernel pseudo-file', async () => {
       for (const [value, kind] of [['relative/ae.safetensors', 'file'], [join(allowed, 'missing'), 'file'], [join(allowed, 'draft'), 'file'], [join(allowed, 'ae.safetensors'), 'folder'], ['/proc/self/environ', 'file'], [42, 'file']] as const) {
         const error = await refusal(api().files.localPath(value, {kind, param: 'clip_l'}))
@@ -72,7 +80,7 @@ describe('launch parameters naming files on this machine', () => {
     const engine = async (register: Register, kernelApi: KernelApi, name: string) =>
       ((await (register as unknown as (options: {api: KernelApi}) => Promise<{engines: EngineDefinition[]}>)({api: kernelApi})).engines.find((candidate) => candidate.name === name)!)
     const command = async (register: Register, name: string, parameters: Record<string, unknown>, allowedModelDirs: string[] = [allowed]) => {
-      const request = {modelPath: join(allowed, 'model'), modelType: 'LLM', modelUid: 'm', parameters} as unknown as LoadRequest
+      const request = {family: {model_name: 'm'}, modelPath: join(allowed, 'model'), modelType: 'LLM', modelUid: 'm', parameters} as unknown as LoadRequest
       const context = {port: 1234, python: {executable: '/usr/bin/python3'}} as unknown as ExternalLaunchContext
       return (await engine(register, api(allowedModelDirs), name)).external!.command(request, context)
     }

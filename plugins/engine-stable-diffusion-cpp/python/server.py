@@ -1,7 +1,9 @@
 """One GGUF image model served over HTTP on 127.0.0.1 for the stable-diffusion.cpp engine
 (plugins/engine-stable-diffusion-cpp), through stable-diffusion-cpp-python. It speaks the diffusers program's protocol:
-POST /generate_image answers JSON lines, {"type": "progress", "step", "steps"} after each denoising step, then
-{"type": "image", "index", "png"}; a refusal before anything was made is a 400 {"error": {"message", "param"}}.
+POST /generate_image (text2image; image2image and inpainting from the request's image and mask, when the engine found a
+VAE encoder for the model and said so in the load request's abilities) answers JSON lines, {"type": "progress",
+"step", "steps"} after each denoising step, then {"type": "image", "index", "png"}; a refusal before anything was made
+is a 400 {"error": {"message", "param"}}.
 
 sd.cpp has no way to stop a generation it has begun, so the generations run in a worker forked from the loaded model
 (its weights shared, copy on write), and a client that goes away has the worker killed at the next step and a fresh one
@@ -17,7 +19,9 @@ import signal
 import sys
 import threading
 
+import numpy
 from gguf import GGUFReader
+from PIL import Image
 from service_http import BadRequest, JsonHandler, serve
 from stable_diffusion_cpp import StableDiffusion
 
@@ -25,6 +29,8 @@ from stable_diffusion_cpp import StableDiffusion
 # transformer), as its docs name them, each with the tensor prefix it has when a file holds it already.
 ENCODERS = {"flux": ("clip_l", "t5xxl"), "sd3": ("clip_l", "clip_g", "t5xxl")}
 VAE_PREFIXES = ("first_stage_model.", "vae.")
+# How much of an edited image is noised and drawn again, unless the request's kwargs say (sd.cpp's default).
+EDIT_STRENGTH = 0.75
 
 
 def architecture(names):
@@ -69,11 +75,13 @@ class Model:
         # A file with the whole model (the tiny one) names its diffusion model's tensors in full; city96's do not.
         whole = any(name.startswith("model.diffusion_model.") for name in names)
         files = {name: parameters[name] for name in ("vae", "clip_l", "clip_g", "t5xxl") if parameters.get(name)}
+        # Editing starts from the image's latent: sd.cpp then loads the VAE's encoder too.
+        editable = "image2image" in request["abilities"]
         self.sd = StableDiffusion(
             **({"model_path": path} if whole else {"diffusion_model_path": path}),
             **{f"{name}_path": file for name, file in files.items()},
             n_threads=int(parameters.get("cpu_threads") or os.cpu_count() or 1),
-            vae_decode_only=True,
+            vae_decode_only=not editable,
         )
         self.lock = threading.Lock()
 
@@ -103,27 +111,66 @@ def arguments(model, payload):
             args["guidance"] = guidance
     elif guidance is not None:
         args["cfg_scale"] = guidance
+    # The pictures go to the worker as they came (base64); it decodes them (see `pictures`).
+    if payload["task"] in ("image2image", "inpainting"):
+        args["init_image"] = payload["images"][0]["data"]
+        args["strength"] = EDIT_STRENGTH
+    if payload["task"] == "inpainting":
+        args["mask_image"] = payload["mask"]["data"]
     args.update(payload.get("kwargs") or {})
     return args
 
 
+def pictures(args):
+    """The init image as RGB and the mask as sd.cpp wants it, white where it repaints: OpenAI's edit masks mark that
+    with transparency, Xinference's inpainting masks with white."""
+    for field, param in (("init_image", "image"), ("mask_image", "mask")):
+        if field not in args:
+            continue
+        try:
+            image = Image.open(io.BytesIO(base64.b64decode(args[field])))
+            image.load()
+        except (OSError, ValueError) as error:
+            raise BadRequest(f"`{param}` cannot be read as an image: {error}", param) from error
+        if field == "init_image":
+            args[field] = image.convert("RGB")
+        elif image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema()[0] < 255:
+            args[field] = image.getchannel("A").point(lambda alpha: 255 if alpha == 0 else 0)
+        else:
+            args[field] = image.convert("L")
+
+
+def sampled_steps(args):
+    """The denoising steps sd.cpp runs for each image: an edit starts part-way, as `strength` says, with sd.cpp's own
+    arithmetic (generate_image in stable-diffusion.cpp, in single precision)."""
+    steps = args["sample_steps"]
+    strength = numpy.float32(args.get("strength", 1.0))
+    if "init_image" not in args or strength >= 1:
+        return steps
+    return min(int(numpy.float32(steps) * strength), steps - 1) + 1
+
+
 def generate(model, args, line):
     """One generation, in the worker: each step and each image as an event, through `line`."""
-    steps = args["sample_steps"]
     done = [0]
 
     def progress(step, total, _seconds):
-        # sd.cpp counts each image's steps from 1; the service counts the steps of all the images together.
+        # sd.cpp counts each image's steps from 1 (and a tiled VAE's tiles, which are not steps); the service counts
+        # the steps of all the images together.
         if step >= 1 and total == steps:
             done[0] += 1
             line({"type": "progress", "step": done[0], "steps": steps * args["batch_count"]})
 
     try:
+        pictures(args)
+        steps = sampled_steps(args)
         images = model.sd.generate_image(**args, progress_callback=progress)
         for index, image in enumerate(images):
             buffer = io.BytesIO()
             image.save(buffer, format="PNG")
             line({"type": "image", "index": index, "png": base64.b64encode(buffer.getvalue()).decode()})
+    except BadRequest as error:
+        line({"type": "error", "status": 400, "message": str(error), "param": error.param})
     except (TypeError, ValueError) as error:
         line({"type": "error", "status": 400, "message": f"the model cannot do what was asked: {error}", "param": None})
     except Exception as error:  # noqa: BLE001 - reported to the parent, which answers it
@@ -189,8 +236,6 @@ class Handler(JsonHandler):
             super().do_POST()
 
     def generate_image(self, payload):
-        if payload["task"] != "text2image":
-            raise BadRequest(f"the stable-diffusion.cpp engine makes images from text; {payload['task']} is not served yet.", "model")
         args = arguments(self.model, payload)
         step = 0
         try:
@@ -213,7 +258,8 @@ def main():
     request = json.loads(options.request)
     Handler.model = Model(request)
     Handler.worker = Worker(Handler.model)
-    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}) on port {options.port}", flush=True)
+    companions = "".join(f" with {name} {request['parameters'][name]}" for name in ("vae", "clip_l", "clip_g", "t5xxl") if request["parameters"].get(name))
+    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}){companions} on port {options.port}", flush=True)
     serve(Handler, options.port)
 
 

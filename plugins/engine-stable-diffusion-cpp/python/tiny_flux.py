@@ -3,9 +3,11 @@ VAE decoder, with random weights from a fixed seed, under the tensor names stabl
 transformer's depth and width from its tensors, and the VAE decoder's width from its first convolution, so both are
 made tiny (one double and one single block, one 128-wide attention head; a 32-channel decoder); CLIP-L has a fixed
 shape in sd.cpp and is kept whole, quantized to Q4_0 (about 70 MB). No T5: sd.cpp gives FLUX zeros in its place.
-Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--diffusion-only]; the option
-writes the transformer alone, under the bare names of city96's FLUX.1 GGUF files, which need a VAE and text encoders
-beside them."""
+Draws noise; for trying and testing the engine. Usage: python tiny_flux.py OUTPUT.gguf [--without-vae-encoder |
+--diffusion-only | --vae | --clip-l]; the first writes the whole model but the VAE encoder (a file that cannot edit
+pictures), each other option one part alone, under the bare names of the files published apart: the transformer as
+in city96's FLUX.1 GGUF files (which need a VAE and text encoders beside them), the VAE as in FLUX.1's ae.safetensors,
+CLIP-L as in comfyanonymous/flux_text_encoders' clip_l.safetensors."""
 import sys
 
 import numpy as np
@@ -17,6 +19,7 @@ MLP = HIDDEN * 4
 CONTEXT = 4096  # T5-XXL's width, which the transformer's txt_in reads
 CLIP = {"hidden": 768, "ffn": 3072, "layers": 12, "vocab": 49408, "positions": 77}
 VAE_CH, VAE_MULT, Z = 32, (1, 2, 4, 4), 16
+ENCODER_CH = 128
 
 
 class Weights:
@@ -107,6 +110,26 @@ def resnet(w, name, channels_in, channels_out):
         w.conv(name + ".nin_shortcut", channels_out, channels_in, 1)
 
 
+def vae_encoder(w, prefix="first_stage_model.encoder."):
+    """sd.cpp builds the encoder at the full width of FLUX's (128 channels), whatever the decoder's: about 34M weights."""
+    channels = ENCODER_CH
+    w.conv(prefix + "conv_in", channels, 3, 3)
+    for level, mult in enumerate(VAE_MULT):
+        out = ENCODER_CH * mult
+        for index in range(2):
+            resnet(w, f"{prefix}down.{level}.block.{index}", channels, out)
+            channels = out
+        if level != len(VAE_MULT) - 1:
+            w.conv(f"{prefix}down.{level}.downsample.conv", channels, channels, 3)
+    resnet(w, prefix + "mid.block_1", channels, channels)
+    w.norm(prefix + "mid.attn_1.norm", channels)
+    for projection in ("q", "k", "v", "proj_out"):
+        w.conv(f"{prefix}mid.attn_1.{projection}", channels, channels, 1)
+    resnet(w, prefix + "mid.block_2", channels, channels)
+    w.norm(prefix + "norm_out", channels)
+    w.conv(prefix + "conv_out", 2 * Z, channels, 3)
+
+
 def vae_decoder(w, prefix="first_stage_model.decoder."):
     channels = VAE_CH * VAE_MULT[-1]
     w.conv(prefix + "conv_in", channels, Z, 3)
@@ -130,9 +153,16 @@ def main():
     weights = Weights(sys.argv[1])
     if "--diffusion-only" in sys.argv:
         transformer(weights, prefix="")
+    elif "--vae" in sys.argv:
+        vae_encoder(weights, prefix="encoder.")
+        vae_decoder(weights, prefix="decoder.")
+    elif "--clip-l" in sys.argv:
+        clip_l(weights, prefix="text_model.")
     else:
         transformer(weights)
         clip_l(weights)
+        if "--without-vae-encoder" not in sys.argv:
+            vae_encoder(weights)
         vae_decoder(weights)
     weights.close()
 

@@ -1,7 +1,8 @@
-import type {RegisterHook} from 'service-toolkit'
+import type {LoadRequest, RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
+import {abilitiesOf} from './abilities.js'
 import {stableDiffusionOperations} from './operations.js'
 import {generateTinyFlux, TINY_FLUX} from './tiny-flux.js'
 
@@ -14,7 +15,10 @@ const SERVER = fileURLToPath(new URL('../python/server.py', import.meta.url))
  */
 const PACKAGES = ['stable-diffusion-cpp-python==0.4.7', 'gguf==0.19.0', 'pillow']
 
-/** The files sd.cpp reads beside a diffusion-only GGUF, as launch parameters naming them. */
+/**
+ * The files sd.cpp reads beside a diffusion-only GGUF, as launch parameters naming them; a spec's companion files
+ * (the catalogue's FLUX.1 and SD 3.5 GGUF specs list them) fill the ones a launch does not name with downloaded files.
+ */
 const COMPANIONS = {
   clip_g: 'the CLIP-G text encoder (SD 3.5), e.g. clip_g.safetensors',
   clip_l: 'the CLIP-L text encoder (FLUX.1, SD 3.5), e.g. clip_l.safetensors',
@@ -22,10 +26,13 @@ const COMPANIONS = {
   vae: "the VAE (FLUX.1's ae.safetensors, SD 3.5's)",
 }
 
+/** What each model launching or running can do, found when its command is made and told once it is ready. */
+const abilities = new WeakMap<LoadRequest, string[]>()
+
 /**
  * Each model runs `python/server.py` in a virtual environment with stable-diffusion-cpp-python: a GGUF file, with the
- * VAE and text encoders it lacks given as files on this machine (the program refuses to start, naming them, when one
- * it needs is missing).
+ * VAE and text encoders it lacks given as files on this machine or downloaded as its companions (the program refuses to
+ * start, naming them, when one it needs is missing).
  */
 const register: RegisterHook = async ({api}) => ({
   catalogue: [{families: [TINY_FLUX].map(api.media.normalizeFamily), modelType: 'image'}],
@@ -38,12 +45,16 @@ const register: RegisterHook = async ({api}) => ({
           for (const name of Object.keys(COMPANIONS))
             if (parameters[name] !== undefined) parameters[name] = await api.files.localPath(parameters[name], {param: name})
 
-          const load = JSON.stringify({family, modelName, modelPath, modelType, parameters})
+          // A family that names its abilities is held to them; the file says which of them sd.cpp can do.
+          const declared = family.model_ability
+          const found = (await abilitiesOf(modelPath, parameters.vae)).filter((ability) => !declared || declared.includes(ability))
+          abilities.set(request, found)
+          const load = JSON.stringify({abilities: found, family, modelName, modelPath, modelType, parameters})
           return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}
         },
         // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
         health: {path: '/health', timeoutMs: 15 * 60 * 1000},
-        info: () => ({abilities: ['text2image']}),
+        info: (request) => ({abilities: abilities.get(request)}),
         operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
         stopGraceMs: 5000,
       },
@@ -51,7 +62,7 @@ const register: RegisterHook = async ({api}) => ({
       modelTypes: ['image'],
       name: 'stable-diffusion.cpp',
       parameters: {
-        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model.`, type: 'string' as const}])),
+        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, type: 'string' as const}])),
         cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
       },
       python: {packages: PACKAGES},

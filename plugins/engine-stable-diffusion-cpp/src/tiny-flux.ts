@@ -13,12 +13,13 @@ const MAKER = fileURLToPath(new URL('../python/tiny_flux.py', import.meta.url))
 export const TINY_FLUX: ModelFamily = {
   default_generate_config: {guidance_scale: 3.5, num_inference_steps: 2},
   default_model_config: {height: 64, width: 64},
-  model_ability: ['text2image'],
+  model_ability: ['text2image', 'image2image', 'inpainting'],
   model_description:
-    'A tiny FLUX.1 model with random weights written on this machine as one GGUF file (one transformer block of each kind, CLIP-L, a small VAE decoder; fixed seed): no download, runs on a CPU in seconds with stable-diffusion.cpp, draws noise. For trying and testing the engine.',
+    'A tiny FLUX.1 model with random weights written on this machine as one GGUF file (one transformer block of each kind, CLIP-L, a small VAE decoder and a VAE encoder for edits; fixed seed): no download, runs on a CPU in seconds with stable-diffusion.cpp, draws noise. For trying and testing the engine.',
   model_family: 'stable_diffusion',
   model_name: 'tiny-random-flux',
-  model_src: {generated: {gguf_model_file_name_template: 'tiny-random-flux.gguf', gguf_model_id: 'tiny-random-flux'}},
+  // r2 added the VAE encoder: a new file name, so that a cache holding the first file makes this one.
+  model_src: {generated: {gguf_model_file_name_template: 'tiny-random-flux-r2.gguf', gguf_model_id: 'tiny-random-flux'}},
   version: 2,
 }
 
