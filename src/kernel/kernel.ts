@@ -57,12 +57,11 @@ export interface KernelApiSettings {
 }
 
 export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], cacheDir}: KernelApiSettings = {}): KernelApi {
-  const pathDirs = allowedModelDirs.length > 0 && cacheDir ? [...allowedModelDirs, cacheDir] : allowedModelDirs
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
     external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
-    files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: pathDirs})},
+    files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs, ownDirs: cacheDir ? [cacheDir] : []})},
     log,
     media: mediaKit,
     requireAbility(model, ability, what) {

@@ -69,10 +69,15 @@ export async function checkModelUri(uri: string, {allowedDirs = [], format, para
  * The real path `path` resolves to (undefined when nothing is there), or a 400 when it is outside `allowedDirs`.
  * Outside the allowed folders nothing is even looked at, so the answer says nothing about the path.
  */
-async function confinedRealPath(path: string, {allowedDirs, param, shown, what}: {allowedDirs: readonly string[]; param: string; shown: string; what: string}) {
+async function confinedRealPath(
+  path: string,
+  {allowedDirs: namedDirs, ownDirs = [], param, shown, what}: {allowedDirs: readonly string[]; ownDirs?: readonly string[]; param: string; shown: string; what: string},
+) {
+  // The service's own folders pass where the setting names any, but the answer names only the setting's.
+  const allowedDirs = namedDirs.length > 0 ? [...namedDirs, ...ownDirs] : namedDirs
   const outside = () =>
     badRequest(
-      `${param} (${shown}) is outside the folders ${ALLOWED_MODEL_DIRS_SETTING} allows (${allowedDirs.join(', ')}); put ${what} there, or ask the operator to add its folder.`,
+      `${param} (${shown}) is outside the folders ${ALLOWED_MODEL_DIRS_SETTING} allows (${namedDirs.join(', ')}); put ${what} there, or ask the operator to add its folder.`,
       param,
     )
   if (allowedDirs.length > 0 && !allowedDirs.some((folder) => inside(resolve(path), folder))) throw outside()
@@ -95,13 +100,17 @@ export interface LocalPathCheck {
 /**
  * Checks a launch parameter naming a file or folder on the service's machine (a VAE, a chat template, a draft
  * model) by the rule `file://` model URIs obey: absolute, existing, inside `allowedDirs` once symlinks are
- * resolved, never a kernel pseudo-file. Answers the real path, which is what the program should be given.
+ * resolved (or inside `ownDirs`, the service's own folders such as its weights cache), never a kernel pseudo-file.
+ * Answers the real path, which is what the program should be given.
  */
-export async function checkLocalPath(value: unknown, {allowedDirs = [], kind = 'file', param}: LocalPathCheck & {allowedDirs?: readonly string[]}): Promise<string> {
+export async function checkLocalPath(
+  value: unknown,
+  {allowedDirs = [], kind = 'file', ownDirs, param}: LocalPathCheck & {allowedDirs?: readonly string[]; ownDirs?: readonly string[]},
+): Promise<string> {
   const unusable = () =>
     badRequest(`${param} must be the absolute path of ${kind === 'file' ? 'a file' : 'a folder'} on the service's machine (got ${JSON.stringify(value)}).`, param)
   if (typeof value !== 'string' || !isAbsolute(value)) throw unusable()
-  const real = await confinedRealPath(value, {allowedDirs, param, shown: value, what: `the ${kind}`})
+  const real = await confinedRealPath(value, {allowedDirs, ownDirs, param, shown: value, what: `the ${kind}`})
   if (!real || PSEUDO_ROOTS.some((root) => inside(real, root))) throw unusable()
   const info = await stat(real).catch(() => undefined)
   if (!(kind === 'file' ? info?.isFile() : info?.isDirectory())) throw unusable()

@@ -64,7 +64,8 @@ describe('launch parameters naming files on this machine', () => {
       await writeFile(join(cacheDir, 'clip_l.safetensors'), 'weights')
       const withCache = createKernelApi('0.0.0', quiet, {allowedModelDirs: [allowed], cacheDir})
       expect(await withCache.files.localPath(join(cacheDir, 'clip_l.safetensors'), {param: 'clip_l'})).to.equal(join(cacheDir, 'clip_l.safetensors'))
-      expect((await refusal(withCache.files.localPath(join(elsewhere, 'secret.jinja'), {param: 'vae'}))).status).to.equal(400)
+      const error = await refusal(withCache.files.localPath(join(elsewhere, 'secret.jinja'), {param: 'vae'}))
+      expect(error.message).to.contain(`is outside the folders SERVICE_ALLOWED_MODEL_DIRS allows (${allowed});`)
     })
 
     it('refuses what is not an absolute path of an existing file (or folder) of that kind, nor a kernel pseudo-file', async () => {
