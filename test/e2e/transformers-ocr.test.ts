@@ -11,6 +11,7 @@ import {expect} from 'chai'
 import {execa} from 'execa'
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
+import {pathToFileURL} from 'node:url'
 
 import {Client} from '../../src/client/index.js'
 import {FakeHub} from '../helpers/fake-hub.js'
@@ -68,14 +69,16 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     expect(await modelLog()).to.match(/loaded \S+tiny-random-ocr--0_0001B--pytorch--none \(image\) on cpu with transformers 5\.\d+\.\d+, torch 2\.13\.0\+cpu/)
     const model = (await callApi(service, 'GET', `/v1/models/${MODEL}`)).body
     expect(model).to.deep.include({model_engine: 'transformers', model_format: 'pytorch', model_type: 'image'})
-    expect(model.model_ability ?? model.abilities).to.deep.equal(['ocr'])
+    expect(model.model_ability).to.deep.equal(['ocr'])
   })
 
   it('reads a picture as the model itself does, plain and formatted, by multipart, the client library and servicectl', async function () {
     this.timeout(120_000)
     const plain = await read({max_new_tokens: MAX_NEW_TOKENS})
     const formatted = await read({format: true, max_new_tokens: MAX_NEW_TOKENS})
-    for (const reply of [plain, formatted]) expect(reply.status, JSON.stringify(reply.body)).to.equal(200)
+    // A large picture cut into tiles (here 256-pixel ones, the tiny model's), read together.
+    const tiled = await read({crop_to_patches: true, max_new_tokens: MAX_NEW_TOKENS, max_patches: 3})
+    for (const reply of [plain, formatted, tiled]) expect(reply.status, JSON.stringify(reply.body)).to.equal(200)
     // Xinference's name for the formatted reading.
     expect((await read({max_new_tokens: MAX_NEW_TOKENS, ocr_type: 'format'})).body).to.deep.equal(formatted.body)
 
@@ -84,10 +87,11 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
     const file = join(directory, 'in.png')
     await writeFile(file, picture)
-    const direct = await execa(args[0], ['-c', DIRECT, dirname(args[args.indexOf('--model') + 1]), file, JSON.stringify([{}, {format: true}]), String(MAX_NEW_TOKENS)], {env: {HF_HUB_OFFLINE: '1'}})
-    const [expectedPlain, expectedFormatted] = JSON.parse(direct.stdout.trim().split('\n').pop()!) as string[]
+    const direct = await execa(args[0], ['-c', DIRECT, dirname(args[args.indexOf('--model') + 1]), file, JSON.stringify([{}, {format: true}, {crop_to_patches: true, max_patches: 3}]), String(MAX_NEW_TOKENS)], {env: {HF_HUB_OFFLINE: '1'}})
+    const [expectedPlain, expectedFormatted, expectedTiled] = JSON.parse(direct.stdout.trim().split('\n').pop()!) as string[]
     expect(plain.body).to.deep.equal({text: expectedPlain})
     expect(formatted.body).to.deep.equal({text: expectedFormatted})
+    expect(tiled.body).to.deep.equal({text: expectedTiled})
     expect(expectedPlain, 'the random model writes something').not.to.equal('')
 
     const client = new Client(service.url).model(MODEL)
@@ -155,6 +159,14 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     expect(refused.body.error.message).to.match(/GOT-OCR2_0's weights need their repository's own Python code \(config\.json's auto_map: modeling_GOT\.GOTConfig, modeling_GOT\.GOTQwenForCausalLM\)/)
     expect(refused.body.error.message).to.match(/Xinference's runner for it, with trust_remote_code.*launch GOT-OCR-2\.0-hf \(stepfun-ai\/GOT-OCR-2\.0-hf\) instead/)
     expect(hub.fileRequests('config.json').length, 'downloaded through the hub').to.be.above(0)
+
+    // An image model that does not read text belongs to the diffusers engine, even in a format this engine takes.
+    const painter = {model_ability: ['text2image'], model_family: 'stable_diffusion', model_name: 'painter', model_specs: [{model_format: 'pytorch', model_uri: pathToFileURL(directory).href}]}
+    expect((await callApi(service, 'POST', '/v1/model_registrations/image', {model: painter, persist: false})).status).to.equal(200)
+    const wrongEngine = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_name: 'painter', model_type: 'image'})
+    expect(wrongEngine.status, JSON.stringify(wrongEngine.body)).to.equal(400)
+    expect(wrongEngine.body.error).to.deep.include({param: 'model_engine'})
+    expect(wrongEngine.body.error.message).to.equal('painter is an image model for text2image; the transformers engine runs image models that read text (ocr): launch it with the diffusers engine.')
     expect((await read({max_new_tokens: 2})).status).to.equal(200)
   })
 })

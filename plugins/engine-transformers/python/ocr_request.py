@@ -84,8 +84,9 @@ def ocr_arguments(kwargs, width, height):
     for key in ("min_patches", "max_patches"):
         if key in kwargs:
             processor[key] = whole(kwargs, key, 1)
-    if processor.get("min_patches", 1) > processor.get("max_patches", max(12, processor.get("min_patches", 1))):
-        raise refuse("min_patches", "at most max_patches")
+    # The processor's own defaults: between 1 and 12 tiles.
+    if processor.get("min_patches", 1) > processor.get("max_patches", 12):
+        raise refuse("min_patches", "at most max_patches (12 unless given)")
     if "max_new_tokens" in kwargs:
         generation["max_new_tokens"] = whole(kwargs, "max_new_tokens", 1)
     if "min_new_tokens" in kwargs:

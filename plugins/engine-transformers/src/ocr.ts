@@ -28,7 +28,7 @@ async function remoteCode(modelPath: string): Promise<string[]> {
 export async function checkImageModel({family, modelName, modelPath}: LoadRequest, errors: ErrorFactory): Promise<void> {
   const abilities = (family.model_ability as string[] | undefined) ?? []
   if (!abilities.includes('ocr'))
-    throw errors.badRequest(`${modelName} is an image model that ${abilities.join(', ') || 'text2image'}s; the transformers engine runs image models that read text (ocr). Launch it with the diffusers engine.`, 'model_engine')
+    throw errors.badRequest(`${modelName} is an image model for ${abilities.join(', ') || 'text2image'}; the transformers engine runs image models that read text (ocr): launch it with the diffusers engine.`, 'model_engine')
   const classes = await remoteCode(modelPath)
   if (classes.length > 0) {
     const native = NATIVE_CONVERSIONS[modelName]
