@@ -3,8 +3,9 @@
  * --model-engine transformers` has transformers build a tiny GOT-OCR 2.0 (random weights, its processor and
  * tokenizer) as safetensors, serves it from python/host.py, and a picture sent as multipart, through the client library
  * and through `servicectl ocr` reads as the text the same model writes when run directly with transformers in the
- * same environment. Bad pictures and kwargs are refused naming them, a client that leaves stops the reading, and the
- * catalogue's remote-code GOT-OCR2_0 (served by a local hub) is refused naming what runs it. The environment is the
+ * same environment. Bad pictures and kwargs are refused naming them, a client that leaves stops the reading, the
+ * catalogue's GOT-OCR-2.0-hf downloads from a local hub (serving the tiny model's files under its name) and reads, and
+ * its remote-code GOT-OCR2_0 is refused naming what runs it. The environment is the
  * one test/e2e/transformers-engine.test.ts uses, cached outside the repository.
  */
 import {expect} from 'chai'
@@ -45,6 +46,13 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
   let directory: string
   const picture = solidPng(48, 32, [20, 40, 200])
   const modelLog = () => readFile(join(service.home, 'logs', 'models', `${MODEL}.log`), 'utf8').catch(() => '')
+  /** The interpreter of the engine's environment and the model's folder, from the running program's command line. */
+  const program = async () => {
+    const {pid} = (await callApi(service, 'GET', `/v1/models/${MODEL}`)).body
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
+    return {folder: dirname(args[args.indexOf('--model') + 1]), python: args[0]}
+  }
+
   const read = (kwargs: Record<string, unknown>, image: Buffer = picture) => postForm(service, '/v1/images/ocr', {kwargs: JSON.stringify(kwargs), model: MODEL}, {image})
 
   before(async function () {
@@ -83,11 +91,10 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     expect((await read({max_new_tokens: MAX_NEW_TOKENS, ocr_type: 'format'})).body).to.deep.equal(formatted.body)
 
     // The same model files, run directly with transformers in the engine's environment.
-    const {pid} = (await callApi(service, 'GET', `/v1/models/${MODEL}`)).body
-    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
+    const {folder, python} = await program()
     const file = join(directory, 'in.png')
     await writeFile(file, picture)
-    const direct = await execa(args[0], ['-c', DIRECT, dirname(args[args.indexOf('--model') + 1]), file, JSON.stringify([{}, {format: true}, {crop_to_patches: true, max_patches: 3}]), String(MAX_NEW_TOKENS)], {env: {HF_HUB_OFFLINE: '1'}})
+    const direct = await execa(python, ['-c', DIRECT, folder, file, JSON.stringify([{}, {format: true}, {crop_to_patches: true, max_patches: 3}]), String(MAX_NEW_TOKENS)], {env: {HF_HUB_OFFLINE: '1'}})
     const [expectedPlain, expectedFormatted, expectedTiled] = JSON.parse(direct.stdout.trim().split('\n').pop()!) as string[]
     expect(plain.body).to.deep.equal({text: expectedPlain})
     expect(formatted.body).to.deep.equal({text: expectedFormatted})
@@ -139,6 +146,22 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     expect(Number(line.match(/after (\d+)/)![1])).to.be.below(3000)
     const next = await read({max_new_tokens: 4})
     expect(next.status, JSON.stringify(next.body)).to.equal(200)
+  })
+
+  it("downloads the catalogue's GOT-OCR-2.0-hf through the hub as a whole safetensors repository, and reads with it", async function () {
+    this.timeout(120_000)
+    // The local hub serves tiny-random-ocr's files under the real repository's name: the same model, so the same text.
+    const {folder} = await program()
+    const names = ['config.json', 'generation_config.json', 'model.safetensors', 'processor_config.json', 'tokenizer.json', 'tokenizer_config.json']
+    await hub.addRepo('stepfun-ai/GOT-OCR-2.0-hf', Object.fromEntries(names.map((name) => [name, join(folder, name)])))
+    const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_name: 'GOT-OCR-2.0-hf', model_type: 'image'})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    for (const name of names) expect(hub.fileRequests(name).length, name).to.be.above(0)
+    const kwargs = JSON.stringify({max_new_tokens: MAX_NEW_TOKENS})
+    const real = await postForm(service, '/v1/images/ocr', {kwargs, model: 'GOT-OCR-2.0-hf'}, {image: picture})
+    expect(real.status, JSON.stringify(real.body)).to.equal(200)
+    expect(real.body).to.deep.equal((await read({max_new_tokens: MAX_NEW_TOKENS})).body)
+    expect((await callApi(service, 'DELETE', '/v1/models/GOT-OCR-2.0-hf')).status).to.equal(200)
   })
 
   it("refuses the catalogue's GOT-OCR2_0, whose weights need their repository's own code, naming GOT-OCR-2.0-hf", async function () {
