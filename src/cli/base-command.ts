@@ -86,6 +86,19 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
     return super.catch(error)
   }
 
+  /** A flag's JSON text, parsed and checked to be `what`; otherwise the command stops with exit code 2. */
+  protected parseJson(flag: string, text: string, check: (value: unknown) => boolean, what: string): unknown {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      this.error(`${flag} is not valid JSON; give ${what}.`, {exit: 2})
+    }
+
+    if (!check(value)) this.error(`${flag} must be ${what}.`, {exit: 2})
+    return value
+  }
+
   /** A fixed-width table; `--json` output comes from the command's return value instead. */
   protected table(headers: string[], rows: Array<Array<unknown>>): void {
     const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined ? '' : Array.isArray(cell) ? cell.join(', ') : String(cell))))

@@ -21,16 +21,4 @@ export default class Infer extends ClientCommand<typeof Infer> {
     if (!this.jsonEnabled()) this.log(JSON.stringify(result, null, 2))
     return result
   }
-
-  private parseJson(flag: string, text: string, check: (value: unknown) => boolean, what: string): unknown {
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      this.error(`${flag} is not valid JSON; give ${what}.`, {exit: 2})
-    }
-
-    if (!check(value)) this.error(`${flag} must be ${what}.`, {exit: 2})
-    return value
-  }
 }

@@ -36,15 +36,18 @@ interface ImageHubSource {
 
 /**
  * The specs a family in Xinference's form implies; a family that already has specs is kept as it is. Used for the
- * built-in catalogue and for registrations (of the image and the video type alike).
+ * built-in catalogue and for registrations (of the image and the video type alike). A repository or folder is a
+ * diffusers pipeline, or, for a family that only reads text (ocr), a transformers model (`pytorch`).
  */
 export function normalizeMediaFamily(family: ModelFamily): ModelFamily {
   if (family.model_specs !== undefined) return family
+  const abilities = Array.isArray(family.model_ability) ? (family.model_ability as string[]) : []
+  const folderFormat = abilities.length > 0 && abilities.every((ability) => ability === 'ocr') ? 'pytorch' : 'diffusers'
   const specs: FamilySpec[] = []
   const sources = Object.entries((family.model_src ?? {}) as Record<string, ImageHubSource>)
   if (typeof family.model_uri === 'string') {
     const uri = isAbsolute(family.model_uri) ? pathToFileURL(family.model_uri).href : family.model_uri
-    specs.push({model_format: family.model_uri.endsWith('.gguf') ? 'ggufv2' : 'diffusers', model_uri: uri})
+    specs.push({model_format: family.model_uri.endsWith('.gguf') ? 'ggufv2' : folderFormat, model_uri: uri})
   } else if (sources.length === 0 && typeof family.model_id === 'string') {
     sources.push([typeof family.model_hub === 'string' ? family.model_hub : 'huggingface', family as ImageHubSource])
   }
@@ -52,7 +55,7 @@ export function normalizeMediaFamily(family: ModelFamily): ModelFamily {
   const pipelines = sources.filter(([, source]) => source.model_id)
   if (pipelines.length > 0) {
     specs.push({
-      model_format: 'diffusers',
+      model_format: folderFormat,
       model_src: Object.fromEntries(
         pipelines.map(([hub, source]): [string, HubSource] => [
           hub,

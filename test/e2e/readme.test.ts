@@ -15,6 +15,7 @@ import {join} from 'node:path'
 import {loadAuthConfig} from '../../src/auth/config.js'
 import {writeTestAudio} from '../helpers/audio.js'
 import {FakeHub} from '../helpers/fake-hub.js'
+import {solidPng} from '../helpers/media.js'
 import {writeLinearModel} from '../helpers/onnx-models.js'
 import {diffusersServiceEnv} from '../../bench/image-diffusers.js'
 import {readmeBlock} from '../helpers/readme.js'
@@ -105,6 +106,19 @@ describe('README examples', () => {
       expect((await readFile(join(directory, 'lighthouse.png'))).subarray(1, 4).toString('latin1')).to.equal('PNG')
     } finally {
       await media.stop()
+    }
+  })
+
+  it("runs the ocr block on tiny-random-ocr (the transformers engine's environment, cached)", async function () {
+    this.timeout(900_000)
+    const ocr = await startService({env: await diffusersServiceEnv()})
+    try {
+      await writeFile(join(directory, 'receipt.png'), solidPng(40, 24, [250, 250, 240]))
+      const run = await execa('bash', ['-euo', 'pipefail', '-c', (await readmeBlock('ocr')).replaceAll('http://127.0.0.1:9997', ocr.url)], {cwd: directory, env: {...env, SERVICE_ENDPOINT: ocr.url}, reject: false})
+      expect(run.exitCode, run.stderr).to.equal(0)
+      expect(run.stdout).to.contain('Model uid: tiny-random-ocr')
+    } finally {
+      await ocr.stop()
     }
   })
 

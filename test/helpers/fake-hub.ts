@@ -78,8 +78,8 @@ export class FakeHub {
     return hub
   }
 
-  /** Serves local files as a repo's files; sizes and SHA-256 are read from them. */
-  async addRepo(id: string, files: Record<string, string>, {token}: {token?: string} = {}): Promise<FakeHubRepo> {
+  /** Serves local files as a repo's files; sizes and SHA-256 are read from them. `commit`: the revision a catalogue pins. */
+  async addRepo(id: string, files: Record<string, string>, {commit, token}: {commit?: string; token?: string} = {}): Promise<FakeHubRepo> {
     const entries = await Promise.all(
       Object.entries(files).map(async ([path, source]) => {
         const hash = createHash('sha256')
@@ -87,7 +87,7 @@ export class FakeHub {
         return [path, {path, sha256: hash.digest('hex'), size: (await stat(source)).size, source}] as const
       }),
     )
-    const repo: FakeHubRepo = {commit: createHash('sha1').update(id).digest('hex'), files: new Map(entries), id, token}
+    const repo: FakeHubRepo = {commit: commit ?? createHash('sha1').update(id).digest('hex'), files: new Map(entries), id, token}
     this.repos.set(id, repo)
     return repo
   }

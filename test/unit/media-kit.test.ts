@@ -74,4 +74,11 @@ describe('media kit (image and video types)', () => {
     ])
     expect(flattenFamily(normalizeFamily({model_name: 'mine', model_uri: '/models/pipeline'}))[0]).to.deep.include({model_format: 'diffusers', model_uri: 'file:///models/pipeline'})
   })
+
+  it('takes the repository or folder of a family that only reads text (ocr) for a transformers model, format pytorch', () => {
+    const hub = normalizeFamily({model_ability: ['ocr'], model_name: 'GOT-OCR2_0', model_src: {huggingface: {model_id: 'stepfun-ai/GOT-OCR2_0', model_revision: 'cf6b'}}})
+    expect(flattenFamily(hub).map((spec) => [spec.model_format, spec.model_id])).to.deep.equal([['pytorch', 'stepfun-ai/GOT-OCR2_0']])
+    expect(flattenFamily(normalizeFamily({model_ability: ['ocr'], model_name: 'mine', model_uri: '/models/ocr'}))[0]).to.deep.include({model_format: 'pytorch'})
+    expect(flattenFamily(normalizeFamily({model_ability: ['text2image', 'ocr'], model_name: 'both', model_uri: '/models/both'}))[0]).to.deep.include({model_format: 'diffusers'})
+  })
 })

@@ -3,8 +3,9 @@
 The service starts one copy per launched model, in the engine's virtual environment, on the port it picked, and
 waits until GET /health answers 200 (once the weights are loaded). It speaks what the service sends: chat and
 completions, always streamed as server-sent events (non-streamed replies are served too, for people calling it by
-hand), embeddings and rerank. The chat prompt comes from the model's own chat template. A client that goes away
-stops its generation at the next token. Requests run one at a time: the model's tensors are shared.
+hand), embeddings and rerank, and for an image model OCR (transformers' GOT-OCR 2.0: its processor's prompt and
+picture, the text sent as JSON lines while it is read). The chat prompt comes from the model's own chat template. A
+client that goes away stops its generation at the next token. Requests run one at a time: the model's tensors are shared.
 """
 import argparse
 import threading
@@ -15,14 +16,24 @@ from queue import Queue
 
 import torch
 import transformers
+from ocr_request import ocr_arguments, picture
 from service_http import BadRequest, JsonHandler, serve
-from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForImageTextToText,
+    AutoModelForSequenceClassification,
+    AutoProcessor,
+    AutoTokenizer,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--model", required=True, help="the model's folder, or a file in it")
 parser.add_argument("--model-uid", required=True)
-parser.add_argument("--model-type", choices=["LLM", "embedding", "rerank"], default="LLM")
+parser.add_argument("--model-type", choices=["LLM", "embedding", "rerank", "image"], default="LLM")
 parser.add_argument("--dtype", default="auto", help="auto, float32, float16 or bfloat16")
 parser.add_argument("--device", default="auto", help="auto (cuda when there is a GPU), cpu or cuda")
 parser.add_argument("--trust-remote-code", action="store_true")
@@ -41,15 +52,17 @@ def load():
     dtype = "auto" if options.dtype == "auto" else getattr(torch, options.dtype)
     if options.threads > 0:
         torch.set_num_threads(options.threads)
-    kind = {"LLM": AutoModelForCausalLM, "embedding": AutoModel, "rerank": AutoModelForSequenceClassification}[options.model_type]
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=options.trust_remote_code)
+    kind = {"LLM": AutoModelForCausalLM, "embedding": AutoModel, "rerank": AutoModelForSequenceClassification, "image": AutoModelForImageTextToText}[options.model_type]
+    # An image model reads text (OCR): its processor makes the prompt from the picture and holds the tokenizer.
+    processor = AutoProcessor.from_pretrained(folder) if options.model_type == "image" else None
+    tokenizer = processor.tokenizer if processor else AutoTokenizer.from_pretrained(folder, trust_remote_code=options.trust_remote_code)
     model = kind.from_pretrained(folder, dtype=dtype, trust_remote_code=options.trust_remote_code).to(device)
     model.eval()
     print(f"loaded {folder} ({options.model_type}) on {device} with transformers {transformers.__version__}, torch {torch.__version__}", flush=True)
-    return tokenizer, model, device
+    return processor, tokenizer, model, device
 
 
-tokenizer, model, device = load()
+processor, tokenizer, model, device = load()
 lock = threading.Lock()
 
 
@@ -99,9 +112,10 @@ def sampling(request, prompt_length):
     return settings
 
 
-def generate(request, prompt_ids):
-    """Yields text pieces as they are decoded, then ("done", finish_reason, completion_tokens)."""
-    settings = sampling(request, len(prompt_ids))
+def generate(request, prompt_ids, extra=None):
+    """Yields text pieces as they are decoded, then ("done", finish_reason, completion_tokens); `extra`: further
+    arguments of generate() (a picture's pixel_values, settings the request's own fields do not carry)."""
+    settings = {**sampling(request, len(prompt_ids)), **(extra or {})}
     stop = request.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if request.get("seed") is not None:
@@ -190,6 +204,31 @@ def rank(query, documents):
     return scores.tolist(), batch["attention_mask"].sum(1).tolist()
 
 
+def stop_ids():
+    """The tokens OCR ends at: the model's own end, and the end of the assistant's turn (<|im_end|>), where GOT-OCR's
+    answer ends though its generation config does not say so."""
+    ends = model.generation_config.eos_token_id
+    ids = set(ends if isinstance(ends, list) else [ends])
+    end_of_turn = getattr(processor, "message_end_token", None)
+    if end_of_turn:
+        ids.add(tokenizer.convert_tokens_to_ids(end_of_turn))
+    return sorted(i for i in ids if i is not None and i != tokenizer.unk_token_id)
+
+
+def ocr(request):
+    """The text pieces the model reads in the request's picture (see generate), greedy as GOT-OCR reads; the picture
+    and kwargs are checked before anything runs."""
+    if processor is None:
+        raise BadRequest("this model does not read images.", "model")
+    image = picture(request.get("image") or {})
+    settings, extra = ocr_arguments(request.get("kwargs") or {}, *image.size)
+    inputs = processor(image, return_tensors="pt", **settings).to(device)
+    print(f"reading a {image.size[0]}x{image.size[1]} picture ({inputs['pixel_values'].shape[0]} patches)", flush=True)
+    prompt_ids = inputs["input_ids"][0].tolist()
+    extra.update(pixel_values=inputs["pixel_values"].to(model.dtype), eos_token_id=stop_ids())
+    return generate({"temperature": 0}, prompt_ids, extra)
+
+
 def texts_of(value, param):
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, list) or not values or not all(isinstance(item, str) for item in values):
@@ -204,7 +243,7 @@ class Handler(JsonHandler):
         return {"/v1/models": self.models}
 
     def post_routes(self):
-        return {"/v1/chat/completions": self.chat, "/v1/completions": self.complete, "/v1/embeddings": self.embeddings, "/v1/rerank": self.rerank}
+        return {"/v1/chat/completions": self.chat, "/v1/completions": self.complete, "/v1/embeddings": self.embeddings, "/v1/rerank": self.rerank, "/v1/images/ocr": self.read_text}
 
     def do_POST(self):
         with lock:
@@ -259,6 +298,20 @@ class Handler(JsonHandler):
         except (BrokenPipeError, ConnectionResetError):
             pieces.close()
             print(f"client disconnected after {sent} pieces; generation stopped", flush=True)
+
+    def read_text(self, request):
+        """The text as JSON lines, each piece as it is decoded, so a client that leaves stops the reading."""
+        pieces, sent = ocr(request), 0
+        try:
+            for piece in pieces:
+                if not isinstance(piece, tuple):
+                    self.line({"type": "text", "text": piece})
+                    sent += 1
+            if sent == 0:
+                self.line({"type": "text", "text": ""})
+        except (BrokenPipeError, ConnectionResetError):
+            pieces.close()
+            print(f"client disconnected after {sent} pieces; reading stopped", flush=True)
 
     def embeddings(self, request):
         if options.model_type != "embedding":

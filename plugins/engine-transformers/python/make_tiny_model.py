@@ -1,9 +1,10 @@
-"""Makes the random-weight models of the engine's generated catalogue specs (tiny-random-llm, tiny-random-embedding and
-tiny-random-rerank as safetensors), with
+"""Makes the random-weight models of the engine's generated catalogue specs (tiny-random-llm, tiny-random-embedding,
+tiny-random-rerank and tiny-random-ocr as safetensors), with
 transformers itself building them from a config: no download, a fixed seed, so the same recipe always gives the same
 files. The tokenizers are byte-level BPE with no merges (one token per byte, built here, nothing trained), so any
 text round-trips: the chat model's with a ChatML chat template, the BERT models' with [CLS] and [SEP] around each
-text or pair. Replies are gibberish, vectors and scores mean nothing.
+text or pair. Replies are gibberish, vectors and scores mean nothing. The OCR model is GOT-OCR 2.0 in transformers'
+own layout (GotOcr2ForConditionalGeneration and its processor, as stepfun-ai/GOT-OCR-2.0-hf publishes it), shrunk.
 
 Usage: make_tiny_model.py RECIPE NAME=PATH...   (each file of the spec, by name, and where to write it)
 """
@@ -14,7 +15,18 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-from transformers import BertConfig, BertForSequenceClassification, BertModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    BertModel,
+    GotOcr2Config,
+    GotOcr2ForConditionalGeneration,
+    GotOcr2ImageProcessorPil,
+    GotOcr2Processor,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 
 SEED = 42
 CHATML = (
@@ -90,9 +102,53 @@ def tiny_random_llama(folder):
     (folder / "chat_template.jinja").write_text(CHATML)
 
 
+def printable_tokenizer():
+    """Byte-level BPE over printable ASCII, newline and space only, with GOT-OCR's special tokens: what the OCR prompt
+    needs, and what the random model writes back stays readable (no stray bytes of no character)."""
+    symbols = [chr(code) for code in range(33, 127)] + ["\u0120", "\u010a"]  # byte-level's space and newline
+    tokenizer = Tokenizer(models.BPE(vocab={symbol: index for index, symbol in enumerate(symbols)}, merges=[]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", additional_special_tokens=["<|im_start|>", "<img>", "</img>", "<imgpad>"]
+    )
+
+
+def tiny_random_got_ocr2(folder):
+    tokenizer = printable_tokenizer()
+    # The processor puts 256 image tokens per picture in the prompt (GOT-OCR's own count): a 256-pixel picture in
+    # 4-pixel patches makes a 64x64 grid, which the projector's two strided convolutions bring down to 16x16.
+    vision = {"hidden_size": 16, "output_channels": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 256, "patch_size": 4, "window_size": 8, "global_attn_indexes": [1], "mlp_dim": 32}
+    text = {
+        "model_type": "qwen2",
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "bos_token_id": None,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    config = GotOcr2Config(vision_config=vision, text_config=text, image_token_index=tokenizer.convert_tokens_to_ids("<imgpad>"), image_seq_length=256)
+    torch.manual_seed(SEED)
+    model = GotOcr2ForConditionalGeneration(config)
+    # transformers starts the vision tower near zero (GOT's initializer_range is 1e-10), so every picture would read
+    # the same; wider random weights make what the model writes depend on the picture and the prompt.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0, 0.5)
+    model.save_pretrained(folder, safe_serialization=True)
+    GotOcr2Processor(image_processor=GotOcr2ImageProcessorPil(size={"height": 256, "width": 256}), tokenizer=tokenizer).save_pretrained(folder)
+
+
 RECIPES = {
     "tiny-random-bert-embedding": tiny_random_bert(BertModel),
     "tiny-random-bert-reranker": tiny_random_bert(BertForSequenceClassification),
+    "tiny-random-got-ocr2": tiny_random_got_ocr2,
     "tiny-random-llama": tiny_random_llama,
 }
 

@@ -2,6 +2,7 @@ import type {ExternalEngine, RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
+import {checkImageModel, OCR_ABILITIES, ocrOperations} from './ocr.js'
 import {TRANSFORMERS_PACKAGES} from './packages.js'
 import {embed, rank} from './retrieval.js'
 import {generateRecipe, RECIPE_FILES} from './recipes.js'
@@ -15,12 +16,13 @@ const OPTIONS: Record<string, string> = {device: '--device', dtype: '--dtype', m
 /**
  * The engine runs each model as python/host.py in the engine's virtual environment (the kernel makes it from
  * `python.packages` and the registration's `virtualenv`), routes chat and completions to it as to any
- * OpenAI-compatible server, and embeddings and rerank to its own routes.
+ * OpenAI-compatible server, and embeddings, rerank and OCR (image models that read text, see ocr.ts) to its own routes.
  */
 const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine = {
-    command(request, {port, python}) {
+    async command(request, {port, python}) {
       if (!python) throw api.errors.badRequest('the transformers engine runs in a Python environment, and the service gave none.', 'model_engine')
+      if (request.modelType === 'image') await checkImageModel(request, api.errors)
       const args = ['-u', HOST, '--port', String(port), '--model', request.modelPath, '--model-uid', request.modelUid, '--model-type', request.modelType]
       for (const [parameter, option] of Object.entries(OPTIONS)) if (request.parameters[parameter] !== undefined) args.push(option, String(request.parameters[parameter]))
       if (request.parameters.trust_remote_code === true) args.push('--trust-remote-code')
@@ -29,8 +31,11 @@ const register: RegisterHook = async ({api}) => {
     },
     // Importing torch and loading a large model from a slow disk takes minutes.
     health: {intervalMs: 250, path: '/health', timeoutMs: 600_000},
-    info: (request) => ({...(typeof request.family.context_length === 'number' ? {contextLength: request.family.context_length} : {})}),
-    operations: {...api.external.openAICompatible(), embed, rank},
+    info: (request) => ({
+      ...(typeof request.family.context_length === 'number' ? {contextLength: request.family.context_length} : {}),
+      ...(request.modelType === 'image' ? {abilities: OCR_ABILITIES} : {}),
+    }),
+    operations: {...api.external.openAICompatible(), embed, rank, ...ocrOperations(api.external.jsonLines('transformers'))},
     stopGraceMs: 5000,
   }
   return {
@@ -38,7 +43,7 @@ const register: RegisterHook = async ({api}) => {
       {
         external,
         formats: ['pytorch'],
-        modelTypes: ['LLM', 'embedding', 'rerank'],
+        modelTypes: ['LLM', 'embedding', 'rerank', 'image'],
         name: 'transformers',
         parameters: {
           device: {description: 'Where the model runs: auto (a GPU when torch sees one, default), cpu or cuda.', enum: ['auto', 'cpu', 'cuda'], type: 'string'},
