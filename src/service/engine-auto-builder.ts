@@ -120,6 +120,11 @@ export class EngineAutoBuilder {
     return this.statuses.get(plan.engine) ?? {engine: plan.engine, state: 'checking'}
   }
 
+  /** Every engine's, in the order they are built. */
+  all(): Promise<EngineBuildStatus[]> {
+    return Promise.all(this.plans.map((plan) => this.status(plan.engine)))
+  }
+
   /**
    * The status the service holding the lock shares. One it left unfinished (building, or no status yet) is a failure
    * once the lock shows it is gone; the file is read again after the lock, as a holder that ends writes its last
