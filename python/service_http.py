@@ -16,8 +16,10 @@ subclasses `JsonHandler`, names its routes, and calls `serve(Handler, port)`:
 GET /health answers 200 (a program serves once its model is loaded); an unknown route is a 404; a `BadRequest` a
 route raises (or `refusal` makes of another exception) is a 400 naming its field; a client that went away ends the
 request quietly; any other exception is a 500 with its reason, its traceback in the model's log. SIGTERM stops the
-server and the program exits 0.
+server and the program exits 0. `load_request()` reads the `--port` and `--request` a program given the load request
+starts with; `SpeechHandler` is the /speak route of the programs that stream speech.
 """
+import argparse
 import json
 import signal
 import sys
@@ -197,6 +199,25 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.end_stream()
 
 
+class SpeechHandler(JsonHandler):
+    """POST /speak, streamed as 16-bit PCM a sentence a chunk: a subclass's `speak(request)` checks the request
+    (raising BadRequest before any audio) and calls `stream_speech` with the sentences' audio."""
+
+    # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is whole
+    # (a body that ends by closing the connection reads as a failure to fetch).
+    protocol_version = "HTTP/1.1"
+
+    def post_routes(self):
+        return {"/speak": self.speak}
+
+    def stream_speech(self, sample_rate, chunks, sentences=None):
+        """Streams `chunks` (bytes of PCM, one a sentence); a client that goes away stops it, said in the model's log."""
+        self.start_stream("audio/pcm", {"X-Sample-Rate": str(sample_rate)})
+        stopped = self.send_chunks(chunks)
+        if stopped is not None:
+            print(f"speech stopped: the client went away after {stopped}{'' if sentences is None else f' of {sentences}'} sentences", flush=True)
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -204,6 +225,15 @@ class Server(ThreadingHTTPServer):
         # A client closing its kept-alive connection is no error worth a traceback in the model's log.
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def load_request():
+    """The `--port` to serve on and the load request (`--request`, as JSON) of a program the service starts with one."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--request", required=True, help="the load request, as JSON")
+    options = parser.parse_args()
+    return options.port, json.loads(options.request)
 
 
 def serve(handler, port):

@@ -15,7 +15,7 @@
  */
 import type {CachedModel as CacheEntry} from '../protocol/cache.js'
 import type {ClusterInfo} from '../protocol/cluster.js'
-import type {EngineBuildStatus} from '../protocol/engine-build.js'
+import type {EngineBuildList, EngineBuildStatus} from '../protocol/engine-build.js'
 import type {VllmSupportedModels} from '../protocol/engine-models.js'
 import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
@@ -226,6 +226,11 @@ export class Client {
 
   engines(modelName: string): Promise<Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>> {
     return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
+  }
+
+  /** Every engine the service builds for its machine in the background, each with its state (none on a supervisor). */
+  engineBuilds(): Promise<EngineBuildList> {
+    return this.request('GET', '/v1/engine-builds')
   }
 
   /** An engine's background build for the service's machine: state, progress, outcome. */

@@ -21,7 +21,7 @@ import {ExternalProgram} from '../model-process/external-program.js'
 import {InstanceProcess, instanceSpawner, type SpawnInstance} from '../model-process/instance-process.js'
 import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
-import {companionVersions, withCompanions} from '../weights/companions.js'
+import {companionSizes, companionVersions, withCompanions, withCompanionSizes} from '../weights/companions.js'
 import {type WeightStore, type WeightsLocation, weightsVersion} from '../weights/store.js'
 import {WorkerUsage} from './worker-usage.js'
 
@@ -242,9 +242,10 @@ export class LocalWorker implements WorkerApi {
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
     if (!engine.estimatorModule) throw new ServiceError(400, 'unsupported', `engine ${engine.name} cannot estimate memory; choose another engine.`, 'model_engine')
     const location = await this.options.weights.locate(load, signal)
-    const request: MemoryEstimateRequest = {files: location.files, headers: location.headers, modelType: load.modelType, parameters: load.parameters, spec: load.spec}
+    const request: MemoryEstimateRequest = {files: location.files, headers: location.headers, modelType: load.modelType, parameters: load.parameters, sizes: location.sizes, spec: load.spec}
     const estimate = await runIsolated<MemoryEstimate>(engine.estimatorModule, request, {signal})
-    return {...estimate, source: location.source}
+    // The files a launch downloads beside the weights (an image model's VAE and text encoders) are loaded too.
+    return withCompanionSizes({...estimate, source: location.source}, await companionSizes(this.options.weights, load.spec, load.parameters, signal))
   }
 
   status(): WorkerStatus {

@@ -4,12 +4,12 @@ import type {MemoryEstimate} from '../client/client.js'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {splitEngineOptions} from '../cli/extra-options.js'
-import {formatBytes} from '../util/format.js'
+import {memoryEstimateLines} from '../cli/memory-estimate-lines.js'
 
 export default class CalModelMem extends ClientCommand<typeof CalModelMem> {
   static description = `Estimate the memory a model needs: its weights, the KV cache at a context length, and compute buffers.
 
-The numbers come from the GGUF file's header, read from the cache or, when the model is not cached, from the hub with a few small range requests (nothing is downloaded). Other \`--name value\` pairs are engine parameters, as for launch (for example --n_parallel 8).`
+The numbers come from the GGUF file's header, read from the cache or, when the model is not cached, from the hub with a few small range requests (nothing is downloaded). A GGUF image model's weights are its file's size with the companion files a launch downloads beside it (VAE, text encoders), each from the cache or the hub's metadata. Other \`--name value\` pairs are engine parameters, as for launch (for example --n_parallel 8).`
   static examples = ['<%= config.bin %> cal-model-mem -n qwen2.5-instruct -s 0_5 -f ggufv2 -q q4_k_m -c 4096', '<%= config.bin %> cal-model-mem -n qwen3 -s 8 -q Q4_K_M -c 32768 --n_parallel 1']
   static flags = {
     'context-length': Flags.integer({
@@ -45,14 +45,7 @@ The numbers come from the GGUF file's header, read from the cache or, when the m
       quantization: flags.quantization,
       size_in_billions: flags['size-in-billions'],
     })
-    const size = (bytes: number) => `${formatBytes(bytes)} (${bytes} bytes)`
-    const parallel = typeof estimate.parallel === 'number' ? ` × ${estimate.parallel} parallel sequence${estimate.parallel === 1 ? '' : 's'}` : ''
-    this.log(`Model version:  ${estimate.model_version} (header read from ${['cache', 'generated', 'local'].includes(estimate.source) ? 'the local file' : estimate.source})`)
-    this.log(`Context:        ${estimate.context_length} tokens${parallel}`)
-    this.log(`Weights:        ${size(estimate.weights_bytes)}`)
-    this.log(`KV cache:       ${size(estimate.kv_cache_bytes)}`)
-    this.log(`Overhead:       ${size(estimate.overhead_bytes)}`)
-    this.log(`Total:          ${size(estimate.total_bytes)}`)
+    for (const line of memoryEstimateLines(estimate)) this.log(line)
     return estimate
   }
 }

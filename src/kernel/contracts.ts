@@ -166,6 +166,8 @@ export interface MemoryEstimateRequest {
   files: string[]
   /** Headers the URLs need (a hub token). */
   headers: Record<string, string>
+  /** Each file's bytes, where the hub's metadata lists them (files on a hub). */
+  sizes?: number[]
   /** Engine parameters as a launch would give them (n_ctx, n_parallel, n_gpu_layers, …), already validated. */
   parameters: Record<string, unknown>
   spec: ResolvedSpec

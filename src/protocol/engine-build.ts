@@ -32,3 +32,7 @@ export const engineBuildStatusSchema = s.object(
   {title: 'EngineBuildStatus'},
 )
 export type EngineBuildStatus = s.Infer<typeof engineBuildStatusSchema> & {state: EngineBuildState}
+
+/** `GET /v1/engine-builds`: every engine this service builds in the background; none on a supervisor, which runs no model. */
+export const engineBuildListSchema = s.object({data: s.array(engineBuildStatusSchema)}, {title: 'EngineBuildList'})
+export type EngineBuildList = {data: EngineBuildStatus[]}

@@ -113,7 +113,23 @@ export const memoryEstimateReplySchema = s.object(
     overhead_bytes: bytes('Compute buffers and other per-context memory beyond the KV cache.'),
     source: s.string({description: 'Where the weights were read: local, cache, generated, or the hub.'}),
     total_bytes: bytes('The sum of the parts.'),
-    weights_bytes: bytes('The weights.'),
+    weights_bytes: bytes('The weights, with the companion files.'),
+    companion_files: s.optional(
+      s.array(
+        s.object(
+          {
+            bytes: s.optional(bytes('Its size, from the cache or the hub\'s metadata.')),
+            error: s.optional(s.string({description: 'Why its size is unknown (then it is not counted).'})),
+            file_name: s.string(),
+            model_id: s.string(),
+            role: s.string({description: 'The launch parameter it fills, e.g. vae, clip_l, t5xxl.'}),
+            source: s.optional(s.string({description: 'Where the size came from: cache, local, or the hub.'})),
+          },
+          {title: 'CompanionFileSize'},
+        ),
+        {description: "The files a launch downloads beside the weights (a GGUF image model's VAE and text encoders); their sizes are counted in weights_bytes."},
+      ),
+    ),
   },
   {description: 'Engines may add details of their own.', title: 'MemoryEstimate', unknownKeys: 'keep'},
 )

@@ -27,6 +27,9 @@ export type OutputReader = (command: string[]) => Promise<{exitCode: number; std
 /** Takes the build lock of `folder`: a release, or undefined when another process holds it. */
 export type BuildLock = (folder: string) => Promise<(() => Promise<void>) | undefined>
 
+/** Whether a live process holds the build lock of `folder`. */
+export type BuildLockCheck = (folder: string) => Promise<boolean>
+
 /** The lowest priority (`nice -n 19`), so that the build takes only what the models and requests leave. */
 const LOWEST_PRIORITY = 19
 
@@ -77,11 +80,21 @@ export const readOutput: OutputReader = async ([program, ...args]) => {
 }
 
 /** proper-lockfile's lock folder beside the build's output, refreshed while held; one left by a killed service goes stale. */
+const LOCK_OPTIONS = {realpath: false, stale: 10_000}
+const lockPath = (folder: string) => `${folder}/service-auto-build`
+
 export const takeBuildLock: BuildLock = async (folder) => {
   try {
-    return await lockfile.lock(`${folder}/service-auto-build`, {onCompromised() {}, realpath: false, stale: 10_000})
+    return await lockfile.lock(lockPath(folder), {...LOCK_OPTIONS, onCompromised() {}})
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ELOCKED') return undefined
     throw error
   }
 }
+
+/**
+ * Whether a live process holds the build lock of `folder`: false when none does, or when its holder was killed and
+ * the lock has gone stale (no longer refreshed). When the lock cannot be read, it is taken as held, so that only
+ * evidence of a gone holder changes what the service reports.
+ */
+export const buildLockHeld: BuildLockCheck = async (folder) => lockfile.check(lockPath(folder), LOCK_OPTIONS).catch(() => true)

@@ -6,7 +6,8 @@
  * lowest priority. Nothing waits for it: startup, launches and requests go on, and models launched once it has
  * succeeded load the new build, each in its own process. A failure is reported once and not retried until the next
  * start or `servicectl engine build`. Its status is kept here and mirrored into a file beside the lock, so that
- * another service on the machine, which finds the lock held, reports the same progress.
+ * another service on the machine, which finds the lock held, reports the same progress, until the lock shows that
+ * the service holding it is gone (killed in the middle of a build).
  */
 import {createWriteStream} from 'node:fs'
 import {mkdir, readFile, rename, writeFile} from 'node:fs/promises'
@@ -19,7 +20,17 @@ import type {EngineBuildStatus} from '../protocol/engine-build.js'
 
 import {findOnPath, planEngineBuild} from '../kernel/engine-build-plan.js'
 import {notFound} from '../kernel/errors.js'
-import {type BuildLock, type BuildProcess, type BuildStarter, type OutputReader, readOutput, startLowPriorityBuild, takeBuildLock} from './build-process.js'
+import {
+  type BuildLock,
+  type BuildLockCheck,
+  buildLockHeld,
+  type BuildProcess,
+  type BuildStarter,
+  type OutputReader,
+  readOutput,
+  startLowPriorityBuild,
+  takeBuildLock,
+} from './build-process.js'
 import {
   type AutoBuildSetting,
   type BuildProgress,
@@ -40,6 +51,7 @@ export interface AutoBuilderOptions {
   readOutput?: OutputReader
   startBuild?: BuildStarter
   lock?: BuildLock
+  lockHeld?: BuildLockCheck
   now?: () => number
 }
 
@@ -50,7 +62,7 @@ const statusFile = (folder: string) => join(folder, 'service-auto-build.json')
 
 export class EngineAutoBuilder {
   private readonly statuses = new Map<string, EngineBuildStatus>()
-  /** Engines another service is building: their shared status file. */
+  /** Engines another service is building: the folder of their lock and shared status file. */
   private readonly elsewhere = new Map<string, string>()
   private readonly plans: EngineBuildPlan[]
   private running?: BuildProcess
@@ -62,6 +74,7 @@ export class EngineAutoBuilder {
   private readonly readOutput: OutputReader
   private readonly startBuild: BuildStarter
   private readonly lock: BuildLock
+  private readonly lockHeld: BuildLockCheck
   private readonly now: () => number
 
   constructor(
@@ -73,6 +86,8 @@ export class EngineAutoBuilder {
     this.readOutput = options.readOutput ?? readOutput
     this.startBuild = options.startBuild ?? startLowPriorityBuild(this.findProgram)
     this.lock = options.lock ?? takeBuildLock
+    // A lock injected without its check is one whose holder never goes away.
+    this.lockHeld = options.lockHeld ?? (options.lock ? async () => true : buildLockHeld)
     this.now = options.now ?? Date.now
   }
 
@@ -100,13 +115,35 @@ export class EngineAutoBuilder {
   async status(engine: string): Promise<EngineBuildStatus> {
     const plan = this.plans.find((candidate) => candidate.engine.toLowerCase() === engine.toLowerCase())
     if (!plan) throw notFound(`engine ${engine} has no background build here; engines that have one: ${this.plans.map((p) => p.engine).join(', ') || '(none)'}.`)
-    const shared = this.elsewhere.get(plan.engine)
-    if (shared) {
-      const status = await readFile(shared, 'utf8').then((text) => JSON.parse(text) as EngineBuildStatus, () => undefined)
-      return status ?? {engine: plan.engine, reason: 'another service on this machine holds the build lock and is building it.', state: 'building'}
-    }
-
+    const folder = this.elsewhere.get(plan.engine)
+    if (folder) return this.sharedStatus(plan, folder)
     return this.statuses.get(plan.engine) ?? {engine: plan.engine, state: 'checking'}
+  }
+
+  /** Every engine's, in the order they are built. */
+  all(): Promise<EngineBuildStatus[]> {
+    return Promise.all(this.plans.map((plan) => this.status(plan.engine)))
+  }
+
+  /**
+   * The status the service holding the lock shares. One it left unfinished (building, or no status yet) is a failure
+   * once the lock shows it is gone; the file is read again after the lock, as a holder that ends writes its last
+   * status before it releases the lock.
+   */
+  private async sharedStatus(plan: EngineBuildPlan, folder: string): Promise<EngineBuildStatus> {
+    const read = () => readFile(statusFile(folder), 'utf8').then((text) => JSON.parse(text) as EngineBuildStatus, () => undefined)
+    const unfinished = (status?: EngineBuildStatus) => !status || status.state === 'building' || status.state === 'checking'
+    const status = await read()
+    if (!unfinished(status) || (await this.lockHeld(folder))) return status ?? {engine: plan.engine, reason: 'another service on this machine holds the build lock and is building it.', state: 'building'}
+    const last = await read()
+    if (!unfinished(last)) return last!
+    return {
+      ...last,
+      engine: plan.engine,
+      error: `the service on this machine that held the build lock stopped before the build ended; the next service to start here builds it again (or \`servicectl engine build ${plan.engine}\`).`,
+      pid: undefined,
+      state: 'failed',
+    }
   }
 
   /** Stops a running build (its status says so) and waits for the work to end, releasing the lock. */
@@ -132,12 +169,14 @@ export class EngineAutoBuilder {
     await mkdir(folder, {recursive: true})
     const release = await this.lock(folder)
     if (!release) {
-      this.elsewhere.set(plan.engine, statusFile(folder))
+      this.elsewhere.set(plan.engine, folder)
       log.info(`${plan.engine}: another service on this machine is building it in the background; GET /v1/engines/${plan.engine}/build shows its progress.`)
       return
     }
 
     try {
+      // This service's now: a status left by a killed holder no longer speaks for the build.
+      this.set(plan, {engine: plan.engine, state: 'checking'})
       const probe = await this.readOutput(plan.auto!.probeCommand)
       const verdict = probe.exitCode === 0 ? parseProbeOutput(probe.stdout) : undefined
       if (!verdict) {
@@ -149,6 +188,8 @@ export class EngineAutoBuilder {
         log.info(`${plan.engine}: no background build needed: ${verdict.reason}`)
       } else if (!this.disposed) await this.build(plan, folder, verdict.reason)
     } finally {
+      // The last status is in the file before the lock is free, so a service that sees the lock free reads how it ended.
+      await this.sharing
       await release()
     }
   }

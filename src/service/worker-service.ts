@@ -70,7 +70,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     },
     list: () => [],
   }
-  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes((engine) => autoBuilds.status(engine))].map((definition) => ({
+  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes(autoBuilds)].map((definition) => ({
     definition,
     plugin: 'core',
   }))

@@ -49,6 +49,8 @@ export interface WeightsLocation {
   source: WeightsSource
   files: string[]
   headers: Record<string, string>
+  /** Each file's bytes as the hub's metadata lists them, for files on a hub. */
+  sizes?: number[]
 }
 
 export interface WeightStoreOptions {
@@ -147,7 +149,7 @@ export class WeightStore {
     const hub = this.hub(spec)
     const snapshot = await this.snapshot(hub, spec, signal)
     const files = this.remoteFiles(hub, snapshot, names)
-    return {files: files.map((file) => hub.fileUrl(snapshot, file.path)), headers: hub.headers, source: hub.name}
+    return {files: files.map((file) => hub.fileUrl(snapshot, file.path)), headers: hub.headers, sizes: files.map((file) => file.size), source: hub.name}
   }
 
   /** Whether a launch is downloading this model version right now. */

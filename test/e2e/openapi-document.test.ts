@@ -114,6 +114,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(400, 'POST', '/v1/model_registrations/{model_type}', {body: {model: {model_name: 'x'}, persist: 'yes'}, params: {model_type: 'LLM'}})
     await ok('GET', '/v1/engines/{model_name}', {params: {model_name: LLM}})
     await ok('GET', '/v1/engines/{engine}/build', {params: {engine: 'llama.cpp'}})
+    await ok('GET', '/v1/engine-builds')
     await refused(404, 'GET', '/v1/engines/{engine}/build', {params: {engine: 'vllm'}})
     await ok('GET', '/v1/models/vllm-supported')
     await ok('GET', '/v1/virtualenvs')
@@ -210,6 +211,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address, instances: [], resources}})).status).to.equal(200)
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address: 'http://127.0.0.9:1', instances: [], resources}})).status).to.equal(404)
       expect((await checker.call(supervisor, 'GET', '/v1/cluster/info')).body.mode).to.equal('cluster')
+      expect((await checker.call(supervisor, 'GET', '/v1/engine-builds')).body, 'a supervisor builds nothing').to.deep.equal({data: []})
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/stop')).body).to.deep.equal({unreachable_workers: []})
       await Promise.all([supervisor.process, worker.process])
     } finally {

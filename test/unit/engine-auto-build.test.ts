@@ -4,15 +4,15 @@
  * runs here; the e2e test engine-auto-build.test.ts runs a stand-in build program through a real service.
  */
 import {expect} from 'chai'
-import {mkdir, readFile, rm, utimes} from 'node:fs/promises'
+import {mkdir, readFile, rm, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {EngineBuildPlan} from '../../src/kernel/engine-build-plan.js'
-import type {BuildLock, BuildStarter, OutputReader} from '../../src/service/build-process.js'
+import type {BuildLock, BuildLockCheck, BuildStarter, OutputReader} from '../../src/service/build-process.js'
 
 import {autoBuildVerdict} from '../../plugins/engine-llama-cpp/src/auto-build-verdict.js'
 import {buildInProgress} from '../../plugins/engine-llama-cpp/src/build-in-progress.js'
-import {takeBuildLock} from '../../src/service/build-process.js'
+import {buildLockHeld, takeBuildLock} from '../../src/service/build-process.js'
 import {buildStatusLine} from '../../src/cli/engine-build-status.js'
 import {
   autoBuildAllowed,
@@ -152,6 +152,24 @@ describe('background engine build: locks', () => {
     await again!()
   })
 
+  it('sees a live holder of the build lock, and none once a killed holder has left it to go stale', async () => {
+    expect(await buildLockHeld(folder), 'no lock').to.equal(false)
+    const release = await takeBuildLock(folder)
+    expect(await buildLockHeld(folder), 'held here').to.equal(true)
+    await release!()
+    expect(await buildLockHeld(folder), 'released').to.equal(false)
+    // What a service killed with SIGKILL leaves: proper-lockfile's folder, no longer refreshed.
+    const left = join(folder, 'service-auto-build.lock')
+    await mkdir(left)
+    expect(await buildLockHeld(folder), 'just left').to.equal(true)
+    const minuteAgo = new Date(Date.now() - 60_000)
+    await utimes(left, minuteAgo, minuteAgo)
+    expect(await buildLockHeld(folder), 'stale').to.equal(false)
+    const takenOver = await takeBuildLock(folder)
+    expect(takenOver, 'the next start takes it over').to.be.a('function')
+    await takenOver!()
+  })
+
   it("sees a llama.cpp build by node-llama-cpp's lock in localBuilds, and not one left behind by a killed build", async () => {
     expect(await buildInProgress(join(folder, 'absent'))).to.equal(false)
     await mkdir(join(folder, 'linux-x64'))
@@ -236,9 +254,17 @@ describe('background engine build: the runner', () => {
     await rm(folder, {force: true, recursive: true})
   })
 
-  const builder = (options: {build?: ReturnType<typeof fakeBuild>; lock?: BuildLock; read?: OutputReader; setting?: boolean | string[]; log?: ReturnType<typeof recordingLog>}) =>
+  const builder = (options: {
+    build?: ReturnType<typeof fakeBuild>
+    lock?: BuildLock
+    lockHeld?: BuildLockCheck
+    read?: OutputReader
+    setting?: boolean | string[]
+    log?: ReturnType<typeof recordingLog>
+  }) =>
     new EngineAutoBuilder([plan(folder)], {
       lock: options.lock ?? recordingLock(),
+      lockHeld: options.lockHeld,
       log: options.log ?? recordingLog(),
       logDir,
       now: () => clock,
@@ -306,6 +332,49 @@ describe('background engine build: the runner', () => {
     const theirs = {engine: 'llama.cpp', percent: 31, pid: 999, stage: 'compiling', state: 'building'}
     await import('node:fs/promises').then(({writeFile}) => writeFile(join(folder, 'service-auto-build.json'), JSON.stringify(theirs)))
     expect(await auto.status('llama.cpp')).to.deep.equal(theirs)
+  })
+
+  it('reports the build of a service that was killed holding the lock as failed, once the lock shows it is gone', async () => {
+    let held = true
+    const auto = builder({lock: recordingLock(true), lockHeld: async () => held})
+    auto.start()
+    await auto.dispose()
+    const theirs = {engine: 'llama.cpp', lines: 231, log_file: '/home/a/logs/engine-build-llama.cpp.log', percent: 42, pid: 999, stage: 'compiling', started: 5, state: 'building'}
+    await writeFile(join(folder, 'service-auto-build.json'), JSON.stringify(theirs))
+    expect(await auto.status('llama.cpp'), 'its holder alive').to.deep.equal(theirs)
+    held = false
+    const gone = await auto.status('llama.cpp')
+    expect(gone).to.deep.include({lines: 231, log_file: theirs.log_file, percent: 42, state: 'failed'})
+    expect(gone.pid).to.equal(undefined)
+    expect(gone.error).to.equal(
+      'the service on this machine that held the build lock stopped before the build ended; the next service to start here builds it again (or `servicectl engine build llama.cpp`).',
+    )
+    await rm(join(folder, 'service-auto-build.json'))
+    expect(await auto.status('llama.cpp'), 'killed before it wrote a status').to.deep.include({state: 'failed'})
+    // A holder that ended released the lock after writing how: that is reported as it is.
+    await writeFile(join(folder, 'service-auto-build.json'), JSON.stringify({...theirs, finished: 9, percent: 100, pid: undefined, state: 'succeeded'}))
+    expect(await auto.status('llama.cpp')).to.deep.include({state: 'succeeded'})
+  })
+
+  it('writes its last status before releasing the lock, and its own once it holds the lock', async () => {
+    const build = fakeBuild()
+    const shared = join(folder, 'service-auto-build.json')
+    await writeFile(shared, JSON.stringify({engine: 'llama.cpp', percent: 42, pid: 999, stage: 'compiling', state: 'building'}))
+    const states: string[] = []
+    const lock: BuildLock = async () => {
+      states.push(JSON.parse(await readFile(shared, 'utf8')).state)
+      return async () => {
+        states.push(JSON.parse(await readFile(shared, 'utf8')).state)
+      }
+    }
+
+    const auto = builder({build, lock})
+    auto.start()
+    await until(() => build.started.length > 0)
+    build.exit(0)
+    await until(() => states.length === 2)
+    await auto.dispose()
+    expect(states, 'the killed holder\'s status when taking the lock, the last one at release').to.deep.equal(['building', 'succeeded'])
   })
 
   it('reports a failed build with its last lines, once: starting again does not retry it', async () => {

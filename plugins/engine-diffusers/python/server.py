@@ -3,7 +3,6 @@ kernel starts it in the model's virtual environment, waits for GET /health, and 
 payload. Answers stream as JSON lines: {"type": "progress", "step", "steps"} after each denoising step, then the
 results; a refusal before anything was made is a 400 {"error": {"message", "param"}}. A client that goes away stops the
 generation at its next step: the progress line written then fails, and the pipeline is told to stop."""
-import argparse
 import base64
 import io
 import json
@@ -17,7 +16,7 @@ import time
 
 import torch
 from PIL import Image, UnidentifiedImageError
-from service_http import BadRequest, JsonHandler, serve
+from service_http import BadRequest, JsonHandler, load_request, serve
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_pipelines import RECIPES  # noqa: E402
@@ -239,15 +238,11 @@ class Handler(JsonHandler):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--request", required=True, help="the load request, as JSON")
-    options = parser.parse_args()
-    request = json.loads(options.request)
+    port, request = load_request()
     check_gpu_memory(request["family"])
     Handler.model = Model(request)
-    print(f"serving {request['modelName']} ({request['modelPath']}) on port {options.port}, on {Handler.model.device}", flush=True)
-    serve(Handler, options.port)
+    print(f"serving {request['modelName']} ({request['modelPath']}) on port {port}, on {Handler.model.device}", flush=True)
+    serve(Handler, port)
 
 
 if __name__ == "__main__":

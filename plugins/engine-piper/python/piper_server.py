@@ -18,7 +18,7 @@ import threading
 import onnxruntime
 from piper import PiperVoice, SynthesisConfig
 from piper.config import PiperConfig
-from service_http import BadRequest, JsonHandler, serve
+from service_http import BadRequest, SpeechHandler, serve
 
 OPENAI_VOICES = ["alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"]
 # An error lists this many speakers at most (LibriTTS-R's voice has 904).
@@ -64,29 +64,19 @@ def main():
     # One synthesis at a time: ONNX Runtime already spreads one over the cores.
     lock = threading.Lock()
 
-    class Handler(JsonHandler):
-        # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
-        # whole (a body that ends by closing the connection reads as a failure to fetch).
-        protocol_version = "HTTP/1.1"
-
-        def post_routes(self):
-            return {"/speak": self.speak}
-
+    class Handler(SpeechHandler):
         def speak(self, request):
             name = request.get("voice")
             if name not in voices:
                 raise BadRequest(unknown_voice_message(name, voice.config), "voice")
             synthesis = SynthesisConfig(speaker_id=voices[name], length_scale=voice.config.length_scale / float(request.get("speed", 1.0)))
-            self.start_stream("audio/pcm", {"X-Sample-Rate": str(voice.config.sample_rate)})
 
             def pcm():
                 with lock:
                     for chunk in voice.synthesize(request["input"], synthesis):
                         yield chunk.audio_int16_bytes
 
-            stopped = self.send_chunks(pcm())
-            if stopped is not None:
-                print(f"speech stopped: the client went away after {stopped} sentences", flush=True)
+            self.stream_speech(voice.config.sample_rate, pcm())
 
     serve(Handler, args.port)
 

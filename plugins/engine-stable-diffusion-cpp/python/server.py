@@ -9,7 +9,6 @@ sd.cpp has no way to stop a generation it has begun, so the generations run in a
 (its weights shared, copy on write), and a client that goes away has the worker killed at the next step and a fresh one
 forked, the model loaded as it was. The parent never computes: OpenMP's threads, which a fork does not copy, only ever
 start in the worker."""
-import argparse
 import base64
 import io
 import json
@@ -22,7 +21,7 @@ import threading
 import numpy
 from gguf import GGUFReader
 from PIL import Image
-from service_http import BadRequest, JsonHandler, serve
+from service_http import BadRequest, JsonHandler, load_request, serve
 from stable_diffusion_cpp import StableDiffusion
 
 # The companion files sd.cpp reads beside a diffusion-only GGUF (city96's FLUX.1 and SD 3.5 files hold only the
@@ -251,16 +250,12 @@ class Handler(JsonHandler):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--request", required=True, help="the load request, as JSON")
-    options = parser.parse_args()
-    request = json.loads(options.request)
+    port, request = load_request()
     Handler.model = Model(request)
     Handler.worker = Worker(Handler.model)
     companions = "".join(f" with {name} {request['parameters'][name]}" for name in ("vae", "clip_l", "clip_g", "t5xxl") if request["parameters"].get(name))
-    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}){companions} on port {options.port}", flush=True)
-    serve(Handler, options.port)
+    print(f"serving {request['modelName']} ({request['modelPath']}, {Handler.model.kind}){companions} on port {port}", flush=True)
+    serve(Handler, port)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ const register: RegisterHook = async ({api}) => ({
         operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
         stopGraceMs: 5000,
       },
+      estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
       formats: ['ggufv2'],
       modelTypes: ['image'],
       name: 'stable-diffusion.cpp',

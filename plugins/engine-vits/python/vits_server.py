@@ -13,7 +13,7 @@ import re
 import threading
 
 import torch
-from service_http import BadRequest, JsonHandler, serve
+from service_http import BadRequest, SpeechHandler, serve
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -43,20 +43,12 @@ def main():
     # One synthesis at a time: the speaking rate is a model attribute, and the CPU is shared anyway.
     lock = threading.Lock()
 
-    class Handler(JsonHandler):
-        # HTTP/1.1 with chunked transfer: each sentence goes out as a chunk, and the last chunk says the audio is
-        # whole (a body that ends by closing the connection reads as a failure to fetch).
-        protocol_version = "HTTP/1.1"
-
-        def post_routes(self):
-            return {"/speak": self.speak}
-
+    class Handler(SpeechHandler):
         def speak(self, request):
             voice = request.get("voice")
             if voice not in voices:
                 raise BadRequest(f"`voice` \"{voice}\" is not a voice of this model; it has: {', '.join(voices)}.", "voice")
             sentences = [part.strip() for part in SENTENCE_END.split(request["input"]) if part.strip()]
-            self.start_stream("audio/pcm", {"X-Sample-Rate": str(model.config.sampling_rate)})
 
             def pcm():
                 for sentence in sentences:
@@ -69,9 +61,7 @@ def main():
                         waveform = model(**inputs, **speaker).waveform[0]
                     yield (waveform.clamp(-1, 1) * 32767).to(torch.int16).numpy().tobytes()
 
-            stopped = self.send_chunks(pcm())
-            if stopped is not None:
-                print(f"speech stopped: the client went away after {stopped} of {len(sentences)} sentences", flush=True)
+            self.stream_speech(model.config.sampling_rate, pcm(), len(sentences))
 
     serve(Handler, args.port)
 

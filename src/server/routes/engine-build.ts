@@ -5,13 +5,33 @@
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
 
-import {type EngineBuildStatus, engineBuildStatusSchema} from '../../protocol/engine-build.js'
+import {type EngineBuildStatus, engineBuildListSchema, engineBuildStatusSchema} from '../../protocol/engine-build.js'
 
-export function engineBuildRoutes(status: (engine: string) => Promise<EngineBuildStatus>): RouteDefinition[] {
+/** The builds of a service that runs models; a supervisor has none. */
+export interface EngineBuilds {
+  status(engine: string): Promise<EngineBuildStatus>
+  all(): Promise<EngineBuildStatus[]>
+}
+
+export function engineBuildRoutes(builds: EngineBuilds | undefined): RouteDefinition[] {
+  const list: RouteDefinition = {
+    async handler() {
+      return {body: {data: builds ? await builds.all() : []}, kind: 'json', status: 200}
+    },
+    method: 'GET',
+    path: '/v1/engine-builds',
+    permission: 'models:list',
+    response: engineBuildListSchema.json,
+    summary:
+      "Every engine this service builds for its machine in the background, with each build's state as GET /v1/engines/{engine}/build answers it; an empty list on a supervisor (its workers build, each for its own machine)",
+    tag: 'registrations',
+  }
+  if (!builds) return [list]
   return [
+    list,
     {
       async handler({params}) {
-        return {body: await status(params.engine), kind: 'json', status: 200}
+        return {body: await builds.status(params.engine), kind: 'json', status: 200}
       },
       method: 'GET',
       path: '/v1/engines/:engine/build',

@@ -3,6 +3,7 @@ import {useMemo, useState} from 'preact/hooks'
 
 import {bySize, type CatalogueEntry, catalogueOf, familiesOf, type Filters, matches, NO_FILTERS, pluginsInfo, sizeLabel} from '../catalogue.js'
 import {ErrorLine, Tabs, useLoad} from '../ui.js'
+import {EngineBuilds} from './engine-builds.js'
 import {LaunchForm} from './launch-form.js'
 
 const FILTERS: Array<{key: keyof Filters; label: string; values: (entry: CatalogueEntry) => string[]; show?: (value: string) => string}> = [
@@ -30,6 +31,7 @@ export function LaunchPage() {
     <section>
       <h1>Launch a model</h1>
       <ErrorLine error={plugins.error ?? families.error} />
+      <EngineBuilds />
       <Tabs
         label="Model type"
         onChange={(type) => {
