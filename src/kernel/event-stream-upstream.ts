@@ -18,7 +18,8 @@ const {Agent, request} = createRequire(import.meta.url)('node:http') as typeof i
 /**
  * Sockets buffer one byte at most before they stop reading their connection: a paused socket (see rest) then stops
  * reading after the chunk in flight, where by default it reads on, a wake-up a chunk, into a buffer of 64 KiB; a
- * flowing one, as every socket is when not resting, hands each chunk on as it comes whatever the limit.
+ * flowing one, as every socket is when not resting, hands each chunk on as it comes whatever the limit. An answer
+ * takes its socket's limit, so what a socket holds reaches the answer a chunk at a time (see eventData).
  */
 const RESTING_SOCKETS = {readableHighWaterMark: 1}
 
@@ -89,6 +90,8 @@ async function rest(socket: Socket, ms: number): Promise<void> {
   socket.pause()
   await new Promise((resolve) => setTimeout(resolve, ms))
   socket.resume()
+  // The loop's next poll reads what waited, all of it at once; going on after it finds it there.
+  await new Promise((resolve) => setImmediate(resolve))
 }
 
 /** The data of each event of `response`, as each read of its socket brings them. */
@@ -103,7 +106,9 @@ async function* eventData(response: IncomingMessage, readIntervalMs: number | un
       arrived = []
       read += events.length
       yield* events
-      if (readIntervalMs && read >= PROMPT_EVENTS && !response.complete && response.socket) await rest(response.socket, Math.min(readIntervalMs, LONGEST_REST_MS))
+      // A rest begins once what the last read brought is handed on: a resting socket passes it on a chunk at a time.
+      const {socket} = response
+      if (readIntervalMs && read >= PROMPT_EVENTS && !response.complete && socket && socket.readableLength === 0) await rest(socket, Math.min(readIntervalMs, LONGEST_REST_MS))
     }
   } finally {
     // A consumer that stops before the answer's end closes the connection; a whole answer leaves it to the agent.

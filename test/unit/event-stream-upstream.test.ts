@@ -91,6 +91,26 @@ describe('postForEvents: an upstream event stream read with rests', function () 
     expect(arrivals[2][1] - arrivals[1][1]).to.be.at.least(15)
   })
 
+  it('hands on together all that waited during a rest, not the first chunk alone with a rest after it', async () => {
+    answer = (response) => {
+      response.write('data: 0\n\ndata: 1\n\n')
+      let next = 2
+      const timer = setInterval(() => {
+        response.write(`data: ${next}\n\n`)
+        if (++next < 8) return
+        clearInterval(timer)
+        response.end('data: [DONE]\n\n')
+      }, 1)
+    }
+
+    const arrivals: number[] = []
+    for await (const item of await open(16)) if (item !== '[DONE]') arrivals[Number(item)] = performance.now()
+    expect(arrivals).to.have.length(8)
+    // Events 2–7 were all written within the first rest (16 ms): one read after it brings them, where a rest after
+    // each chunk would spread them over 16 ms apiece.
+    expect(arrivals[7] - arrivals[2]).to.be.below(12)
+  })
+
   it('aborting during a rest ends the stream and closes the connection', async () => {
     let respond: ServerResponse | undefined
     answer = (response) => {
