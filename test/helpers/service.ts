@@ -53,16 +53,20 @@ export async function startProgram(
     reject: false,
   })
   let output = ''
+  child.all!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`${program} did not start within 30 s:\n${output}`)), 30_000)
-    child.all!.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
+    // Searched until found only: a service logs a line a request, and a search of all its output per line would
+    // cost a long benchmark's client more CPU at every request.
+    const findUrl = () => {
       const match = /(?:Service|Supervisor|Worker) running at (http:\/\/[^\s,]+)/.exec(output)
-      if (match) {
-        clearTimeout(timer)
-        resolveUrl(match[1])
-      }
-    })
+      if (!match) return
+      child.all!.off('data', findUrl)
+      clearTimeout(timer)
+      resolveUrl(match[1])
+    }
+
+    child.all!.on('data', findUrl)
     void child.then(() => {
       clearTimeout(timer)
       reject(new Error(`${program} exited before it started:\n${output}`))
