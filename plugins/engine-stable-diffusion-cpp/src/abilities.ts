@@ -7,8 +7,6 @@
  */
 import type {ImageAbility} from 'service-toolkit'
 
-import {readGgufFileInfo} from 'node-llama-cpp'
-
 const VAE_ENCODER = /^(first_stage_model|vae)\.encoder\./
 
 export async function abilitiesOf(modelPath: string, vae: unknown): Promise<ImageAbility[]> {
@@ -17,6 +15,8 @@ export async function abilitiesOf(modelPath: string, vae: unknown): Promise<Imag
 
 /** A header this reader cannot read counts as none: the program's own reader and sd.cpp say what is wrong at load. */
 async function holdsVaeEncoder(path: string): Promise<boolean> {
+  // Loaded at a launch only: node-llama-cpp is large, and the service loads every plugin when it starts.
+  const {readGgufFileInfo} = await import('node-llama-cpp')
   const info = await readGgufFileInfo(path, {logWarnings: false, sourceType: 'filesystem'}).catch(() => undefined)
   return info?.fullTensorInfo?.some(({name}) => VAE_ENCODER.test(name)) ?? false
 }
