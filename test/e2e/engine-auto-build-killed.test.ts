@@ -42,7 +42,9 @@ describe('background engine build of a service killed while it builds (stand-in 
   })
 
   after(async () => {
-    for (const service of services) if (service.process.exitCode === null) await service.stop()
+    // Every one, the killed one too (stopping an ended service only waits for its end): a service left running keeps
+    // the test run from exiting.
+    await Promise.allSettled(services.map((service) => service.stop()))
     await rm(work, {force: true, recursive: true})
   })
 
