@@ -42,8 +42,8 @@ describe('background engine build of a service killed while it builds (stand-in 
   })
 
   after(async () => {
-    // Every one, the killed one too (stopping an ended service only waits for its end): a service left running keeps
-    // the test run from exiting.
+    // Every one, the killed one too (stopping an ended service only waits for its end): execa's subprocess has no
+    // exitCode to ask, and a service left running keeps the test run from exiting.
     await Promise.allSettled(services.map((service) => service.stop()))
     await rm(work, {force: true, recursive: true})
   })

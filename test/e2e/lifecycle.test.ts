@@ -106,7 +106,8 @@ describe('model lifecycle (service-local, real model processes)', function () {
     }
 
     after(async () => {
-      for (const service of started) if (service.process.exitCode === null) service.process.kill('SIGKILL')
+      // execa's subprocess has no exitCode of its own to ask; killing one that has ended does nothing.
+      for (const service of started) service.process.kill('SIGKILL')
     })
 
     /** Starts a stream of each API family and waits for its first event, so both are live when the signal comes. */
