@@ -31,7 +31,6 @@ import {isPipelineSpec, pipelineVariant, type PipelineVariant, selectPipelineFil
 import {indexedShards, isRepositorySpec, repositoryFiles, SAFETENSORS_INDEX} from './repository.js'
 import {downloadFile, partPath} from './transfer.js'
 
-
 /** The cache folder a launch's weights are in: a diffusers pipeline's by the weight variant its family asks for too. */
 export const weightsVersion = ({family, modelName, spec}: SpecRequest) => cacheEntryName(modelName, spec, isPipelineSpec(spec) ? pipelineVariant(family)?.name : undefined)
 

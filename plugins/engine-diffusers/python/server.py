@@ -15,8 +15,8 @@ import threading
 import time
 
 import torch
-from PIL import Image, UnidentifiedImageError
 from service_http import BadRequest, JsonHandler, load_request, serve
+from service_images import read_mask, read_picture
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_pipelines import RECIPES  # noqa: E402
@@ -95,24 +95,6 @@ class Model:
         pipe.set_progress_bar_config(disable=True)
         self.pipelines[task] = pipe
         return pipe
-
-
-def picture(image, field):
-    try:
-        return Image.open(io.BytesIO(base64.b64decode(image["data"]))).convert("RGB")
-    except (UnidentifiedImageError, OSError) as error:
-        raise BadRequest(f"`{field}` cannot be read as an image: {error}", field) from error
-
-
-def mask_of(image, field):
-    """White, or transparent as OpenAI's edit masks mark it, is repainted: as diffusers wants it, white on black."""
-    try:
-        mask = Image.open(io.BytesIO(base64.b64decode(image["data"])))
-    except (UnidentifiedImageError, OSError) as error:
-        raise BadRequest(f"`{field}` cannot be read as an image: {error}", field) from error
-    if mask.mode in ("RGBA", "LA") and mask.getchannel("A").getextrema()[0] < 255:
-        return mask.getchannel("A").point(lambda alpha: 255 if alpha == 0 else 0)
-    return mask.convert("L")
 
 
 def arguments(model, payload):
@@ -200,9 +182,9 @@ class Handler(JsonHandler):
         args = arguments(self.model, payload)
         args["num_images_per_prompt"] = payload.get("n", 1)
         if task in ("image2image", "inpainting"):
-            args["image"] = picture(payload["images"][0], "image")
+            args["image"] = read_picture(payload["images"][0]["data"], "image")
         if task == "inpainting":
-            args["mask_image"] = mask_of(payload["mask"], "mask")
+            args["mask_image"] = read_mask(payload["mask"]["data"], "mask")
         start = time.perf_counter()
         result = self.run(self.model.pipeline(task), args, payload.get("progress", True))
         generated = time.perf_counter()
@@ -225,9 +207,9 @@ class Handler(JsonHandler):
         fps = payload.get("fps") or args.pop("fps", None) or 16
         args.pop("fps", None)
         if task in ("image2video", "firstlastframe2video"):
-            args["image"] = picture(payload["image"], "image")
+            args["image"] = read_picture(payload["image"]["data"], "image")
         if task == "firstlastframe2video":
-            args["last_image"] = picture(payload["last_frame"], "last_frame")
+            args["last_image"] = read_picture(payload["last_frame"]["data"], "last_frame")
         pipe = self.model.pipeline(task)
         for index in range(payload.get("n", 1)):
             frames = self.run(pipe, dict(args)).frames[0]

@@ -20,8 +20,8 @@ import threading
 
 import numpy
 from gguf import GGUFReader
-from PIL import Image
 from service_http import BadRequest, JsonHandler, load_request, serve
+from service_images import read_mask, read_picture
 from stable_diffusion_cpp import StableDiffusion
 
 # The companion files sd.cpp reads beside a diffusion-only GGUF (city96's FLUX.1 and SD 3.5 files hold only the
@@ -121,22 +121,11 @@ def arguments(model, payload):
 
 
 def pictures(args):
-    """The init image as RGB and the mask as sd.cpp wants it, white where it repaints: OpenAI's edit masks mark that
-    with transparency, Xinference's inpainting masks with white."""
-    for field, param in (("init_image", "image"), ("mask_image", "mask")):
-        if field not in args:
-            continue
-        try:
-            image = Image.open(io.BytesIO(base64.b64decode(args[field])))
-            image.load()
-        except (OSError, ValueError) as error:
-            raise BadRequest(f"`{param}` cannot be read as an image: {error}", param) from error
-        if field == "init_image":
-            args[field] = image.convert("RGB")
-        elif image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema()[0] < 255:
-            args[field] = image.getchannel("A").point(lambda alpha: 255 if alpha == 0 else 0)
-        else:
-            args[field] = image.convert("L")
+    """The init image and the mask, which came as the request gave them (base64), as sd.cpp takes them."""
+    if "init_image" in args:
+        args["init_image"] = read_picture(args["init_image"], "image")
+    if "mask_image" in args:
+        args["mask_image"] = read_mask(args["mask_image"], "mask")
 
 
 def sampled_steps(args):
