@@ -5,12 +5,10 @@ The processor's own names are taken (`format`, `box`, `color`, `crop_to_patches`
 Xinference's for its GOT-OCR runner (`ocr_type`: "ocr" or "format", `ocr_box`, `ocr_color`), so a client written for
 either works; `max_new_tokens` and `min_new_tokens` go to generate(). Anything else is refused, naming the key.
 """
-import base64
-import io
 import json
 
-from PIL import Image
 from service_http import BadRequest
+from service_images import read_image
 
 COLORS = ("red", "green", "blue")
 PROCESSOR_KEYS = ("format", "ocr_type", "box", "ocr_box", "color", "ocr_color", "crop_to_patches", "min_patches", "max_patches")
@@ -51,10 +49,7 @@ def box_of(key, value, width, height):
 
 def picture(image):
     """The request's picture as PIL reads it."""
-    try:
-        return Image.open(io.BytesIO(base64.b64decode(image["data"])))
-    except Exception as error:  # noqa: BLE001 - any unreadable picture is the client's to fix
-        raise BadRequest(f"the picture could not be read: {error}", "image") from error
+    return read_image(image.get("data", "") if isinstance(image, dict) else "", "image")
 
 
 def ocr_arguments(kwargs, width, height):
