@@ -132,7 +132,7 @@ export function imageOf(bytes: Buffer, field: string): InputImage {
   const mediaType = dimensions?.type ? MEDIA_TYPES[dimensions.type] : undefined
   if (!dimensions || !mediaType || !dimensions.width || !dimensions.height)
     throw badRequest(`\`${field}\` is not an image this service reads; send a PNG, JPEG or WebP file.`, field)
-  return {data: bytes.toString('base64'), height: dimensions.height, mediaType, width: dimensions.width}
+  return {data: bytes.toString('base64'), field, height: dimensions.height, mediaType, width: dimensions.width}
 }
 
 export async function uploadedImages(files: UploadedFile[] | undefined, field: string): Promise<InputImage[]> {

@@ -16,6 +16,8 @@ export interface InputImage {
   mediaType: string
   width: number
   height: number
+  /** The request's field it came in (`image`, `image[1]`, `mask_image`, …), which an engine names when it cannot read it. */
+  field: string
 }
 
 /** The settings every generation shares, images and videos alike. */

@@ -138,12 +138,14 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     expect(events.map((event) => (event.step ? `${event.step}/${event.steps}` : event.type))).to.deep.equal(['1/3', '2/3', '3/3', 'image_edit.completed'])
   })
 
-  it('refuses a mask of another size on mask, a file that is no picture on image, and keeps no upload', async () => {
+  it('refuses a mask of another size on mask, a file that is no picture on image, an unreadable mask on mask_image, and keeps no upload', async () => {
     const picture = solidPng(32, 32, [1, 2, 3])
     const cases: Array<[Promise<{status: number; body: any}>, string, RegExp]> = [
       [postForm(service, '/v1/images/edits', {model: MODEL, prompt: 'x'}, {image: picture, mask: solidPng(16, 32, [255, 255, 255])}), 'mask', /mask` is 16x32 but the image is 32x32/],
       [postForm(service, '/v1/images/edits', {model: MODEL, prompt: 'x'}, {image: Buffer.from('not a picture at all')}), 'image', /is not an image this service reads/],
       [postForm(service, '/v1/images/inpainting', {model: MODEL, prompt: 'x'}, {image: picture, mask_image: solidPng(32, 8, [255, 255, 255])}), 'mask_image', /32x8 but the image is 32x32/],
+      // Its header is whole, so the service takes it for a picture; the engine, which decodes it, names the field it came in.
+      [postForm(service, '/v1/images/inpainting', {model: MODEL, prompt: 'x'}, {image: picture, mask_image: solidPng(32, 32, [255, 255, 255]).subarray(0, 60)}), 'mask_image', /`mask_image` cannot be read as an image/],
       [postForm(service, '/v1/images/edits', {model: MODEL, prompt: 'x'}, {image: solidPng(40, 40, [1, 2, 3])}), 'size', /multiples of 16 pixels \(asked 40x40\); try 32x32/],
     ]
     for (const [answer, param, message] of cases) {

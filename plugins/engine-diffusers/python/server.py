@@ -182,9 +182,9 @@ class Handler(JsonHandler):
         args = arguments(self.model, payload)
         args["num_images_per_prompt"] = payload.get("n", 1)
         if task in ("image2image", "inpainting"):
-            args["image"] = read_picture(payload["images"][0]["data"], "image")
+            args["image"] = read_picture(payload["images"][0]["data"], payload["images"][0]["field"])
         if task == "inpainting":
-            args["mask_image"] = read_mask(payload["mask"]["data"], "mask")
+            args["mask_image"] = read_mask(payload["mask"]["data"], payload["mask"]["field"])
         start = time.perf_counter()
         result = self.run(self.model.pipeline(task), args, payload.get("progress", True))
         generated = time.perf_counter()
@@ -207,9 +207,9 @@ class Handler(JsonHandler):
         fps = payload.get("fps") or args.pop("fps", None) or 16
         args.pop("fps", None)
         if task in ("image2video", "firstlastframe2video"):
-            args["image"] = read_picture(payload["image"]["data"], "image")
+            args["image"] = read_picture(payload["image"]["data"], payload["image"]["field"])
         if task == "firstlastframe2video":
-            args["last_image"] = read_picture(payload["last_frame"]["data"], "last_frame")
+            args["last_image"] = read_picture(payload["last_frame"]["data"], payload["last_frame"]["field"])
         pipe = self.model.pipeline(task)
         for index in range(payload.get("n", 1)):
             frames = self.run(pipe, dict(args)).frames[0]

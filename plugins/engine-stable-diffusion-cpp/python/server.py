@@ -110,12 +110,12 @@ def arguments(model, payload):
             args["guidance"] = guidance
     elif guidance is not None:
         args["cfg_scale"] = guidance
-    # The pictures go to the worker as they came (base64); it decodes them (see `pictures`).
+    # The pictures go to the worker as they came (base64, with the request's field); it decodes them (see `pictures`).
     if payload["task"] in ("image2image", "inpainting"):
-        args["init_image"] = payload["images"][0]["data"]
+        args["init_image"] = payload["images"][0]
         args["strength"] = EDIT_STRENGTH
     if payload["task"] == "inpainting":
-        args["mask_image"] = payload["mask"]["data"]
+        args["mask_image"] = payload["mask"]
     args.update(payload.get("kwargs") or {})
     return args
 
@@ -123,9 +123,9 @@ def arguments(model, payload):
 def pictures(args):
     """The init image and the mask, which came as the request gave them (base64), as sd.cpp takes them."""
     if "init_image" in args:
-        args["init_image"] = read_picture(args["init_image"], "image")
+        args["init_image"] = read_picture(args["init_image"]["data"], args["init_image"]["field"])
     if "mask_image" in args:
-        args["mask_image"] = read_mask(args["mask_image"], "mask")
+        args["mask_image"] = read_mask(args["mask_image"]["data"], args["mask_image"]["field"])
 
 
 def sampled_steps(args):
