@@ -8,7 +8,7 @@ import type {Kernel} from '../kernel/kernel.js'
 import type {CatalogueEntry, ModelRegistry} from '../kernel/registry.js'
 import type {LaunchRequest} from '../protocol/launch.js'
 
-import {matchSpec, type ResolvedSpec, type SpecQuery} from '../kernel/catalogue.js'
+import {flattenFamily, matchSpec, type ResolvedSpec, type SpecQuery} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
 import {engineParameters} from '../protocol/engine-parameters.js'
 
@@ -76,8 +76,17 @@ function chooseEngine(kernel: Kernel, {family, modelType}: CatalogueEntry, reque
   if (!requested) {
     if (modelType === 'LLM' && !needsEstimator) throw badRequest(`model_engine is required for LLM models; choose one of: ${names}.`, 'model_engine')
     if (candidates.length === 0) throw badRequest(`no engine for ${modelType} models is installed.`, 'model_engine')
-    const formats = new Set((family.model_specs ?? []).map((spec) => spec.model_format))
-    return candidates.find((engine) => engine.formats.some((format) => formats.has(format))) ?? candidates[0]
+    const formats = new Set(flattenFamily(family).map((spec) => spec.model_format))
+    const running = candidates.find((engine) => engine.formats.some((format) => formats.has(format)))
+    if (running) return running
+    // An estimating engine that cannot run the model would only be refused for its format, which misleads: the
+    // engines that can run it make no estimate.
+    if (needsEstimator && formats.size > 0)
+      throw badRequest(
+        `${family.model_name} cannot be estimated: estimates are read from the weights that ${names} run, and its weights are ${[...formats].join(', ')}; once launched, its process's memory is on /metrics (service_model_process_resident_memory_bytes).`,
+        'model_name',
+      )
+    return candidates[0]
   }
 
   const engine = kernel.engine(requested)?.definition

@@ -100,4 +100,11 @@ describe('memory estimates (service-local, servicectl)', () => {
     expect(body.error.message).to.match(/^http:\/\/\S+\/text\.gguf is not a GGUF file llama\.cpp can read: it does not start with the GGUF magic\./)
     expect(body.error.message).not.to.contain('root')
   })
+
+  it('refuses to estimate a model no estimating engine reads, naming its weights and not an engine that cannot run it', async () => {
+    const {body, status} = await callApi(service, 'POST', '/v1/models/memory', {model_name: 'tiny-random-image', model_type: 'image'})
+    expect([status, body.error.param], JSON.stringify(body)).to.deep.equal([400, 'model_name'])
+    expect(body.error.message).to.match(/^tiny-random-image cannot be estimated: .* its weights are diffusers; once launched/)
+    expect(body.error.message).not.to.contain('the engines that can run it')
+  })
 })
