@@ -5,7 +5,6 @@
  * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
  */
 import type {InstanceState} from '../protocol/worker.js'
-import type {WriteStream} from 'node:fs'
 
 import {fileURLToPath} from 'node:url'
 
@@ -14,7 +13,7 @@ import type {FromInstance, ToInstance} from './messages.js'
 
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
-import {openPrivateLogFile} from '../util/logger.js'
+import {type LogFile, openPrivateLogFile} from '../util/logger.js'
 import {outputLog} from './output-log.js'
 
 export interface SpawnedProcess {
@@ -45,7 +44,7 @@ const STDERR_TAIL_LINES = 20
 export async function instanceSpawner(): Promise<SpawnInstance> {
   const {execaNode} = await import('execa')
   return ({env, logFile}) => {
-    const log: WriteStream = openPrivateLogFile(logFile)
+    const log: LogFile = openPrivateLogFile(logFile)
     const child = execaNode(HOST_ENTRY, [], {
       buffer: false,
       env,

@@ -4,10 +4,9 @@
  * other (an external program's, or what a native library prints on its own) becomes an `info` line of `name` with the
  * stream it came from. The last lines are kept, as written, for error reports.
  */
-import type {WriteStream} from 'node:fs'
 import type {Readable} from 'node:stream'
 
-import {type LogFormat, logLineFormat} from '../util/logger.js'
+import {type LogFile, type LogFormat, logLineFormat} from '../util/logger.js'
 
 /** A line of the service's logger: `2026-…Z level [name] …` in text, `{"level":…` in JSON. */
 const SERVICE_LINE = {json: /^\{"level":"(debug|info|warn|error)","time":"/, text: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (debug|info |warn |error) \[/}
@@ -28,7 +27,7 @@ function lineSplitter(line: (text: string) => void) {
   }
 }
 
-export function outputLog(log: WriteStream, {format, name, tailLines}: {format: LogFormat; name: string; tailLines: number}) {
+export function outputLog(log: LogFile, {format, name, tailLines}: {format: LogFormat; name: string; tailLines: number}) {
   const formatted = logLineFormat(name, format)
   const tail: string[] = []
   const write = (stream: 'stderr' | 'stdout' | 'service') => (text: string) => {

@@ -1,4 +1,4 @@
-import {chmodSync, createWriteStream, fchmodSync, mkdirSync, openSync, type WriteStream} from 'node:fs'
+import {chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {dirname} from 'node:path'
 
@@ -35,13 +35,42 @@ export function createPrivateFolder(folder: string): void {
   chmodSync(folder, 0o700)
 }
 
-/** Appends to a log file only the user running the service can read, in a folder only they can list. */
-export function openPrivateLogFile(file: string): WriteStream {
+/** A log file that lines are appended to. */
+export interface LogFile {
+  write(text: string): void
+  /** Closes the file; later lines are dropped. */
+  end(done?: () => void): void
+}
+
+/**
+ * Appends to a log file only the user running the service can read, in a folder only they can list. Each line is
+ * written at once, synchronously, as Node writes stderr to a file or a pipe: an append lands in the page cache, where
+ * a write stream would hand every line to a thread of libuv's pool and back, two thread wake-ups a line (a line a
+ * request, and a line for each of a model's). A file that cannot be written (a full disk) loses its lines, said once
+ * on stderr, and never fails the caller.
+ */
+export function openPrivateLogFile(file: string): LogFile {
   createPrivateFolder(dirname(file))
-  const fd = openSync(file, 'a', 0o600)
+  let fd: number | undefined = openSync(file, 'a', 0o600)
   // An existing file, say from an earlier version, keeps its mode through open.
   fchmodSync(fd, 0o600)
-  return createWriteStream('', {fd})
+  let failed = false
+  return {
+    end(done) {
+      if (fd !== undefined) closeSync(fd)
+      fd = undefined
+      done?.()
+    },
+    write(text) {
+      if (fd === undefined || failed) return
+      try {
+        writeSync(fd, text)
+      } catch (error) {
+        failed = true
+        process.stderr.write(`${new Date().toISOString()} error [log] cannot write ${file} (${(error as Error).message}); its lines go no further until the service restarts\n`)
+      }
+    },
+  }
 }
 
 /** Line-oriented text for people and `grep`, or one JSON object per line for log collectors. */
@@ -104,18 +133,18 @@ export function logLineFormat(name: string, format: LogFormat = 'text', level: L
 /** Writes one line per entry, as text or JSON, to stderr and, when given, appends it to the process's log file. */
 export function createLogger({file, format = 'text', level = 'info', name}: LoggerOptions): FileLogger {
   const threshold = LOG_LEVELS.indexOf(level)
-  const stream = file ? openPrivateLogFile(file) : undefined
+  const logFile = file ? openPrivateLogFile(file) : undefined
   const line = logLineFormat(name, format, level)
 
   const write = (at: LogLevel, message: string, fields?: LogFields) => {
     if (LOG_LEVELS.indexOf(at) < threshold) return
     const written = line(at, message, fields)
     process.stderr.write(written)
-    stream?.write(written)
+    logFile?.write(written)
   }
 
   return {
-    close: () => new Promise((resolve) => (stream ? stream.end(resolve) : resolve())),
+    close: () => new Promise((resolve) => (logFile ? logFile.end(resolve) : resolve())),
     debug: (m, fields) => write('debug', m, fields),
     error: (m, fields) => write('error', m, fields),
     info: (m, fields) => write('info', m, fields),

@@ -2,6 +2,7 @@
  * The service's logger: one line per entry whatever a logged value holds, and files only the user can read.
  */
 import {expect} from 'chai'
+import {readFileSync} from 'node:fs'
 import {chmod, mkdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -26,6 +27,16 @@ describe('logger', () => {
     expect(lines[0]).to.match(/^\S+ warn  \[test\] login refused for "x\\n2026-01-01T00:00:00.000Z info  \[test\] forged"$/)
     expect((await stat(logs)).mode & 0o777).to.equal(0o700)
     expect((await stat(file)).mode & 0o777).to.equal(0o600)
+  })
+
+  it('has each line in its file once logged, with no wait, and drops lines logged after close', async () => {
+    const file = join(await temporaryDirectory(), 'logs', 'service.log')
+    const log = createLogger({file, name: 'test'})
+    log.info('first')
+    expect(readFileSync(file, 'utf8')).to.match(/ info  \[test\] first\n$/)
+    await log.close()
+    log.info('after close')
+    expect(readFileSync(file, 'utf8').split('\n')).to.have.length(2)
   })
 
   it('makes a log file and folder left readable by an earlier version private again', async () => {

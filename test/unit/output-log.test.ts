@@ -2,16 +2,18 @@
  * A child's output in the model's log: lines the service's logger wrote in the child are kept as they are; anything
  * else (a native library's own message, an external program's line) becomes a timestamped line of the service's.
  */
-import type {WriteStream} from 'node:fs'
 
 import {expect} from 'chai'
 import {PassThrough} from 'node:stream'
+
+import type {LogFile} from '../../src/util/logger.js'
 
 import {outputLog} from '../../src/model-process/output-log.js'
 
 function capture() {
   const written: string[] = []
-  return {log: {write: (text: string) => written.push(text)} as unknown as WriteStream, written}
+  const log: LogFile = {end: () => {}, write: (text) => void written.push(text)}
+  return {log, written}
 }
 
 describe('a child process output in the model log', () => {
