@@ -233,7 +233,10 @@ export function modelHandle(record: InstanceRecord): ModelHandle {
   const {uid} = record
   return {
     abilities: record.abilities,
-    description: describeRecord(record),
+    // Made when asked for: most requests never look at it.
+    get description() {
+      return describeRecord(record)
+    },
     invoke: (operation, payload, signal) => {
       if (record.status === 'restarting') return invokeRelaunched(record, operation, payload, signal)
       if (record.status === 'error') throw record.error!

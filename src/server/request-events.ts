@@ -78,7 +78,11 @@ async function* observed(events: AsyncIterable<unknown>, observation: Observatio
 
 function observedHandle(handle: ModelHandle, observation: Observation): ModelHandle {
   return {
-    ...handle,
+    abilities: handle.abilities,
+    // Not spread: a handle makes its description only when asked for it.
+    get description() {
+      return handle.description
+    },
     invoke(operation, payload, signal) {
       // The first model a request runs on is the one it reports, so that its start and its end name the same model.
       if (observation.modelUid === undefined) {
@@ -87,6 +91,9 @@ function observedHandle(handle: ModelHandle, observation: Observation): ModelHan
       }
       return observed(handle.invoke(operation, payload, signal), observation)
     },
+    modelName: handle.modelName,
+    modelType: handle.modelType,
+    uid: handle.uid,
   }
 }
 
