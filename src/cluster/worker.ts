@@ -121,6 +121,7 @@ export class LocalWorker implements WorkerApi {
     if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
       throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
     await this.checkAvailable(engine)
+    await engine.checkLaunch?.(load)
     const versions = [...(load.spec.model_uri ? [] : [weightsVersion(load)]), ...companionVersions(load.spec, load.parameters)]
     if (versions.length > 0) this.versions.set(load.modelUid, versions)
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)

@@ -152,6 +152,12 @@ export interface EngineDefinition {
   /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
   availability?(): Promise<true | string> | true | string
   /**
+   * Refuses a launch the engine will never run, from what the launch names (family, spec, parameters) alone: it is
+   * asked before any weights are downloaded or environment is made, so nothing is fetched for a launch that would
+   * fail at load. Throws a ServiceError (from `api.errors`) saying why and what to launch instead.
+   */
+  checkLaunch?(request: Omit<LoadRequest, 'modelPath'>): Promise<void> | void
+  /**
    * Absolute path or file URL of a module whose default export is a `MemoryEstimator`, for
    * `servicectl cal-model-mem`. It runs in a short-lived child process of its own, like `hostModule`.
    */

@@ -5,7 +5,7 @@
  * and through `servicectl ocr` reads as the text the same model writes when run directly with transformers in the
  * same environment. Bad pictures and kwargs are refused naming them, a client that leaves stops the reading, the
  * catalogue's GOT-OCR-2.0-hf downloads from a local hub (serving the tiny model's files under its name) and reads, and
- * its remote-code GOT-OCR2_0 is refused naming what runs it. The environment is the
+ * its remote-code GOT-OCR2_0 is refused before any download, naming what runs it. The environment is the
  * one test/e2e/transformers-engine.test.ts uses, cached outside the repository.
  */
 import {expect} from 'chai'
@@ -164,7 +164,7 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     expect((await callApi(service, 'DELETE', '/v1/models/GOT-OCR-2.0-hf')).status).to.equal(200)
   })
 
-  it("refuses the catalogue's GOT-OCR2_0, whose weights need their repository's own code, naming GOT-OCR-2.0-hf", async function () {
+  it("refuses the catalogue's GOT-OCR2_0, whose repository is remote code, before downloading it, naming GOT-OCR-2.0-hf", async function () {
     this.timeout(60_000)
     const files: Record<string, string> = {}
     for (const [name, text] of Object.entries({
@@ -177,10 +177,20 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
     }
 
     await hub.addRepo('stepfun-ai/GOT-OCR2_0', files, {commit: 'cf6b7386bc89a54f09785612ba74cb12de6fa17c'})
+    const fetchedBefore = hub.fileRequests().length
     const refused = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_name: 'GOT-OCR2_0', model_type: 'image'})
-    expect(refused.status, JSON.stringify(refused.body)).to.equal(400)
-    expect(refused.body.error.message).to.match(/GOT-OCR2_0's weights need their repository's own Python code \(config\.json's auto_map: modeling_GOT\.GOTConfig, modeling_GOT\.GOTQwenForCausalLM\)/)
+    expect([refused.status, refused.body.error?.param], JSON.stringify(refused.body)).to.deep.equal([400, 'model_name'])
+    expect(refused.body.error.message).to.match(/^GOT-OCR2_0's weights need their repository's own Python code \(stepfun-ai\/GOT-OCR2_0\)/)
     expect(refused.body.error.message).to.match(/Xinference's runner for it, with trust_remote_code.*launch GOT-OCR-2\.0-hf \(stepfun-ai\/GOT-OCR-2\.0-hf\) instead/)
+    expect(hub.fileRequests().length, 'no file downloaded').to.equal(fetchedBefore)
+
+    // A repository of remote code the engine does not know is refused once its config.json shows it, before the program starts.
+    await hub.addRepo('test-org/remote-ocr', files)
+    const remote = {model_ability: ['ocr'], model_family: 'ocr', model_name: 'remote-ocr', model_src: {huggingface: {model_id: 'test-org/remote-ocr'}}}
+    expect((await callApi(service, 'POST', '/v1/model_registrations/image', {model: remote, persist: false})).status).to.equal(200)
+    const downloaded = await callApi(service, 'POST', '/v1/models', {model_engine: 'transformers', model_name: 'remote-ocr', model_type: 'image'})
+    expect([downloaded.status, downloaded.body.error?.param], JSON.stringify(downloaded.body)).to.deep.equal([400, 'model_name'])
+    expect(downloaded.body.error.message).to.match(/^remote-ocr's weights need their repository's own Python code \(config\.json's auto_map: modeling_GOT\.GOTConfig, modeling_GOT\.GOTQwenForCausalLM\).*launch a transformers-native conversion of it instead\.$/)
     expect(hub.fileRequests('config.json').length, 'downloaded through the hub').to.be.above(0)
 
     // An image model that does not read text belongs to the diffusers engine, even in a format this engine takes.

@@ -2,7 +2,7 @@ import type {ExternalEngine, RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
-import {checkImageModel, OCR_ABILITIES, ocrOperations} from './ocr.js'
+import {checkImageLaunch, checkImageModel, OCR_ABILITIES, ocrOperations} from './ocr.js'
 import {TRANSFORMERS_PACKAGES} from './packages.js'
 import {embed, rank} from './retrieval.js'
 import {generateRecipe, RECIPE_FILES} from './recipes.js'
@@ -41,6 +41,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
+        checkLaunch: (request) => (request.modelType === 'image' ? checkImageLaunch(request, api.errors) : undefined),
         external,
         formats: ['pytorch'],
         modelTypes: ['LLM', 'embedding', 'rerank', 'image'],
