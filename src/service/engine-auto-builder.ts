@@ -103,10 +103,7 @@ export class EngineAutoBuilder {
     this.work ??= (async () => {
       for (const plan of this.plans) {
         if (this.disposed) return
-        await this.consider(plan).catch((error: Error) => {
-          this.set(plan, {engine: plan.engine, error: error.message, finished: this.now(), state: 'failed'})
-          this.options.log.warn(`${plan.engine}: the background build failed: ${error.message}`)
-        })
+        await this.consider(plan).catch((error: Error) => this.fail(plan, error))
       }
     })()
   }
@@ -181,12 +178,16 @@ export class EngineAutoBuilder {
       const verdict = probe.exitCode === 0 ? parseProbeOutput(probe.stdout) : undefined
       if (!verdict) {
         const reason = `could not tell whether a build would help: ${plan.auto!.probeCommand.join(' ')} ended with exit code ${probe.exitCode}.`
-        this.set(plan, {engine: plan.engine, reason, state: 'unavailable'})
+        // Shared, unlike an unavailable first decision (which is this service's own): it ends the lock holder's turn.
+        this.set(plan, {engine: plan.engine, reason, state: 'unavailable'}, {share: true})
         log.warn(`${plan.engine}: no background build: ${reason}`)
       } else if (!verdict.wanted) {
         this.set(plan, {engine: plan.engine, reason: verdict.reason, state: 'not_needed'})
         log.info(`${plan.engine}: no background build needed: ${verdict.reason}`)
       } else if (!this.disposed) await this.build(plan, folder, verdict.reason)
+    } catch (error) {
+      // Shared before the lock is free, like every other ending.
+      this.fail(plan, error as Error)
     } finally {
       // The last status is in the file before the lock is free, so a service that sees the lock free reads how it ended.
       await this.sharing
@@ -247,11 +248,19 @@ export class EngineAutoBuilder {
     log.info(`${plan.engine}: built for this machine in the background in ${took}.${binaries ? ` ${binaries}` : ''}`)
   }
 
-  /** Keeps the status, and writes it for the machine's other services (always, unless `share` is false). */
-  private set(plan: EngineBuildPlan, status: EngineBuildStatus, {share = true} = {}): void {
+  private fail(plan: EngineBuildPlan, error: Error): void {
+    this.set(plan, {engine: plan.engine, error: error.message, finished: this.now(), state: 'failed'})
+    this.options.log.warn(`${plan.engine}: the background build failed: ${error.message}`)
+  }
+
+  /**
+   * Keeps the status, and writes it for the machine's other services: by default every state but `off` and
+   * `unavailable`, which a service decides for itself before it takes the lock.
+   */
+  private set(plan: EngineBuildPlan, status: EngineBuildStatus, {share = status.state !== 'off' && status.state !== 'unavailable'} = {}): void {
     this.statuses.set(plan.engine, status)
     const folder = plan.auto?.folder
-    if (share && folder && status.state !== 'off' && status.state !== 'unavailable') this.sharing = this.sharing.then(() => writeShared(statusFile(folder), status))
+    if (share && folder) this.sharing = this.sharing.then(() => writeShared(statusFile(folder), status))
   }
 }
 

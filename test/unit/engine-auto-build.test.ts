@@ -377,6 +377,29 @@ describe('background engine build: the runner', () => {
     expect(states, 'the killed holder\'s status when taking the lock, the last one at release').to.deep.equal(['building', 'succeeded'])
   })
 
+  it('shares how its turn ended before releasing the lock when the probe fails or the work throws, so no other service reports a crash', async () => {
+    const shared = join(folder, 'service-auto-build.json')
+    const atRelease = async (read: OutputReader) => {
+      let state: string | undefined
+      const lock: BuildLock = async () => async () => {
+        state = JSON.parse(await readFile(shared, 'utf8')).state
+      }
+      const auto = builder({lock, read})
+      auto.start()
+      await auto.dispose()
+      return {own: await auto.status('llama.cpp'), state}
+    }
+
+    const failedProbe = await atRelease(async () => ({exitCode: 3, stdout: ''}))
+    expect(failedProbe.state).to.equal('unavailable')
+    expect(failedProbe.own).to.deep.include({state: 'unavailable'})
+    const thrown = await atRelease(async () => {
+      throw new Error('spawn node ENOENT')
+    })
+    expect(thrown.state).to.equal('failed')
+    expect(thrown.own).to.deep.include({error: 'spawn node ENOENT', state: 'failed'})
+  })
+
   it('reports a failed build with its last lines, once: starting again does not retry it', async () => {
     const build = fakeBuild()
     const log = recordingLog()
