@@ -18,6 +18,7 @@ import type {Logger} from './contracts.js'
 import type {Kernel} from './kernel.js'
 
 import {parseFamily} from './catalogue.js'
+import {validateCompanionFiles} from './companions.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
 import {familyProblem} from './kernel.js'
 import {checkModelUri} from './model-files.js'
@@ -166,7 +167,12 @@ export class ModelRegistry {
     checkVirtualEnv(family.virtualenv)
     for (const [index, spec] of family.model_specs!.entries()) {
       const uris: Array<[string, unknown]> = [[`model_specs[${index}].model_uri`, spec.model_uri]]
-      for (const [hub, source] of Object.entries(spec.model_src ?? {})) uris.push([`model_specs[${index}].model_src.${hub}.model_uri`, source?.model_uri])
+      validateCompanionFiles(spec.companion_files, `model_specs[${index}].companion_files`)
+      for (const [hub, source] of Object.entries(spec.model_src ?? {})) {
+        uris.push([`model_specs[${index}].model_src.${hub}.model_uri`, source?.model_uri])
+        validateCompanionFiles(source?.companion_files, `model_specs[${index}].model_src.${hub}.companion_files`)
+      }
+
       for (const [param, uri] of uris) {
         if (uri === undefined || uri === null) continue
         if (typeof uri !== 'string') throw badRequest(`${param} must be a file:// URI (a string).`, param)

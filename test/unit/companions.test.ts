@@ -12,7 +12,9 @@ import type {CompanionFile} from '../../src/kernel/companions.js'
 
 import {flattenFamily, type ResolvedSpec} from '../../src/kernel/catalogue.js'
 import {ServiceError} from '../../src/kernel/errors.js'
+import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {mediaKit} from '../../src/kernel/media-kit.js'
+import {ModelRegistry} from '../../src/kernel/registry.js'
 import {withCompanions} from '../../src/weights/companions.js'
 import {WeightStore} from '../../src/weights/store.js'
 import {FakeHub} from '../helpers/fake-hub.js'
@@ -45,6 +47,31 @@ describe('companion files', () => {
     expect(validate([{model_id: 'a/b', role: 'vae'}])).to.throw(ServiceError, /gguf_companion_files\[0\] needs file_name/).with.property('param', param)
     expect(validate([COMPANIONS[0], {...COMPANIONS[1], role: 'vae'}])).to.throw(ServiceError, /names the role vae twice/).with.property('param', param)
     expect(validate(COMPANIONS)).to.not.throw()
+  })
+
+  it('refuses malformed companion files in a registration of model_specs, on the spec or a hub source, naming the field', async () => {
+    const kernel = Kernel.fromContributions(createKernelApi('0.0.0', quiet), [
+      {contribution: {modelTypes: [{defaultAbilities: ['chat'], description: 'LLM', name: 'LLM'}]}, plugin: 'core'},
+    ])
+    const registry = new ModelRegistry(kernel, join(await temporaryDirectory(), 'registrations'), quiet)
+    const register = (spec: Record<string, unknown>) =>
+      registry.register('LLM', {model_ability: ['chat'], model_name: 'mine', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'q4_0', ...spec}]}, false).then(
+        () => undefined,
+        (error: ServiceError) => [error.status, error.param, error.message],
+      )
+    const source = (companions: unknown) => ({model_src: {huggingface: {companion_files: companions, model_file_name_template: 'm.gguf', model_id: 'org/m'}}})
+    expect(await register(source({}))).to.deep.equal([
+      400,
+      'model_specs[0].model_src.huggingface.companion_files',
+      'model_specs[0].model_src.huggingface.companion_files must be a list of {role, model_id, file_name, model_revision?}.',
+    ])
+    expect(await register(source([{}]))).to.include('model_specs[0].model_src.huggingface.companion_files')
+    expect(await register({companion_files: [{model_id: 'a/b', role: 'vae'}], model_file_name_template: 'm.gguf', model_hub: 'huggingface', model_id: 'org/m'})).to.deep.equal([
+      400,
+      'model_specs[0].companion_files',
+      "model_specs[0].companion_files[0] needs file_name (text): the launch parameter it fills, the repository and the file's path in it.",
+    ])
+    expect(await register(source(COMPANIONS))).to.equal(undefined)
   })
 
   describe('downloads', () => {
