@@ -106,6 +106,19 @@ describe('launch parameters naming files on this machine', () => {
       expect((await command(registerSglang, 'sglang', {chat_template: 'chatml'})).args).to.include('chatml')
     })
 
+    it('takes a relative name that exists in the working folder the programs inherit as a path, which must be absolute', async () => {
+      const here = process.cwd()
+      process.chdir(elsewhere)
+      try {
+        const template = await refusal(command(registerSglang, 'sglang', {chat_template: 'secret.jinja'}))
+        expect([template.status, template.param, template.message]).to.deep.equal([400, 'chat_template', `chat_template must be the absolute path of a file on the service's machine (got "secret.jinja").`])
+        const draft = await refusal(command(registerMlx, 'MLX', {draft_model: 'draft'}))
+        expect([draft.status, draft.param]).to.deep.equal([400, 'draft_model'])
+      } finally {
+        process.chdir(here)
+      }
+    })
+
     it("checks MLX's draft model folder, not a hub repository's name", async () => {
       const error = await refusal(command(registerMlx, 'MLX', {draft_model: join(elsewhere, 'draft')}))
       expect([error.status, error.param]).to.deep.equal([400, 'draft_model'])

@@ -1,3 +1,5 @@
+import {existsSync} from 'node:fs'
+
 import type {ExternalEngine, LlmOperations, RegisterHook} from 'service-toolkit'
 
 import {MLX_PARAMETERS, MLX_SERVED_MODEL, mlxAvailability, mlxCommand} from './server-command.js'
@@ -12,8 +14,10 @@ const register: RegisterHook = async ({api}) => {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
       const draft = request.parameters.draft_model
-      // mlx-lm takes a hub repository (org/name, from its cache) as well as a folder's path; only a path reads a folder of this machine.
-      const parameters = typeof draft === 'string' && /^[/.~]/.test(draft) ? {...request.parameters, draft_model: await api.files.localPath(draft, {kind: 'folder', param: 'draft_model'})} : request.parameters
+      // mlx-lm takes a hub repository (org/name, from its cache) as well as a folder's path, relative ones from the working
+      // folder it inherits from the service: a value that names something there is a path too, and must be an absolute one.
+      const isPath = typeof draft === 'string' && (/^[/.~]/.test(draft) || existsSync(draft))
+      const parameters = isPath ? {...request.parameters, draft_model: await api.files.localPath(draft, {kind: 'folder', param: 'draft_model'})} : request.parameters
       return mlxCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
     },
     health: {path: '/health', timeoutMs: 10 * 60_000},

@@ -29,8 +29,10 @@ const register: RegisterHook = async ({api}) => {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
       const template = request.parameters.chat_template
-      // SGLang takes a built-in template's name (chatml) as well as a file's path; only a path reads a file of this machine.
-      const parameters = typeof template === 'string' && template.includes('/') ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
+      // SGLang takes a built-in template's name (chatml) as well as a file's path, relative ones from the working folder
+      // it inherits from the service: a value that names a file there is a path too, and must be an absolute one.
+      const isPath = typeof template === 'string' && (template.includes('/') || existsSync(template))
+      const parameters = isPath ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
       return sglangCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or SGLang capturing its CUDA graphs, takes minutes.
