@@ -42,17 +42,21 @@ describe('web interface: an engine\'s background build (stand-in build program, 
 
   after(async () => rm(work, {force: true, recursive: true}))
 
-  it('shows a build on the launch page with its progress, then its failure with the reason, the log file and the last lines', async () => {
+  it('shows a build on the launch page with its progress, through a failed poll, then its failure with the reason, the log file and the last lines', async () => {
     const folder = join(work, 'fails')
     await mkdir(folder, {recursive: true})
     service = await serviceFor(folder)
-    browser = await openBrowser(service.url)
+    browser = await openBrowser(service.url, {failingPaths: ['/v1/engine-builds']})
     const {page} = browser
     await page.goto(`${service.url}/ui/`)
     const builds = page.getByRole('region', {name: 'Engine builds'})
     await builds.getByText('stand-in-build is being built for this machine in the background: 50% (compiling). Models launched before it ends use the current binaries.').waitFor()
     expect(await builds.getByRole('progressbar', {name: 'Build of stand-in-build'}).getAttribute('value')).to.equal('50')
 
+    // A poll that fails (the service briefly unreachable) leaves the panel asking again while the build runs.
+    const failedPoll = page.waitForEvent('requestfailed', (request) => request.url().endsWith('/v1/engine-builds'))
+    await page.route('**/v1/engine-builds', (route) => route.abort(), {times: 1})
+    await failedPoll
     await writeFile(join(folder, 'finish'), '3')
     await builds.getByText('The background build of stand-in-build failed: exit code 3').waitFor()
     const {body} = await callApi(service, 'GET', '/v1/engines/stand-in-build/build')

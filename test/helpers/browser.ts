@@ -50,9 +50,11 @@ export interface BrowserOptions {
   viewport?: {width: number; height: number}
   /** More Chromium flags (a fake microphone for the recording tests). */
   args?: string[]
+  /** Paths whose requests the test makes fail on purpose: Chromium logs each failure as a console error. */
+  failingPaths?: string[]
 }
 
-export async function openBrowser(serviceUrl: string, {args = [], expectedStatuses = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
+export async function openBrowser(serviceUrl: string, {args = [], expectedStatuses = [], failingPaths = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
   await ensureChromium()
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'))
   const context = await chromium.launchPersistentContext(profile, {args: [...FLAGS, ...args], executablePath: CHROMIUM, headless: true, viewport})
@@ -68,7 +70,8 @@ export async function openBrowser(serviceUrl: string, {args = [], expectedStatus
   })
   const page = context.pages()[0] ?? (await context.newPage())
   page.on('console', (message) => {
-    if (message.type() === 'error' && !expected.test(message.text())) problems.push(`console error: ${message.text()} (${message.location().url})`)
+    const provoked = message.text().startsWith('Failed to load resource: net::') && failingPaths.some((path) => message.location().url === `${origin}${path}`)
+    if (message.type() === 'error' && !expected.test(message.text()) && !provoked) problems.push(`console error: ${message.text()} (${message.location().url})`)
   })
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.stack ?? error.message}`))
 

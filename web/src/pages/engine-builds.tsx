@@ -20,12 +20,17 @@ export function EngineBuilds() {
   useEffect(() => {
     let stopped = false
     let timer: ReturnType<typeof setTimeout> | undefined
+    let buildRunning = false
     const poll = async () => {
-      // Quiet when refused or unreachable: the page's own calls report that.
+      // Quiet when refused or unreachable: the page's own calls report that. A build known to run is asked about again.
       const answer = await client.engineBuilds().catch(() => undefined)
-      if (stopped || !answer) return
-      setBuilds(answer.data)
-      if (answer.data.some(running)) timer = setTimeout(poll, POLL_MS)
+      if (stopped) return
+      if (answer) {
+        setBuilds(answer.data)
+        buildRunning = answer.data.some(running)
+      }
+
+      if (buildRunning) timer = setTimeout(poll, POLL_MS)
     }
 
     void poll()
