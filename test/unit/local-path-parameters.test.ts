@@ -106,6 +106,22 @@ describe('launch parameters naming files on this machine', () => {
       expect((await command(registerSglang, 'sglang', {chat_template: 'chatml'})).args).to.include('chatml')
     })
 
+    it('refuses a file the launch may not read before anything downloads, in checkLaunch', async () => {
+      const request = (parameters: Record<string, unknown>) => ({family: {model_name: 'm'}, modelType: 'LLM', modelUid: 'm', parameters}) as unknown as LoadRequest
+      const cases = [
+        [registerStableDiffusion, 'stable-diffusion.cpp', {vae: join(elsewhere, 'secret.jinja')}, 'vae'],
+        [registerVllm, 'vllm', {chat_template: join(elsewhere, 'secret.jinja')}, 'chat_template'],
+        [registerSglang, 'sglang', {chat_template: join(elsewhere, 'secret.jinja')}, 'chat_template'],
+        [registerMlx, 'MLX', {draft_model: join(elsewhere, 'draft')}, 'draft_model'],
+      ] as const
+      for (const [register, name, parameters, param] of cases) {
+        const definition = await engine(register, api([allowed]), name)
+        const error = await refusal(Promise.resolve(definition.checkLaunch!(request(parameters))))
+        expect([error.status, error.param], name).to.deep.equal([400, param])
+        await definition.checkLaunch!(request({}))
+      }
+    })
+
     it('takes a relative name that exists in the working folder the programs inherit as a path, which must be absolute', async () => {
       const here = process.cwd()
       process.chdir(elsewhere)

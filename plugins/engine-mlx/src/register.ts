@@ -10,14 +10,21 @@ import {MLX_PARAMETERS, MLX_SERVED_MODEL, mlxAvailability, mlxCommand} from './s
  * says why it cannot run.
  */
 const register: RegisterHook = async ({api}) => {
+  /**
+   * The parameters with the draft model folder's real path. mlx-lm takes a hub repository (org/name, from its cache) as
+   * well as a folder's path, relative ones from the working folder it inherits from the service: a value that names
+   * something there is a path too, and must be an absolute one.
+   */
+  const withFiles = async (parameters: Record<string, unknown>) => {
+    const draft = parameters.draft_model
+    const isPath = typeof draft === 'string' && (/^[/.~]/.test(draft) || existsSync(draft))
+    return isPath ? {...parameters, draft_model: await api.files.localPath(draft, {kind: 'folder', param: 'draft_model'})} : parameters
+  }
+
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
-      const draft = request.parameters.draft_model
-      // mlx-lm takes a hub repository (org/name, from its cache) as well as a folder's path, relative ones from the working
-      // folder it inherits from the service: a value that names something there is a path too, and must be an absolute one.
-      const isPath = typeof draft === 'string' && (/^[/.~]/.test(draft) || existsSync(draft))
-      const parameters = isPath ? {...request.parameters, draft_model: await api.files.localPath(draft, {kind: 'folder', param: 'draft_model'})} : request.parameters
+      const parameters = await withFiles(request.parameters)
       return mlxCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
     },
     health: {path: '/health', timeoutMs: 10 * 60_000},
@@ -28,6 +35,8 @@ const register: RegisterHook = async ({api}) => {
     engines: [
       {
         availability: () => mlxAvailability(),
+        // Before the weights download: a folder the launch may not read fails it at once.
+        checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,
         formats: ['mlx'],
         modelTypes: ['LLM'],

@@ -25,14 +25,21 @@ const info = (request: LoadRequest) => ({
  * proxies chat and completions to its OpenAI API. The program's own options are the engine's parameters.
  */
 const register: RegisterHook = async ({api}) => {
+  /**
+   * The parameters with the chat template file's real path. SGLang takes a built-in template's name (chatml) as well as a
+   * file's path, relative ones from the working folder it inherits from the service: a value that names a file there is
+   * a path too, and must be an absolute one.
+   */
+  const withFiles = async (parameters: Record<string, unknown>) => {
+    const template = parameters.chat_template
+    const isPath = typeof template === 'string' && (template.includes('/') || existsSync(template))
+    return isPath ? {...parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : parameters
+  }
+
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
-      const template = request.parameters.chat_template
-      // SGLang takes a built-in template's name (chatml) as well as a file's path, relative ones from the working folder
-      // it inherits from the service: a value that names a file there is a path too, and must be an absolute one.
-      const isPath = typeof template === 'string' && (template.includes('/') || existsSync(template))
-      const parameters = isPath ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
+      const parameters = await withFiles(request.parameters)
       return sglangCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or SGLang capturing its CUDA graphs, takes minutes.
@@ -45,6 +52,8 @@ const register: RegisterHook = async ({api}) => {
     engines: [
       {
         availability: () => sglangAvailability(),
+        // Before the weights download: a file the launch may not read fails it at once.
+        checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,
         formats: ['pytorch', 'awq', 'gptq', 'fp8'],
         modelTypes: ['LLM'],

@@ -34,42 +34,51 @@ const abilities = new WeakMap<LoadRequest, string[]>()
  * VAE and text encoders it lacks given as files on this machine or downloaded as its companions (the program refuses to
  * start, naming them, when one it needs is missing).
  */
-const register: RegisterHook = async ({api}) => ({
-  catalogue: [{families: [TINY_FLUX].map(api.media.normalizeFamily), modelType: 'image'}],
-  engines: [
-    {
-      external: {
-        async command(request, {port, python}) {
-          const {family, modelName, modelPath, modelType} = request
-          const parameters = {...request.parameters}
-          for (const name of Object.keys(COMPANIONS))
-            if (parameters[name] !== undefined) parameters[name] = await api.files.localPath(parameters[name], {param: name})
+const register: RegisterHook = async ({api}) => {
+  /** The parameters with the real path of each companion file they name. */
+  const withFiles = async (given: Record<string, unknown>) => {
+    const parameters = {...given}
+    for (const name of Object.keys(COMPANIONS)) if (parameters[name] !== undefined) parameters[name] = await api.files.localPath(parameters[name], {param: name})
+    return parameters
+  }
 
-          // A family that names its abilities is held to them; the file says which of them sd.cpp can do.
-          const declared = family.model_ability
-          const found = (await abilitiesOf(modelPath, parameters.vae)).filter((ability) => !declared || declared.includes(ability))
-          abilities.set(request, found)
-          const load = JSON.stringify({abilities: found, family, modelName, modelPath, modelType, parameters})
-          return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}
+  return {
+    catalogue: [{families: [TINY_FLUX].map(api.media.normalizeFamily), modelType: 'image'}],
+    engines: [
+      {
+        // Before the weights and the other companions download: a file the launch names and may not read fails it at once.
+        checkLaunch: async (request) => void (await withFiles(request.parameters)),
+        external: {
+          async command(request, {port, python}) {
+            const {family, modelName, modelPath, modelType} = request
+            const parameters = await withFiles(request.parameters)
+
+            // A family that names its abilities is held to them; the file says which of them sd.cpp can do.
+            const declared = family.model_ability
+            const found = (await abilitiesOf(modelPath, parameters.vae)).filter((ability) => !declared || declared.includes(ability))
+            abilities.set(request, found)
+            const load = JSON.stringify({abilities: found, family, modelName, modelPath, modelType, parameters})
+            return {args: ['-u', SERVER, '--port', String(port), '--request', load], file: python!.executable}
+          },
+          // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
+          health: {path: '/health', timeoutMs: 15 * 60 * 1000},
+          info: (request) => ({abilities: abilities.get(request)}),
+          operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
+          stopGraceMs: 5000,
         },
-        // A 12B-parameter FLUX file and its T5 take minutes to read from a slow disk.
-        health: {path: '/health', timeoutMs: 15 * 60 * 1000},
-        info: (request) => ({abilities: abilities.get(request)}),
-        operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
-        stopGraceMs: 5000,
+        estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
+        formats: ['ggufv2'],
+        modelTypes: ['image'],
+        name: 'stable-diffusion.cpp',
+        parameters: {
+          ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, type: 'string' as const}])),
+          cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
+        },
+        python: {packages: PACKAGES},
       },
-      estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
-      formats: ['ggufv2'],
-      modelTypes: ['image'],
-      name: 'stable-diffusion.cpp',
-      parameters: {
-        ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, type: 'string' as const}])),
-        cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
-      },
-      python: {packages: PACKAGES},
-    },
-  ],
-  weightsGenerators: [{format: 'ggufv2', generate: generateTinyFlux, python: {packages: PACKAGES}, recipes: [TINY_FLUX.model_name]}],
-})
+    ],
+    weightsGenerators: [{format: 'ggufv2', generate: generateTinyFlux, python: {packages: PACKAGES}, recipes: [TINY_FLUX.model_name]}],
+  }
+}
 
 export default register

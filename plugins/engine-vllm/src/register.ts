@@ -28,12 +28,16 @@ const info = (request: LoadRequest) => ({
  * proxies chat and completions to its OpenAI API. The program's own options are the engine's parameters.
  */
 const register: RegisterHook = async ({api}) => {
+  /** The parameters with the chat template file's real path: vLLM takes a template inline as well as a file's path, and only a path reads a file of this machine. */
+  const withFiles = async (parameters: Record<string, unknown>) => {
+    const template = parameters.chat_template
+    return typeof template === 'string' && !template.includes('{') ? {...parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : parameters
+  }
+
   const external: ExternalEngine<LlmOperations> = {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
-      const template = request.parameters.chat_template
-      // vLLM takes a template inline as well as a file's path; only a path reads a file of this machine.
-      const parameters = typeof template === 'string' && !template.includes('{') ? {...request.parameters, chat_template: await api.files.localPath(template, {param: 'chat_template'})} : request.parameters
+      const parameters = await withFiles(request.parameters)
       return vllmCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or vLLM compiling its graphs on first start, takes minutes.
@@ -47,6 +51,8 @@ const register: RegisterHook = async ({api}) => {
     engines: [
       {
         availability: () => vllmAvailability(),
+        // Before the weights download: a file the launch may not read fails it at once.
+        checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,
         formats: ['pytorch', 'awq', 'gptq', 'fp8'],
         modelTypes: ['LLM'],
