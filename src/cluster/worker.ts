@@ -147,6 +147,7 @@ export class LocalWorker implements WorkerApi {
     const spawn = this.options.spawn ?? (await instanceSpawner())
     if (signal.aborted) {
       this.versions.delete(load.modelUid)
+      this.environments.delete(load.modelUid)
       throw signal.reason instanceof ServiceError ? signal.reason : new ServiceError(499, 'request_aborted', `the launch of ${load.modelUid} was cancelled before its model process started.`)
     }
 
