@@ -14,7 +14,7 @@ def read_image(data, field):
     try:
         image = Image.open(io.BytesIO(base64.b64decode(data)))
         image.load()
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, Image.DecompressionBombError) as error:
         raise BadRequest(f"`{field}` cannot be read as an image: {error}", field) from error
     return image
 

@@ -117,6 +117,13 @@ export const MAX_SIDE = 4096
 /** Latent diffusion works on 8×8 pixel blocks; a model needing more (FLUX: 16) says so itself. */
 export const SIZE_MULTIPLE = 8
 
+/**
+ * The most pixels an input picture may have: Pillow's own bound against decompression bombs (a small file that
+ * decodes to gigabytes), which the image programs read pictures with; refused here, naming the field, before any
+ * program decodes it.
+ */
+export const MAX_INPUT_PIXELS = 89_478_485
+
 const MEDIA_TYPES: Record<string, string> = {bmp: 'image/bmp', gif: 'image/gif', jpg: 'image/jpeg', png: 'image/png', tiff: 'image/tiff', webp: 'image/webp'}
 
 const require = createRequire(import.meta.url)
@@ -132,6 +139,11 @@ export function imageOf(bytes: Buffer, field: string): InputImage {
   const mediaType = dimensions?.type ? MEDIA_TYPES[dimensions.type] : undefined
   if (!dimensions || !mediaType || !dimensions.width || !dimensions.height)
     throw badRequest(`\`${field}\` is not an image this service reads; send a PNG, JPEG or WebP file.`, field)
+  if (dimensions.width * dimensions.height > MAX_INPUT_PIXELS)
+    throw badRequest(
+      `\`${field}\` is ${dimensions.width}x${dimensions.height} pixels, more than the ${MAX_INPUT_PIXELS.toLocaleString('en-US')} this service reads (about ${Math.floor(Math.sqrt(MAX_INPUT_PIXELS))}x${Math.floor(Math.sqrt(MAX_INPUT_PIXELS))}); send a smaller picture.`,
+      field,
+    )
   return {data: bytes.toString('base64'), field, height: dimensions.height, mediaType, width: dimensions.width}
 }
 

@@ -51,6 +51,19 @@ describe('media kit (image and video types)', () => {
     expect(refusal(() => imageOf(Buffer.from('hello'), 'mask')).param).to.equal('mask')
   })
 
+  it('refuses a picture of more pixels than the image programs decode (a decompression bomb), naming the field', () => {
+    const bomb = PNG.sync.write(new PNG({height: 3, width: 5}))
+    // The header's width and height, which is all a reader of sizes looks at; a real bomb's pixels compress to little.
+    bomb.writeUInt32BE(20_000, 16)
+    bomb.writeUInt32BE(20_000, 20)
+    const error = refusal(() => imageOf(bomb, 'image[1]'))
+    expect([error.status, error.param, error.message]).to.deep.equal([
+      400,
+      'image[1]',
+      '`image[1]` is 20000x20000 pixels, more than the 89,478,485 this service reads (about 9459x9459); send a smaller picture.',
+    ])
+  })
+
   it('takes kwargs as an object or its JSON text', () => {
     expect(parseKwargs('{"eta": 0.5}')).to.deep.equal({eta: 0.5})
     expect(parseKwargs(undefined)).to.deep.equal({})
