@@ -48,6 +48,8 @@ export async function companionSizes(store: WeightStore, spec: ResolvedSpec, par
         const sizes = location.sizes ?? (await Promise.all(location.files.map(async (file) => (await stat(file)).size)))
         return {...companion, bytes: sizes.reduce((sum, size) => sum + size, 0), source: location.source}
       } catch (error) {
+        // An estimate whose caller went away ends; only a size the hub cannot tell is reported as unknown.
+        if (signal?.aborted) throw error
         return {...companion, error: (error as Error).message}
       }
     }),

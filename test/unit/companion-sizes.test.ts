@@ -65,6 +65,14 @@ describe('companion files in a memory estimate', () => {
     expect(withCompanionSizes({total_bytes: 100, weights_bytes: 100}, []), 'a model without companions').to.deep.equal({total_bytes: 100, weights_bytes: 100})
   })
 
+  it('ends with the abort when its caller goes away, rather than calling the sizes unknown', async () => {
+    const outcome = await companionSizes(store(), spec([VAE, CLIP]), {}, AbortSignal.abort()).then(
+      (sizes) => sizes,
+      (error: Error) => error,
+    )
+    expect(outcome).to.be.instanceOf(Error)
+  })
+
   it("estimates a GGUF image model's weights for stable-diffusion.cpp as the file's size, from the hub or the disk", async () => {
     const request = {files: ['https://hub/x.gguf'], headers: {}, modelType: 'image', parameters: {}, sizes: [1000, 24], spec: spec([])}
     expect(await estimateStableDiffusion(request, {errors: errorFactory})).to.deep.include({context_length: 0, kv_cache_bytes: 0, total_bytes: 1024, weights_bytes: 1024})
