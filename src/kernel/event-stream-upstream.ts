@@ -59,10 +59,11 @@ export interface EventStreamAnswer {
  */
 export async function postForEvents(url: string, body: unknown, signal: AbortSignal, options: EventStreamOptions = {}): Promise<EventStreamAnswer | UpstreamRefusal> {
   const data = Buffer.from(JSON.stringify(body))
-  const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    const outgoing = request(url, {agent: keptAlive, headers: {'content-length': data.length, 'content-type': 'application/json'}, method: 'POST', signal}, resolve)
-    outgoing.once('error', reject)
-    outgoing.end(data)
+  const response = await post(url, data, signal).catch((error: Error & {reusedSocket?: boolean}) => {
+    // A kept connection the program closed as idle (uvicorn's, vLLM's and SGLang's, after 5 s) just as the request went
+    // out on it: the program never read the request, so it goes again on a new connection, once.
+    if (!error.reusedSocket || signal.aborted) throw error
+    return post(url, data, signal)
   })
   response.setEncoding('utf8')
   const status = response.statusCode ?? 0
@@ -73,6 +74,15 @@ export async function postForEvents(url: string, body: unknown, signal: AbortSig
   }
 
   return {events: eventData(response, options.readIntervalMs)}
+}
+
+/** The answer's head; an error before it says whether the request went out on a kept connection. */
+function post(url: string, data: Buffer, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const outgoing = request(url, {agent: keptAlive, headers: {'content-length': data.length, 'content-type': 'application/json'}, method: 'POST', signal}, resolve)
+    outgoing.once('error', (error) => reject(Object.assign(error, {reusedSocket: outgoing.reusedSocket})))
+    outgoing.end(data)
+  })
 }
 
 /** Events read without a rest before one: an answer's start and its first token, which the client waits for. */

@@ -2,8 +2,9 @@
  * The relayed-stream reader against a real HTTP server on this machine: events come whole and in order, with or
  * without rests between reads; a rest really leaves the connection unread (an event the server wrote at once comes
  * no sooner than the rest's end); what waited during a rest comes in one read; the connection serves the next
- * request once an answer was read to its end; and aborting during a rest closes the connection, which the server
- * sees. Order is made with timers and turns of the event loop, never measured time, so a busy machine passes alike.
+ * request once an answer was read to its end; a request that went out on a kept connection the server closed goes
+ * again on a new one; and aborting during a rest closes the connection, which the server sees. Order is made with
+ * timers and turns of the event loop, never measured time, so a busy machine passes alike.
  */
 import {expect} from 'chai'
 import {createServer, type Server, type ServerResponse} from 'node:http'
@@ -119,6 +120,23 @@ describe('postForEvents: an upstream event stream read with rests', function () 
         respond!.end('data: [DONE]\n\n')
       }
     }
+  })
+
+  it('sends a request again on a new connection, once, when the program closes the kept one it went out on', async () => {
+    answer = writeEvents(2)
+    expect(await collect(await open())).to.deep.equal(expected(2))
+    const before = connections
+    let answered = 0
+    // As uvicorn does to a connection idle for its keep-alive time, at the moment a request goes out on it.
+    answer = (response) => (answered++ === 0 ? response.socket!.destroy() : writeEvents(2)(response))
+    expect(await collect(await open())).to.deep.equal(expected(2))
+    expect([answered, connections - before]).to.deep.equal([2, 1])
+    answer = (response) => response.socket!.destroy()
+    const error = await open().then(
+      () => undefined,
+      (failure: Error) => failure,
+    )
+    expect(error, 'a new connection the program closes is not tried again').to.be.instanceOf(Error)
   })
 
   it('aborting during a rest ends the stream and closes the connection', async () => {
