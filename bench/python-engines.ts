@@ -128,7 +128,9 @@ async function compareWithEngine(
   const model = uid
   const port = await enginePort(service, uid)
   const ours = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
-  const direct = new OpenAI({apiKey: 'unused', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0})
+  // One retry for the direct side alone: vLLM's uvicorn closes a connection idle for 5 s, and a round that starts as it
+  // does fails on the client's side of that race, which the service's relay retries itself (event-stream-upstream.ts).
+  const direct = new OpenAI({apiKey: 'unused', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 1})
   const results: Record<string, unknown> = {engine_port: port, load_average: loadavg(), max_tokens: options.maxTokens, repeats: options.repeats}
   print(`\n${label}, ${options.maxTokens} greedy tokens streamed with the openai client; ours = our API, direct = ${program} on its own port ${port}; alternating, ${options.repeats} rounds each`)
   print(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${cpus().length} cores`)
