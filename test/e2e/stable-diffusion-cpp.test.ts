@@ -90,6 +90,16 @@ describe('stable-diffusion.cpp engine (tiny random FLUX.1 GGUF on the CPU, servi
     expect((await generate({prompt: 'after', seed: 3, size: '32x32', steps: 1})).status).to.equal(200)
   })
 
+  it('answers each request with its own image after one the model refused mid-generation', async function () {
+    this.timeout(300_000)
+    const image = async (seed: number) => (await openai.images.generate({model: MODEL, prompt: 'own', size: '32x32' as '256x256', ...({seed, steps: 1} as object)})).data![0].b64_json!
+    const [first, second] = [await image(7), await image(8)]
+    // sd.cpp itself refuses an argument it does not know, in the worker that generates.
+    const refused = await openai.images.generate({model: MODEL, prompt: 'x', size: '32x32' as '256x256', ...({kwargs: {no_such_argument: 1}} as object)}).catch((caught: unknown) => caught)
+    expect(refused).to.be.instanceOf(OpenAI.BadRequestError)
+    expect([await image(7), await image(8)], 'the images of these seeds, not the ones before them').to.deep.equal([first, second])
+  })
+
   it('kills the generation when the client goes away, and serves the next request', async function () {
     this.timeout(300_000)
     const controller = new AbortController()

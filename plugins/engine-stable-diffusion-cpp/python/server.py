@@ -10,6 +10,7 @@ sd.cpp has no way to stop a generation it has begun, so the generations run in a
 forked, the model loaded as it was. The parent never computes: OpenMP's threads, which a fork does not copy, only ever
 start in the worker."""
 import base64
+import contextlib
 import io
 import json
 import os
@@ -203,12 +204,19 @@ class Worker:
         self.start()
 
     def generate(self, args):
+        """The generation's events up to its "done". Left before then (the client went away, its answer failed), the
+        worker is replaced: the rest of its events would wait in the pipe, where the next request would read them."""
         self.requests.write(json.dumps(args) + "\n")
         self.requests.flush()
-        while (text := self.events.readline()) and (event := json.loads(text))["type"] != "done":
-            yield event
-        if not text:
-            self.restart()
+        answered = False
+        try:
+            while (text := self.events.readline()) and (event := json.loads(text))["type"] != "done":
+                yield event
+            answered = bool(text)
+        finally:
+            if not answered:
+                self.restart()
+        if not answered:
             raise RuntimeError("the generation's process ended without an answer; its log says why")
 
 
@@ -226,16 +234,21 @@ class Handler(JsonHandler):
     def generate_image(self, payload):
         args = arguments(self.model, payload)
         step = 0
+        error = None
         try:
-            for event in self.worker.generate(args):
-                step = event.get("step", step)
-                if event["type"] == "error":
-                    return self.fail(event["status"], event["message"], event["param"])
-                self.line(event)
+            with contextlib.closing(self.worker.generate(args)) as events:
+                # Read to the generation's end, its error's too, so that nothing of it is left for the next request.
+                for event in events:
+                    step = event.get("step", step)
+                    if event["type"] == "error":
+                        error = event
+                    else:
+                        self.line(event)
         except (BrokenPipeError, ConnectionResetError):
-            self.worker.restart()
             print(f"generation stopped at step {step} of {args['sample_steps'] * args['batch_count']}: the client went away", flush=True)
             raise
+        if error:
+            self.fail(error["status"], error["message"], error["param"])
 
 
 def main():
