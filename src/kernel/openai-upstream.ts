@@ -55,18 +55,33 @@ const toolChoice = (choice: ToolChoice | undefined) => (typeof choice === 'objec
 const responseFormat = (format: ResponseFormat | undefined) =>
   format?.type === 'json_schema' ? {json_schema: {name: 'response', schema: format.schema}, type: 'json_schema'} : format
 
+/** A reason as a server wrote it: text as it is, anything else (FastAPI's list of validation errors) as its JSON. */
+const reasonText = (value: unknown) => (value === undefined || value === null ? undefined : typeof value === 'string' ? value : JSON.stringify(value))
+
 /** The upstream server's refusal, in the service's vocabulary: its 4xx stay the client's fault, anything else is a 502. */
 function upstreamError({status, statusMessage, text}: UpstreamRefusal): ServiceError {
   let reason = text.trim().slice(0, 500)
   try {
-    const body = JSON.parse(text) as {error?: {message?: string} | string; message?: string; detail?: string}
-    reason = (typeof body.error === 'string' ? body.error : body.error?.message) ?? body.message ?? body.detail ?? reason
+    const body = JSON.parse(text) as {error?: unknown; message?: unknown; detail?: unknown}
+    const error = typeof body.error === 'object' && body.error !== null ? (body.error as {message?: unknown}).message : body.error
+    reason = (reasonText(error) ?? reasonText(body.message) ?? reasonText(body.detail) ?? reason).slice(0, 500)
   } catch {
     // Not JSON: the text itself is the reason.
   }
 
   const clientFault = status >= 400 && status < 500
   return new ServiceError(clientFault ? status : 502, clientFault ? 'invalid_request' : 'internal_error', `the model's server answered ${status}: ${reason || statusMessage}`)
+}
+
+/**
+ * An error the server sends as an event once its stream has begun (vLLM and SGLang: `{"error": {"message", "code"}}`,
+ * older vLLM `{"object": "error", "message", "code"}`, then `[DONE]`), as the refusal it would have answered before it.
+ */
+function streamedError(data: string, chunk: Record<string, unknown>): ServiceError | undefined {
+  const error = typeof chunk.error === 'object' && chunk.error !== null ? (chunk.error as {code?: unknown}) : chunk.object === 'error' ? (chunk as {code?: unknown}) : undefined
+  if (!error && typeof chunk.error !== 'string') return undefined
+  const code = Number(error?.code)
+  return upstreamError({status: Number.isInteger(code) && code >= 400 && code < 600 ? code : 500, statusMessage: 'an error in its stream', text: data})
 }
 
 /** Posts `body` with `stream: true` and yields each chunk's JSON as it arrives, until `[DONE]`. */
@@ -89,7 +104,10 @@ async function* streamChunks(endpoint: ExternalEndpoint, path: string, body: Rec
         return
       }
 
-      yield JSON.parse(data) as StreamChunk
+      const chunk = JSON.parse(data) as StreamChunk & Record<string, unknown>
+      const error = streamedError(data, chunk)
+      if (error) throw error
+      yield chunk
     }
 
     // A server that dies mid-reply may still end its response cleanly; only `[DONE]` says the reply is whole.
