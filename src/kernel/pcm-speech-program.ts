@@ -8,13 +8,24 @@ import type {SpeechEvent, SpeechPayload} from './audio.js'
 import type {ExternalEndpoint, ExternalOperations} from './external-engine.js'
 import type {AudioOperations} from './operations.js'
 
+import {errorFactory} from './errors.js'
+
 export type PcmSpeechOperations = ExternalOperations<Pick<AudioOperations, 'speak'>>
 
 async function* speak(payload: SpeechPayload, {baseUrl, signal}: ExternalEndpoint): AsyncGenerator<SpeechEvent> {
   const response = await fetch(`${baseUrl}/speak`, {body: JSON.stringify(payload), headers: {'content-type': 'application/json'}, method: 'POST', signal})
   if (!response.ok) {
-    const {error} = (await response.json()) as {error: {message: string; param?: string}}
-    throw Object.assign(new Error(error.message), {code: 'invalid_request', param: error.param, status: response.status})
+    // A refusal is OpenAI's error body; a program that fails otherwise may answer anything, which is then its reason.
+    const text = await response.text()
+    let error: {message?: unknown; param?: unknown} | undefined
+    try {
+      error = (JSON.parse(text) as {error?: {message?: unknown; param?: unknown}}).error
+    } catch {}
+
+    const message = typeof error?.message === 'string' ? error.message : text.trim().slice(0, 500) || `status ${response.status}`
+    const param = typeof error?.param === 'string' ? error.param : undefined
+    if (response.status >= 400 && response.status < 500) throw errorFactory.create(response.status, 'invalid_request', message, param)
+    throw errorFactory.create(500, 'generation_failed', `the speech program failed: ${message}`)
   }
 
   yield {sampleRate: Number(response.headers.get('x-sample-rate')), type: 'format'}
