@@ -13,9 +13,19 @@ export interface CommandLineFlagsOptions {
   /**
    * The parameter that splits a model across GPUs (vLLM's `tensor_parallel_size`, SGLang's `tp_size`) and the GPUs the
    * launch was given (`LoadRequest.devices`): given more than one and not the parameter, the model is split across
-   * them all, the parameter's flag written last.
+   * them all, the parameter's flag written last. `alongside` names the parameters that share the GPUs out too
+   * (vLLM's `pipeline_parallel_size`, SGLang's `dp_size`): the split takes the GPUs they leave, and none is written
+   * when they do not divide the GPUs evenly (the program then says what it needs).
    */
-  splitAcross?: {parameter: string; devices?: number[]}
+  splitAcross?: {parameter: string; devices?: number[]; alongside?: string[]}
+}
+
+/** The default split across `devices` GPUs, with what the parameters alongside it already take. */
+function defaultSplit(parameters: Record<string, unknown>, {alongside = [], devices = [], parameter}: NonNullable<CommandLineFlagsOptions['splitAcross']>) {
+  if (devices.length <= 1 || parameters[parameter] !== undefined) return {}
+  const taken = alongside.reduce((product, name) => product * (typeof parameters[name] === 'number' && parameters[name] > 0 ? parameters[name] : 1), 1)
+  const split = devices.length / taken
+  return Number.isInteger(split) && split >= 1 ? {[parameter]: split} : {}
 }
 
 /**
@@ -24,8 +34,7 @@ export interface CommandLineFlagsOptions {
  */
 export function commandLineFlags(parameters: Record<string, unknown>, {negatableBooleans = false, splitAcross}: CommandLineFlagsOptions = {}): string[] {
   const flags: string[] = []
-  const devices = splitAcross?.devices?.length ?? 0
-  const split = splitAcross && devices > 1 && parameters[splitAcross.parameter] === undefined ? {[splitAcross.parameter]: devices} : {}
+  const split = splitAcross ? defaultSplit(parameters, splitAcross) : {}
   for (const [name, value] of Object.entries({...parameters, ...split})) {
     if (value === undefined || value === null) continue
     const flag = name.replaceAll('_', '-')

@@ -62,6 +62,9 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
       expect(vllmCommand(load({}, [0, 1]), vllmLaunch, commandLineFlags).args.slice(-2)).to.deep.equal(['--tensor-parallel-size', '2'])
       expect(vllmCommand(load({tensor_parallel_size: 1}, [0, 1]), vllmLaunch, commandLineFlags).args.slice(-2)).to.deep.equal(['--tensor-parallel-size', '1'])
       expect(vllmCommand(load({}, [3]), vllmLaunch, commandLineFlags).args).not.to.include('--tensor-parallel-size')
+      // Pipeline stages take their share of the GPUs: 4 GPUs in 2 stages are 2-way tensor parallel; 3 in 2 have no even split.
+      expect(vllmCommand(load({pipeline_parallel_size: 2}, [0, 1, 2, 3]), vllmLaunch, commandLineFlags).args.slice(-2)).to.deep.equal(['--tensor-parallel-size', '2'])
+      expect(vllmCommand(load({pipeline_parallel_size: 2}, [0, 1, 2]), vllmLaunch, commandLineFlags).args).not.to.include('--tensor-parallel-size')
       const cpu = vllmCommand(load({cpu_kvcache_space: 2}), vllmLaunch, commandLineFlags)
       expect(cpu.env).to.include({VLLM_CPU_KVCACHE_SPACE: '2'})
       expect(cpu.args).not.to.include('--cpu-kvcache-space')
@@ -95,6 +98,7 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
         '--context-length', '8192', '--mem-fraction-static', '0.8', '--trust-remote-code',
       ])
       expect(sglangCommand(load({}, [0, 1, 2]), launch, commandLineFlags).args.slice(-2)).to.deep.equal(['--tp-size', '3'])
+      expect(sglangCommand(load({dp_size: 2}, [0, 1, 2, 3]), launch, commandLineFlags).args.slice(-2)).to.deep.equal(['--tp-size', '2'])
     })
 
     it('validates its parameters', () => {

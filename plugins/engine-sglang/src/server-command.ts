@@ -41,7 +41,7 @@ export interface ServerLaunch {
  */
 export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
   return {
-    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(request.parameters, {splitAcross: {devices: request.devices, parameter: 'tp_size'}})],
+    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(request.parameters, {splitAcross: {alongside: ['dp_size'], devices: request.devices, parameter: 'tp_size'}})],
     // The weights are local, so the program never needs the hub.
     env: {HF_HUB_OFFLINE: '1'},
     file: python,

@@ -68,7 +68,7 @@ export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' |
   }
 
   return {
-    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true, splitAcross: {devices: request.devices, parameter: 'tensor_parallel_size'}})],
+    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true, splitAcross: {alongside: ['pipeline_parallel_size'], devices: request.devices, parameter: 'tensor_parallel_size'}})],
     env,
     file: python,
   }
