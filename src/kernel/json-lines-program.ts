@@ -20,15 +20,21 @@ interface ProgramError {
 }
 
 async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
-  let buffered = ''
+  // A line can be tens of megabytes (a base64 video) arriving in 64 KiB chunks: searching and copying the whole
+  // buffered line again at every chunk would take seconds of the service's main thread. Each chunk is searched once,
+  // and a line's pieces are joined once, when its end comes.
+  let pieces: string[] = []
   for await (const text of body.pipeThrough(new TextDecoderStream())) {
-    buffered += text
+    let start = 0
     let end
-    while ((end = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, end)
-      buffered = buffered.slice(end + 1)
+    while ((end = text.indexOf('\n', start)) >= 0) {
+      pieces.push(text.slice(start, end))
+      const line = pieces.join('')
+      pieces = []
+      start = end + 1
       if (line.trim()) yield JSON.parse(line)
     }
+    if (start < text.length) pieces.push(text.slice(start))
   }
 }
 
