@@ -177,6 +177,43 @@ export function parseSize(size: string | null | undefined, field = 'size'): Size
 }
 
 /** Xinference sends `kwargs` as a JSON string (form fields can be nothing else); an object is taken as well. */
+/**
+ * Pipeline arguments that `kwargs` may give instead of the request's own fields (Xinference's clients pass
+ * `num_inference_steps` there), by the names of the diffusers and stable-diffusion.cpp engines: held to the limits of
+ * the field each stands for, so that kwargs cannot ask for what the route refuses.
+ */
+const KWARG_BOUNDS: Record<string, {field: string; minimum: number; maximum: number; multiple?: number}> = {
+  batch_count: {field: 'n', maximum: 10, minimum: 1},
+  height: {field: 'size', maximum: MAX_SIDE, minimum: SIZE_MULTIPLE, multiple: SIZE_MULTIPLE},
+  num_frames: {field: 'num_frames', maximum: 1024, minimum: 1},
+  num_images_per_prompt: {field: 'n', maximum: 10, minimum: 1},
+  num_inference_steps: {field: 'steps', maximum: 1000, minimum: 1},
+  num_videos_per_prompt: {field: 'n', maximum: 4, minimum: 1},
+  sample_steps: {field: 'steps', maximum: 1000, minimum: 1},
+  video_frames: {field: 'num_frames', maximum: 1024, minimum: 1},
+  width: {field: 'size', maximum: MAX_SIDE, minimum: SIZE_MULTIPLE, multiple: SIZE_MULTIPLE},
+}
+
+function checkKwargBounds(kwargs: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(kwargs)) {
+    const bounds = KWARG_BOUNDS[name]
+    if (!bounds || value === null || value === undefined) continue
+    const {field, maximum, minimum, multiple} = bounds
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > maximum || (multiple !== undefined && value % multiple !== 0))
+      throw badRequest(
+        `\`kwargs.${name}\` must be an integer from ${minimum} to ${maximum}${multiple ? `, a multiple of ${multiple}` : ''}, as \`${field}\` is (got ${JSON.stringify(value)}).`,
+        'kwargs',
+      )
+  }
+}
+
+/** The largest size a model makes from a picture of this size by default: its own, in whole blocks, within MAX_SIDE. */
+export function sizeOfPicture({height, width}: {width: number; height: number}): Size {
+  const scale = Math.min(1, MAX_SIDE / Math.max(width, height))
+  const side = (pixels: number) => Math.max(SIZE_MULTIPLE, Math.floor((pixels * scale) / SIZE_MULTIPLE) * SIZE_MULTIPLE)
+  return {height: side(height), width: side(width)}
+}
+
 export function parseKwargs(kwargs: unknown): Record<string, unknown> {
   if (kwargs === undefined || kwargs === null || kwargs === '') return {}
   let value = kwargs
@@ -189,6 +226,7 @@ export function parseKwargs(kwargs: unknown): Record<string, unknown> {
   }
 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('`kwargs` must be a JSON object.', 'kwargs')
+  checkKwargBounds(value as Record<string, unknown>)
   return value as Record<string, unknown>
 }
 
@@ -298,6 +336,7 @@ export const mediaKit = {
   normalizeFamily: normalizeMediaFamily,
   parseKwargs,
   parseSize,
+  sizeOfPicture,
   uploadedImages,
   validateFamily: validateMediaFamily,
 }

@@ -118,6 +118,10 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     expect(pixel(decode(edited.data![0].b64_json!), 3, 3)).to.deep.equal([245, 235, 225])
     const varied = await openai.images.createVariation({image: await toFile(picture, 'picture.png', {type: 'image/png'}), model: MODEL, n: 2})
     expect(varied.data).to.have.length(2)
+    // Without a size, the picture's own in whole blocks of 8 pixels.
+    const odd = await openai.images.edit({image: await toFile(solidPng(35, 33, [10, 20, 30, 255]), 'odd.png', {type: 'image/png'}), model: MODEL, prompt: 'invert it'})
+    const made = decode(odd.data![0].b64_json!)
+    expect([made.width, made.height]).to.deep.equal([32, 32])
 
     const mask = new PNG({height: 16, width: 16})
     for (let index = 0; index < 16 * 16; index++) mask.data.set(index % 16 < 8 ? [255, 255, 255, 255] : [0, 0, 0, 255], index * 4)
@@ -155,6 +159,13 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
       expect(body.error.param, JSON.stringify(body)).to.equal(param)
       expect(body.error.message).to.match(message)
     }
+
+    const pictures = await Promise.all(['a.png', 'b.png'].map((name) => toFile(picture, name, {type: 'image/png'})))
+    const several = await openai.images.edit({image: pictures, model: MODEL, prompt: 'x'}).catch((error: unknown) => error)
+    expect(several).to.be.instanceOf(OpenAI.BadRequestError)
+    expect((several as InstanceType<typeof OpenAI.BadRequestError>).param).to.equal('image[]')
+    const bounded = await api('POST', '/v1/images/generations', {kwargs: {num_images_per_prompt: 500}, model: MODEL, prompt: 'x'})
+    expect([bounded.status, bounded.body.error?.param]).to.deep.equal([400, 'kwargs'])
 
     // Node keeps its compile cache in a folder there; uploads are files.
     const uploaded = async () => (await readdir(uploads, {withFileTypes: true})).filter((entry) => entry.isFile())

@@ -70,6 +70,21 @@ describe('media kit (image and video types)', () => {
     expect(refusal(() => parseKwargs('[1]')).param).to.equal('kwargs')
   })
 
+  it('holds the pipeline arguments kwargs may give to the limits of the fields they stand for', () => {
+    expect(parseKwargs({height: 512, num_inference_steps: 20, sample_steps: 4, width: 768})).to.deep.equal({height: 512, num_inference_steps: 20, sample_steps: 4, width: 768})
+    const width = refusal(() => parseKwargs({width: 20_000}))
+    expect([width.status, width.param, width.message]).to.deep.equal([400, 'kwargs', '`kwargs.width` must be an integer from 8 to 4096, a multiple of 8, as `size` is (got 20000).'])
+    expect(refusal(() => parseKwargs('{"batch_count": 500}')).message).to.equal('`kwargs.batch_count` must be an integer from 1 to 10, as `n` is (got 500).')
+    expect(refusal(() => parseKwargs({num_inference_steps: 'many'})).param).to.equal('kwargs')
+    expect(refusal(() => parseKwargs({height: 513})).param).to.equal('kwargs')
+  })
+
+  it("takes a picture's own size, in whole blocks of 8 pixels and within 4096, as the size made from it by default", () => {
+    expect(mediaKit.sizeOfPicture({height: 513, width: 513})).to.deep.equal({height: 512, width: 512})
+    expect(mediaKit.sizeOfPicture({height: 3, width: 5})).to.deep.equal({height: 8, width: 8})
+    expect(mediaKit.sizeOfPicture({height: 4000, width: 8000})).to.deep.equal({height: 2048, width: 4096})
+  })
+
   it('turns a family in Xinference\'s form into a diffusers spec and a GGUF spec per hub', () => {
     const family = normalizeFamily({
       model_name: 'flux',

@@ -74,11 +74,18 @@ function sameSize(api: KernelApi, image: InputImage, mask: InputImage, field: st
     throw api.errors.badRequest(`\`${field}\` is ${mask.width}x${mask.height} but the image is ${image.width}x${image.height}; the mask must be the size of the image.`, field)
 }
 
-async function firstImages(api: KernelApi, files: UploadedFiles): Promise<InputImage[]> {
+/** The one picture an edit or a variation starts from: the image engines take one a request. */
+async function pictureOf(api: KernelApi, files: UploadedFiles): Promise<InputImage> {
   const images = [...(await api.media.uploadedImages(files.image, 'image')), ...(await api.media.uploadedImages(files['image[]'], 'image[]'))]
   if (images.length === 0) throw api.errors.badRequest('`image` is required: send the picture as a multipart/form-data part named image.', 'image')
-  return images
+  if (images.length > 1)
+    throw api.errors.badRequest(`${images.length} pictures were sent; the image models here start from one picture a request: send one image.`, files['image[]'] ? 'image[]' : 'image')
+  return images[0]
 }
+
+/** The size asked for, else the picture's own in whole blocks of 8 pixels (a 513x513 picture makes 512x512). */
+const sizeFor = (api: KernelApi, settings: {width?: number; height?: number}, picture: InputImage) =>
+  settings.width && settings.height ? {height: settings.height, width: settings.width} : api.media.sizeOfPicture(picture)
 
 export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[] {
   const s = api.schema
@@ -104,13 +111,13 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
-      const images = await firstImages(api, files)
+      const picture = await pictureOf(api, files)
       const [mask] = await api.media.uploadedImages(files.mask, 'mask')
-      if (mask) sameSize(api, images[0], mask, 'mask')
+      if (mask) sameSize(api, picture, mask, 'mask')
       const task = mask ? 'inpainting' : 'image2image'
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, task, mask ? 'repaint masked parts of images' : 'edit images')
       const settings = settingsOf(api, body)
-      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, mask, task, width: settings.width ?? images[0].width}
+      const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, picture), images: [picture], mask, task}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
     },
     method: 'POST',
@@ -126,10 +133,10 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
-      const images = await firstImages(api, files)
+      const picture = await pictureOf(api, files)
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'image2image', 'make variations of images')
       const settings = settingsOf(api, body)
-      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? images[0].height, images, task: 'image2image', width: settings.width ?? images[0].width}
+      const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, picture), images: [picture], task: 'image2image'}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_variation'))
     },
     method: 'POST',
@@ -150,7 +157,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
       sameSize(api, image, mask, 'mask_image')
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
       const settings = settingsOf(api, body)
-      const payload: ImageGenerationPayload = {...settings, height: settings.height ?? image.height, images: [image], mask, task: 'inpainting', width: settings.width ?? image.width}
+      const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, image), images: [image], mask, task: 'inpainting'}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_inpainting'))
     },
     method: 'POST',

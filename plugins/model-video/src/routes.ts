@@ -39,11 +39,12 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     const model = models.get<VideoOperations>(body.model)
     const what = {firstlastframe2video: 'make videos between a first and a last frame', image2video: 'animate pictures', text2video: 'make videos from text'}[task]
     api.requireAbility(model, task, what)
-    const size = api.media.parseSize(body.size as string | undefined)
+    // Asked for, else the first frame's own in whole blocks of 8 pixels.
+    const size = api.media.parseSize(body.size as string | undefined) ?? (frames.image ? api.media.sizeOfPicture(frames.image) : undefined)
     const payload: VideoGenerationPayload = {
       fps: (body.fps as number | null) ?? undefined,
       guidance_scale: (body.guidance_scale as number | null) ?? undefined,
-      height: size?.height ?? frames.image?.height,
+      height: size?.height,
       kwargs: api.media.parseKwargs(body.kwargs),
       n: (body.n as number | null) ?? 1,
       negative_prompt: (body.negative_prompt as string | null) ?? undefined,
@@ -52,7 +53,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
       seed: (body.seed as number | null) ?? undefined,
       steps: (body.steps as number | null) ?? undefined,
       task,
-      width: size?.width ?? frames.image?.width,
+      width: size?.width,
       ...frames,
     }
     const videos: Array<{data: string; mediaType: string}> = []
