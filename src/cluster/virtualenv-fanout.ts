@@ -2,7 +2,7 @@
 import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import type {WorkerApi} from './worker.js'
 
-import {notFound} from '../kernel/errors.js'
+import {conflict, notFound, ServiceError} from '../kernel/errors.js'
 
 export async function virtualEnvironmentsOf(workers: WorkerApi[]): Promise<Array<VirtualEnvironment & {worker: string}>> {
   const lists = await Promise.all(workers.map(async (worker) => (await worker.virtualEnvironments()).map((entry) => ({...entry, worker: worker.id}))))
@@ -12,7 +12,19 @@ export async function virtualEnvironmentsOf(workers: WorkerApi[]): Promise<Array
 export async function removeVirtualEnvironmentFrom(workers: WorkerApi[], name: string): Promise<{name: string; paths: string[]}> {
   const holders = (await virtualEnvironmentsOf(workers)).filter((entry) => entry.name === name)
   if (holders.length === 0) throw notFound(`there is no Python environment named ${name}; \`servicectl virtualenvs\` lists them.`, 'not_found', 'name')
+  // Refused before any copy goes, so that a refusal leaves every worker's copy as it was.
+  const used = holders.filter((entry) => entry.models.length > 0)
+  if (used.length > 0)
+    throw conflict(`Python environment ${name} is in use by ${used.map((entry) => `${entry.models.join(', ')} on worker ${entry.worker}`).join('; ')}; terminate them first.`, 'name')
   const paths: string[] = []
-  for (const worker of workers.filter((w) => holders.some((entry) => entry.worker === w.id))) paths.push(await worker.removeVirtualEnvironment(name))
+  for (const worker of workers.filter((w) => holders.some((entry) => entry.worker === w.id))) {
+    // Workers sharing one folder (SERVICE_VIRTUALENV_DIR): the first removed it for all.
+    const removed = await worker.removeVirtualEnvironment(name).catch((error: unknown) => {
+      if (error instanceof ServiceError && error.status === 404 && paths.length > 0) return undefined
+      throw error
+    })
+    if (removed !== undefined) paths.push(removed)
+  }
+
   return {name, paths}
 }
