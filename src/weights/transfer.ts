@@ -163,6 +163,14 @@ export async function downloadFile(options: TransferOptions): Promise<void> {
       try {
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           alive()
+          // More than the hub lists (a stale listing, an error page from a proxy): no retry would end, as each restarts
+          // the file and counts its bytes as progress.
+          if (expectedSize !== null && offset + chunk.length > expectedSize)
+            throw new ServiceError(
+              502,
+              'download_corrupt',
+              `the download of ${name} from ${url} is corrupt: it is larger than the ${expectedSize} bytes ${hub.name} lists. Nothing was kept; check the hub (or SERVICE_MODEL_SRC's mirror) and launch again.`,
+            )
           if (options.sha256) hash.update(chunk)
           hashed += chunk.length
           offset += chunk.length
@@ -216,6 +224,7 @@ export async function downloadFile(options: TransferOptions): Promise<void> {
       if (expectedSize === null || offset === expectedSize) break
       throw new Retryable(`the connection closed after ${offset} of ${expectedSize} bytes`)
     } catch (error) {
+      if (error instanceof ServiceError && error.code === 'download_corrupt') await rm(part, {force: true})
       if (!(error instanceof Retryable)) throw error
       const after = await sizeOf(part)
       receivedAny ||= after > before

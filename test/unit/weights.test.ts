@@ -46,7 +46,7 @@ describe('weight store', () => {
     const tiny = join(directory, 'tiny.gguf')
     size = (await writeRandomLlamaGguf(tiny)).bytes
     hub = await FakeHub.start()
-    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny, 'tiny-e.gguf': tiny, 'tiny-f.gguf': tiny})
+    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny, 'tiny-e.gguf': tiny, 'tiny-f.gguf': tiny, 'tiny-g.gguf': tiny})
   })
 
   after(async () => hub?.stop())
@@ -89,6 +89,24 @@ describe('weight store', () => {
     expect(weights.downloading('tiny--0_5B--ggufv2--b')).to.equal(false)
     expect(existsSync(join(directory, 'cache', 'tiny--0_5B--ggufv2--b'))).to.equal(false)
     hold.release()
+  })
+
+  it('fails a file larger than the hub lists at once, keeping nothing, instead of downloading it again and again', async () => {
+    let served = 0
+    const padded: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      if (!String(input).includes('/resolve/')) return response
+      served++
+      return new Response(Buffer.concat([Buffer.from(await response.arrayBuffer()), Buffer.from('an error page appended')]), {status: 200})
+    }
+
+    const error = await store({fetch: padded})
+      .resolve({modelName: 'tiny', spec: spec('g')})
+      .catch((e) => e)
+    expect(error).to.include({code: 'download_corrupt', status: 502})
+    expect(error.message).to.match(new RegExp(`is larger than the ${size} bytes huggingface lists`))
+    expect(served, 'one download, not a retry after another').to.equal(1)
+    expect(existsSync(join(directory, 'cache', 'tiny--0_5B--ggufv2--g', 'tiny-g.gguf.part'))).to.equal(false)
   })
 
   it('keeps what it received when the hub stays unreachable, and resumes from there next time', async () => {
