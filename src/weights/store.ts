@@ -126,7 +126,15 @@ export class WeightStore {
     if (!(await (repository ? this.cache.complete(version) : this.cache.has(version, names)))) {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
-      const job = this.jobs.get(version) ?? this.start(version, modelName, spec, names, python, pipelineVariant(family))
+      const current = this.jobs.get(version)
+      if (current?.controller.signal.aborted) {
+        // Its last follower left and it is winding down: a launch arriving now looks again once it has let go of the
+        // files, rather than sharing its cancel.
+        await current.done.catch(() => {})
+        return this.resolve({family, modelName, spec}, {onGenerating, onProgress, python, signal})
+      }
+
+      const job = current ?? this.start(version, modelName, spec, names, python, pipelineVariant(family))
       await this.follow(job, modelName, {onProgress, signal})
     }
 

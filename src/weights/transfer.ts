@@ -56,10 +56,11 @@ async function sizeOf(path: string): Promise<number> {
   }
 }
 
-async function hashOf(path: string, bytes: number): Promise<Hash> {
+/** The hash of a resumed file's first `bytes`, read again from disk; a cancel stops the reading (gigabytes take seconds). */
+async function hashOf(path: string, bytes: number, signal: AbortSignal): Promise<Hash> {
   const hash = createHash('sha256')
   if (bytes === 0) return hash
-  for await (const chunk of createReadStream(path, {end: bytes - 1, highWaterMark: 1 << 20})) hash.update(chunk as Buffer)
+  for await (const chunk of createReadStream(path, {end: bytes - 1, highWaterMark: 1 << 20, signal})) hash.update(chunk as Buffer)
   return hash
 }
 
@@ -85,7 +86,9 @@ export async function downloadFile(options: TransferOptions): Promise<void> {
   let hashed = 0
   const syncHash = async (bytes: number) => {
     if (hashed === bytes || !options.sha256) return
-    hash = await hashOf(part, bytes)
+    hash = await hashOf(part, bytes, signal).catch((error: unknown) => {
+      throw signal.aborted ? cancelled() : error
+    })
     hashed = bytes
   }
 

@@ -46,7 +46,7 @@ describe('weight store', () => {
     const tiny = join(directory, 'tiny.gguf')
     size = (await writeRandomLlamaGguf(tiny)).bytes
     hub = await FakeHub.start()
-    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny, 'tiny-e.gguf': tiny, 'tiny-f.gguf': tiny, 'tiny-g.gguf': tiny})
+    await hub.addRepo('test-org/tiny-GGUF', {'tiny-a.gguf': tiny, 'tiny-b.gguf': tiny, 'tiny-c.gguf': tiny, 'tiny-d.gguf': tiny, 'tiny-e.gguf': tiny, 'tiny-f.gguf': tiny, 'tiny-g.gguf': tiny, 'tiny-h.gguf': tiny})
   })
 
   after(async () => hub?.stop())
@@ -89,6 +89,22 @@ describe('weight store', () => {
     expect(weights.downloading('tiny--0_5B--ggufv2--b')).to.equal(false)
     expect(existsSync(join(directory, 'cache', 'tiny--0_5B--ggufv2--b'))).to.equal(false)
     hold.release()
+  })
+
+  it('downloads anew for a launch that arrives as the last launch following a download cancels it, not sharing its cancel', async () => {
+    const weights = store()
+    const hold = hub.hold('tiny-h.gguf', 1000)
+    const first = new AbortController()
+    let received!: () => void
+    const heldBytesArrived = new Promise<void>((resolve) => (received = resolve))
+    const one = weights.resolve({modelName: 'tiny', spec: spec('h')}, {onProgress: (p) => p.downloadedBytes === 1000 && received(), signal: first.signal}).catch((e) => e)
+    await heldBytesArrived
+    first.abort()
+    hold.release()
+    // In the same turn as the cancel, while that download winds down.
+    const again = weights.resolve({modelName: 'tiny', spec: spec('h')})
+    expect(await one).to.include({code: 'request_aborted', status: 499})
+    expect(await again).to.equal(join(directory, 'cache', 'tiny--0_5B--ggufv2--h', 'tiny-h.gguf'))
   })
 
   it('fails a file larger than the hub lists at once, keeping nothing, instead of downloading it again and again', async () => {
