@@ -24,6 +24,8 @@ describe('sequence pool', () => {
     expect(await abandoned.catch((error: Error) => error.message)).to.equal('client went away')
     pool.release(first)
     expect(await next).to.equal('only')
+    const gone = await pool.acquire(AbortSignal.abort(new Error('left before asking'))).catch((error: Error) => error.message)
+    expect([gone, pool.usage().requestsWaiting], 'an aborted request does not queue').to.deep.equal(['left before asking', 0])
   })
 
   it('reports its sequences in use and the requests waiting, for the metrics', async () => {

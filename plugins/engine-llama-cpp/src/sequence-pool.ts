@@ -35,6 +35,8 @@ export class SequencePool<T> {
       return Promise.resolve(this.free.splice(best, 1)[0])
     }
 
+    // A request whose client left before it asked (during its grammar's compilation, say) does not queue.
+    if (signal?.aborted) return Promise.reject(signal.reason)
     return new Promise((resolve, reject) => {
       const waiter = {
         onAbort: () => {
