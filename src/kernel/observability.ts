@@ -10,7 +10,7 @@ import type {Logger} from './contracts.js'
 /** A request the HTTP app has finished answering (or whose client went away). */
 export interface RequestFinished {
   method: string
-  /** The route's path as declared (`/v1/models/:model_uid`), or the request's path when no route took it. */
+  /** The route's path as declared (`/v1/models/:model_uid`); `/ui` for the web interface's files, `unmatched` when no route took it. */
   route: string
   path: string
   status: number

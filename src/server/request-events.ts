@@ -30,13 +30,23 @@ interface ObservedEvent {
 
 const observationOf = (ctx: Koa.Context) => (ctx.state as {observation?: Observation}).observation
 
+/**
+ * The route a request took, as declared (`/v1/models/:model_uid`); the web interface's files as one, and every request
+ * no route took as `unmatched`: labels made of callers' own paths would grow the metrics without bound (a scanner).
+ */
+export function routeOf(ctx: Koa.Context): string {
+  const matched = (ctx as {_matchedRoute?: string})._matchedRoute
+  if (matched) return matched
+  return ctx.path === '/' || ctx.path === '/ui' || ctx.path.startsWith('/ui/') || ctx.path === '/v1/ui' ? '/ui' : 'unmatched'
+}
+
 /** Middleware that reports the request once its response is closed, finished or not. */
 export function reportRequests(events: ServiceEvents): Koa.Middleware {
   return async (ctx, next) => {
     const requestId = requestIdOf(ctx)
     const observation: Observation = {
       started: performance.now(),
-      startedOn: (modelUid) => events.report('requestStarted', {method: ctx.method, modelUid, route: (ctx as {_matchedRoute?: string})._matchedRoute ?? ctx.path, ...(requestId ? {requestId} : {})}),
+      startedOn: (modelUid) => events.report('requestStarted', {method: ctx.method, modelUid, route: routeOf(ctx), ...(requestId ? {requestId} : {})}),
     }
     ;(ctx.state as {observation?: Observation}).observation = observation
     ctx.res.once('close', () => {
@@ -45,7 +55,7 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
         durationMs: performance.now() - observation.started,
         method: ctx.method,
         path: ctx.path,
-        route: (ctx as {_matchedRoute?: string})._matchedRoute ?? ctx.path,
+        route: routeOf(ctx),
         status: ctx.status,
         streamed: ctx.response.type === 'text/event-stream',
         ...(requestId ? {requestId} : {}),

@@ -87,6 +87,8 @@ describe('metrics (service-local --auth-config, openai client, Prometheus text p
 
     await expectRefused(() => client.chat.completions.create({messages: [{content: 'Hi', role: 'user'}], model: 'nobody'}), 404)
     await expectRefused(() => client.chat.completions.create({messages: [], model: 'tiny'}), 400)
+    // Paths no route takes (a scanner's) are counted under one label, not one label each.
+    for (const path of ['/wp-login.php', '/.env', '/v1/nothing/here']) expect((await fetch(`${service.url}${path}`, {headers: {authorization: `Bearer ${ADMIN}`}})).status).to.equal(404)
 
     // A request is counted when its response closes, which may come just after the client has read it.
     const answered = (families: Families) => families.get('service_requests_total')!.metrics.filter((sample) => sample.labels?.route.startsWith('/v1/') && sample.labels.route.endsWith('completions')).reduce((sum, sample) => sum + Number(sample.value), 0)
@@ -100,6 +102,8 @@ describe('metrics (service-local --auth-config, openai client, Prometheus text p
     expect(sampleValue(families, 'service_requests_total', {...chat, model_name: '', status: '400'})).to.equal(1)
     expect(sampleValue(families, 'service_requests_total', {method: 'POST', model_name: 'tiny', route: '/v1/completions', status: '200'})).to.equal(1)
     expect(sampleValue(families, 'service_request_duration_seconds_count', {...chat, model_name: 'tiny'})).to.equal(3)
+    expect(sampleValue(families, 'service_requests_total', {method: 'GET', model_name: '', route: 'unmatched', status: '404'})).to.equal(3)
+    expect(families.get('service_requests_total')!.metrics.filter((sample) => sample.labels?.route.includes('wp-login'))).to.deep.equal([])
 
     const model = {model_name: 'tiny'}
     expect(sampleValue(families, 'vllm:prompt_tokens_total', model)).to.equal(usage.prompt)
