@@ -116,6 +116,8 @@ export class ExternalProgram {
     void program.exited.then((exit) => program === this.program && this.exited(exit))
     onProgress?.(0)
     await this.waitUntilHealthy(command.file, signal)
+    // The program may have exited, or the launch been cancelled, since it last answered: a dead model is never ready.
+    if (this.state !== 'loading') throw this.cancelled()
     this.info = this.engine.info?.(request) ?? {}
     this.state = 'ready'
     onProgress?.(1)

@@ -19,9 +19,15 @@ export interface ProgramSpawnOptions {
   logFile: string
 }
 
+export interface ProgramExit {
+  exitCode: number | null
+  signal: string | null
+}
+
 export interface RunningProgram {
   pid?: number
-  exited: Promise<{exitCode: number | null; signal: string | null}>
+  /** Settles when the program itself exits, even while processes it forked live on (they are killed then). */
+  exited: Promise<ProgramExit>
   /** Signals the program's whole process group. */
   kill(signal: NodeJS.Signals): void
   /** Its last lines of output, oldest first. */
@@ -31,6 +37,8 @@ export interface RunningProgram {
 export type SpawnProgram = (options: ProgramSpawnOptions) => RunningProgram
 
 const TAIL_LINES = 20
+/** How long an exited program's pipes may take to close once its group is killed. */
+const PIPES_CLOSE_MS = 1000
 
 /** Process groups of programs still running; killed if the service exits without stopping them. */
 const liveGroups = new Set<number>()
@@ -40,6 +48,17 @@ function killGroup(pid: number, signal: NodeJS.Signals) {
     process.kill(-pid, signal)
   } catch {
     // Already gone.
+  }
+}
+
+/** What `promise` settles with, or undefined if it has not within `ms`. */
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -85,20 +104,32 @@ export async function programSpawner(): Promise<SpawnProgram> {
     const output = outputLog(log, {format: env.SERVICE_LOG_FORMAT === 'json' ? 'json' : 'text', name: 'program', tailLines: TAIL_LINES})
     output.follow('stdout', child.stdout)
     output.follow('stderr', child.stderr)
-    const exited = child.then(async (result) => {
+    // Settled by the program's own exit: execa's result waits for its pipes to close, which whatever it forked keeps
+    // open as long as it lives, so a program that dies leaving a worker behind would never be seen to exit.
+    const ownExit = new Promise<ProgramExit>((resolve) => child.nodeChildProcess.once('exit', (exitCode, signal) => resolve({exitCode, signal})))
+    const exited = (async () => {
+      // One that cannot be started at all (no such file) never exits; execa's result says so, and why.
+      const exit = await Promise.race([ownExit, child.then((result) => ({exitCode: result.exitCode ?? null, signal: result.signal ?? null}))])
       unguard()
       if (pid !== undefined) {
         liveGroups.delete(pid)
-        // Whatever the program forked dies with it.
+        // Whatever the program forked dies with it, and no longer holds its pipes open.
         killGroup(pid, 'SIGKILL')
       }
 
-      // A program that cannot be started at all (no such file) says why only here.
-      if (result.failed && result.exitCode === undefined && !result.signal) output.service(result.shortMessage ?? 'the program could not be started')
+      // Its last lines, still in the pipes, are read before the exit is reported with them; a process that left the
+      // group and holds them open is not waited for.
+      const result = await settledWithin(child, PIPES_CLOSE_MS)
+      if (!result) {
+        child.stdout?.destroy()
+        child.stderr?.destroy()
+      }
+
+      if (result?.failed && result.exitCode === undefined && !result.signal) output.service(result.shortMessage ?? 'the program could not be started')
 
       await new Promise<void>((resolve) => log.end(resolve))
-      return {exitCode: result.exitCode ?? null, signal: result.signal ?? null}
-    })
+      return exit
+    })()
     return {
       exited,
       kill: (signal) => (pid === undefined ? child.kill(signal) : killGroup(pid, signal)),
