@@ -25,9 +25,15 @@ export interface Healing {
   /** Settles when the relaunch in progress is over (ready, or failed for good). */
   settled?: Promise<void>
   waitMs: number
-  /** Relaunches of single replicas of a model with several, which keeps serving meanwhile: aborted by a terminate. */
-  replicas?: {controller: AbortController; running: Set<Promise<void>>; inARow: Map<string, RestartHistory>}
+  /**
+   * Relaunches of single replicas of a model with several, which keeps serving meanwhile: aborted by a terminate.
+   * `away`: the replicas out of the rotation until relaunched, which keep their GPUs meanwhile.
+   */
+  replicas?: {controller: AbortController; running: Set<Promise<void>>; inARow: Map<string, RestartHistory>; away: Set<Replica>}
 }
+
+/** A model's replicas that hold its workers' GPUs: those in the rotation, and those being relaunched on theirs. */
+export const replicasHoldingGpus = (record: InstanceRecord): Replica[] => [...record.replicas, ...(record.healing?.replicas?.away ?? [])]
 
 export interface ModelHealerOptions {
   policy: RestartPolicy
@@ -77,9 +83,13 @@ export class ModelHealer {
     const healing = healingOf(record, this.options.policy)
     healing.lastError = error.message
     if (!replica.launch) return
-    healing.replicas ??= {controller: new AbortController(), inARow: new Map(), running: new Set()}
+    healing.replicas ??= {away: new Set(), controller: new AbortController(), inARow: new Map(), running: new Set()}
     const {replicas} = healing
-    const relaunch = this.healReplica(record, replica, healing, replicas.controller.signal).finally(() => replicas.running.delete(relaunch))
+    replicas.away.add(replica)
+    const relaunch = this.healReplica(record, replica, healing, replicas.controller.signal).finally(() => {
+      replicas.running.delete(relaunch)
+      replicas.away.delete(replica)
+    })
     replicas.running.add(relaunch)
   }
 

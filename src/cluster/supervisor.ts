@@ -28,7 +28,7 @@ import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.
 import {advance, failedProgress} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
-import {ModelHealer} from './self-healing.js'
+import {ModelHealer, replicasHoldingGpus} from './self-healing.js'
 import {type InstanceRecord, modelHandle, type Replica, ModelTable} from './model-table.js'
 import {chooseWorkers, namedCandidates} from './placement.js'
 import {WorkerMembership} from './worker-membership.js'
@@ -363,8 +363,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   /** A worker's GPUs, and which models hold which (a launching model's too). */
   private gpuHolder(worker: WorkerApi): GpuHolder {
     const taken = new Map<number, string>()
-    for (const record of this.table.on(worker))
-      for (const replica of record.replicas) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
+    for (const record of this.table.sorted())
+      for (const replica of replicasHoldingGpus(record)) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
     return {gpus: worker.status().resources.gpus, id: worker.id, taken}
   }
 

@@ -10,7 +10,7 @@ import type {InstanceLaunch} from '../../src/protocol/worker.js'
 
 import {modelHandle, ModelTable} from '../../src/cluster/model-table.js'
 import {DEFAULT_RESTART_POLICY} from '../../src/cluster/restart-policy.js'
-import {ModelHealer} from '../../src/cluster/self-healing.js'
+import {ModelHealer, replicasHoldingGpus} from '../../src/cluster/self-healing.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
@@ -128,6 +128,19 @@ describe('self-healing (ModelHealer)', () => {
     healer.replicaCrashed(record, record.replicas[0], crash)
     await healer.stop(record)
     expect(launches).to.deep.equal([])
+  })
+
+  it('keeps a replica out of the rotation holding its GPUs while it is relaunched, and lets them go once it gives up', async () => {
+    holdBackoff = true
+    const [first] = record.replicas
+    const second = {...first, gpus: [1], uid: 'demo-rep1'}
+    Object.assign(record, {replicas: [{...first, gpus: [0], uid: 'demo-rep0'}, second], status: 'ready'})
+    new ModelTable().add(record)
+    record.replicas = [record.replicas[0]]
+    healer.replicaCrashed(record, second, crash)
+    expect(replicasHoldingGpus(record).flatMap((replica) => replica.gpus), 'GPU 1 stays taken during the backoff').to.deep.equal([0, 1])
+    await healer.stop(record)
+    expect(replicasHoldingGpus(record).flatMap((replica) => replica.gpus)).to.deep.equal([0])
   })
 
   it('ignores a late report of the crashed process once its successor runs (a heartbeat sent before the relaunch)', async () => {
