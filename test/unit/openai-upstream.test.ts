@@ -3,34 +3,20 @@
  * vLLM and SGLang do when a request fails: before the stream, with a status and an error body (FastAPI's validation
  * list included), or once the stream has begun, with an error event and then `[DONE]`.
  */
+import type {ServerResponse} from 'node:http'
+
 import {expect} from 'chai'
-import {once} from 'node:events'
-import {createServer, type Server, type ServerResponse} from 'node:http'
-import type {AddressInfo} from 'node:net'
 
 import type {ServiceError} from '../../src/kernel/errors.js'
 
 import {openAICompatibleOperations} from '../../src/kernel/openai-upstream.js'
+import {type AnsweringServer, answeringServer} from '../helpers/answering-server.js'
 
 describe('OpenAI-compatible upstream: errors from the server', () => {
-  let server: Server
-  let port: number
-  let answer: (response: ServerResponse) => void = () => {}
+  let server: AnsweringServer
 
-  before(async () => {
-    server = createServer((request, response) => {
-      request.resume()
-      request.once('end', () => answer(response))
-    })
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    port = (server.address() as AddressInfo).port
-  })
-
-  after(() => {
-    server.closeAllConnections()
-    server.close()
-  })
+  before(async () => (server = await answeringServer()))
+  after(() => server.close())
 
   const streamed = (...events: string[]) => (response: ServerResponse) => {
     response.writeHead(200, {'content-type': 'text/event-stream'})
@@ -42,7 +28,7 @@ describe('OpenAI-compatible upstream: errors from the server', () => {
   /** The chat's events, or the error it ends with. */
   const chat = async () => {
     const events: unknown[] = []
-    const endpoint = {baseUrl: `http://127.0.0.1:${port}`, modelUid: 'm', port, signal: new AbortController().signal}
+    const endpoint = {baseUrl: server.baseUrl, modelUid: 'm', port: server.port, signal: new AbortController().signal}
     try {
       for await (const event of openAICompatibleOperations().chat({messages: [{content: 'hi', role: 'user'}]}, endpoint)) events.push(event)
     } catch (error) {
@@ -53,21 +39,21 @@ describe('OpenAI-compatible upstream: errors from the server', () => {
   }
 
   it("fails the request with the server's error event, mid-stream, instead of an empty answer", async () => {
-    answer = streamed(chunk('Hel'), JSON.stringify({error: {code: 400, message: 'This model\'s maximum context length is 512 tokens', object: 'error', param: null, type: 'BadRequestError'}}), '[DONE]')
+    server.answer = streamed(chunk('Hel'), JSON.stringify({error: {code: 400, message: 'This model\'s maximum context length is 512 tokens', object: 'error', param: null, type: 'BadRequestError'}}), '[DONE]')
     const {error, events} = await chat()
     expect(events, 'what came before the error').to.deep.equal([{text: 'Hel', type: 'text'}])
     expect(error).to.deep.include({code: 'invalid_request', message: "the model's server answered 400: This model's maximum context length is 512 tokens", status: 400})
   })
 
   it("reads older vLLM's error objects, and a server fault as a 502", async () => {
-    answer = streamed(JSON.stringify({code: 400, message: 'bad stop', object: 'error', type: 'BadRequestError'}), '[DONE]')
+    server.answer = streamed(JSON.stringify({code: 400, message: 'bad stop', object: 'error', type: 'BadRequestError'}), '[DONE]')
     expect((await chat()).error).to.deep.include({message: "the model's server answered 400: bad stop", status: 400})
-    answer = streamed(JSON.stringify({error: {code: 500, message: 'the engine died'}}), '[DONE]')
+    server.answer = streamed(JSON.stringify({error: {code: 500, message: 'the engine died'}}), '[DONE]')
     expect((await chat()).error).to.deep.include({code: 'internal_error', message: "the model's server answered 500: the engine died", status: 502})
   })
 
   it("words FastAPI's list of validation errors as its JSON, not [object Object]", async () => {
-    answer = (response) => {
+    server.answer = (response) => {
       response.writeHead(422, {'content-type': 'application/json'})
       response.end(JSON.stringify({detail: [{loc: ['body', 'max_tokens'], msg: 'Input should be a valid integer', type: 'int_parsing'}]}))
     }

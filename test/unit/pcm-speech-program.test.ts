@@ -1,30 +1,17 @@
 /** `speak` of a program answering raw PCM, when the program refuses or fails: OpenAI's error body, or anything else. */
 import {expect} from 'chai'
-import {once} from 'node:events'
-import {createServer, type Server, type ServerResponse} from 'node:http'
-import type {AddressInfo} from 'node:net'
 
 import {pcmSpeechOperations} from '../../src/kernel/pcm-speech-program.js'
+import {type AnsweringServer, answeringServer} from '../helpers/answering-server.js'
 
 describe('PCM speech program: refusals and failures', () => {
-  let server: Server
-  let port: number
-  let answer: (response: ServerResponse) => void = () => {}
+  let server: AnsweringServer
 
-  before(async () => {
-    server = createServer((request, response) => {
-      request.resume()
-      request.once('end', () => answer(response))
-    })
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    port = (server.address() as AddressInfo).port
-  })
-
+  before(async () => (server = await answeringServer()))
   after(() => server.close())
 
   const failure = async () => {
-    const endpoint = {baseUrl: `http://127.0.0.1:${port}`, modelUid: 'voice', port, signal: new AbortController().signal}
+    const endpoint = {baseUrl: server.baseUrl, modelUid: 'voice', port: server.port, signal: new AbortController().signal}
     try {
       for await (const _ of pcmSpeechOperations().speak({input: 'hi', speed: 1, voice: 'default'}, endpoint));
     } catch (error) {
@@ -35,13 +22,13 @@ describe('PCM speech program: refusals and failures', () => {
   }
 
   it("answers the program's refusal as a 400 on its field, and any other failure as a 500 naming the program with what it said", async () => {
-    answer = (response) => {
+    server.answer = (response) => {
       response.writeHead(400, {'content-type': 'application/json'})
       response.end(JSON.stringify({error: {message: 'voice must be one of: default', param: 'voice'}}))
     }
 
     expect(await failure()).to.deep.include({code: 'invalid_request', message: 'voice must be one of: default', param: 'voice', status: 400})
-    answer = (response) => {
+    server.answer = (response) => {
       response.writeHead(500, {'content-type': 'text/plain'})
       response.end('Traceback (most recent call last): ... RuntimeError: espeak failed\n')
     }
