@@ -87,6 +87,11 @@ export class LocalWorker implements WorkerApi {
   /** The Python environments each model launching or running here uses, by uid. */
   private readonly environments = new Map<string, Set<string>>()
   private readonly launches = new Map<string, InstanceLaunch>()
+  /**
+   * Each uid launching or running here, with the launch that holds it: taken before the first await, so that a second
+   * launch of the uid is refused while the first still checks, and a launch that ends clears only what is its own.
+   */
+  private readonly holders = new Map<string, symbol>()
   /** Aborted by `dispose`: launches in progress stop, and none starts after. */
   private readonly closing = new AbortController()
   /** Launches in progress, settled once each has a process or has left nothing behind. */
@@ -118,10 +123,17 @@ export class LocalWorker implements WorkerApi {
     const {kernel, log} = this.options
     const engine = kernel.engine(engineName)?.definition
     if (!engine) throw badRequest(`engine "${engineName}" is not installed on worker ${this.id}.`, 'model_engine')
-    if (this.running.has(load.modelUid) || this.versions.has(load.modelUid))
-      throw conflict(`model uid "${load.modelUid}" is already running on worker ${this.id}.`, 'model_uid')
-    await this.checkAvailable(engine)
-    await engine.checkLaunch?.(load)
+    if (this.holders.has(load.modelUid)) throw conflict(`model uid "${load.modelUid}" is already running (or launching, or ending) on worker ${this.id}.`, 'model_uid')
+    const holder = Symbol(load.modelUid)
+    this.holders.set(load.modelUid, holder)
+    try {
+      await this.checkAvailable(engine)
+      await engine.checkLaunch?.(load)
+    } catch (error) {
+      this.forget(load.modelUid, holder)
+      throw error
+    }
+
     const versions = [...(load.spec.model_uri ? [] : [weightsVersion(load)]), ...companionVersions(load.spec, load.parameters)]
     if (versions.length > 0) this.versions.set(load.modelUid, versions)
     const logFile = join(this.options.logDir, 'models', `${load.modelUid}.log`)
@@ -139,15 +151,13 @@ export class LocalWorker implements WorkerApi {
       parameters = await withCompanions(this.options.weights, load.spec, load.parameters, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
       if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
-      this.versions.delete(load.modelUid)
-      this.environments.delete(load.modelUid)
+      this.forget(load.modelUid, holder)
       throw error
     }
 
     const spawn = this.options.spawn ?? (await instanceSpawner())
     if (signal.aborted) {
-      this.versions.delete(load.modelUid)
-      this.environments.delete(load.modelUid)
+      this.forget(load.modelUid, holder)
       throw signal.reason instanceof ServiceError ? signal.reason : new ServiceError(499, 'request_aborted', `the launch of ${load.modelUid} was cancelled before its model process started.`)
     }
 
@@ -169,10 +179,7 @@ export class LocalWorker implements WorkerApi {
       const request = {...load, modelPath, parameters}
       await (instance instanceof ExternalProgram ? instance.load(request, signal, loading) : instance.load(engine.hostModule!, request, signal, loading))
     } catch (error) {
-      this.running.delete(load.modelUid)
-      this.versions.delete(load.modelUid)
-      this.environments.delete(load.modelUid)
-      this.launches.delete(load.modelUid)
+      this.forget(load.modelUid, holder)
       await instance.dispose(1000)
       throw error
     }
@@ -184,12 +191,19 @@ export class LocalWorker implements WorkerApi {
   async terminate(uid: string): Promise<void> {
     const instance = this.running.get(uid)
     if (!instance) throw notFound(`model ${uid} is not running on worker ${this.id}.`, 'model_not_found')
+    this.forget(uid, this.holders.get(uid))
+    await instance.dispose()
+    this.options.log.info(`model ${uid} terminated`)
+  }
+
+  /** Clears what a uid holds here, if `holder` still holds it: a launch that ends never clears its successor's. */
+  private forget(uid: string, holder: symbol | undefined): void {
+    if (holder === undefined || this.holders.get(uid) !== holder) return
+    this.holders.delete(uid)
     this.running.delete(uid)
     this.versions.delete(uid)
     this.environments.delete(uid)
     this.launches.delete(uid)
-    await instance.dispose()
-    this.options.log.info(`model ${uid} terminated`)
   }
 
   invoke(uid: string, operation: string, payload: unknown, signal: AbortSignal): AsyncIterable<unknown> {
