@@ -146,7 +146,9 @@ describe('web interface (service-local, headless Chromium)', function () {
       browser = await openBrowser(service.url)
       const {page} = browser
       // Random weights cannot be asked for a given reply: this one stream is written here, in the service's format.
-      const reply = '# Title\n\nSome *text*.\n\n```python\nprint("hi")\n```\n\n<img src="http://elsewhere.example/x.png" onerror="window.hacked = 1"><script>window.hacked = 2</script>'
+      const reply = '# Title\n\nSome *text*.\n\n```python\nprint("hi")\n```\n\n<img src="http://elsewhere.example/x.png" onerror="window.hacked = 1"><script>window.hacked = 2</script>' +
+        '<p style="position:fixed;inset:0;background:url(http://elsewhere.example/bg.png)">cover</p><table background="http://elsewhere.example/t.png"><tr><td>t</td></tr></table>' +
+        '<form action="http://elsewhere.example/steal"><input type="password"><input type="image" src="http://elsewhere.example/i.png"></form><svg><image href="http://elsewhere.example/s.png"/></svg>'
       const chunks = reply.match(/[\s\S]{1,12}/g)!.map((content) => `data: ${JSON.stringify({choices: [{delta: {content}, finish_reason: null, index: 0}], id: 'x', model: 'tiny-random-llm', object: 'chat.completion.chunk'})}\n\n`)
       await page.route('**/v1/chat/completions', (route) => route.fulfill({body: `${chunks.join('')}data: [DONE]\n\n`, contentType: 'text/event-stream'}))
       await page.goto(`${service.url}/ui/playground/tiny-random-llm`)
@@ -156,7 +158,8 @@ describe('web interface (service-local, headless Chromium)', function () {
       await markdown.locator('h1', {hasText: 'Title'}).waitFor()
       expect(await markdown.locator('em').textContent()).to.equal('text')
       await markdown.locator('pre code.hljs .hljs-string').waitFor()
-      expect(await markdown.locator('img, script').count()).to.equal(0)
+      expect(await markdown.locator('img, script, form, input, svg, [style], [background]').count()).to.equal(0)
+      expect(await markdown.locator('p', {hasText: 'cover'}).count(), 'the text stays, without its style').to.equal(1)
       expect(await page.evaluate(() => (window as unknown as {hacked?: number}).hacked)).to.equal(undefined)
     } finally {
       await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')

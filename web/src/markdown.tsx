@@ -21,8 +21,19 @@ hljs.registerAliases(['sh', 'shell'], {languageName: 'bash'})
 
 const marked = new Marked({breaks: true, gfm: true})
 
-/** No images, media or styles either: a reply naming an image elsewhere would make the page load it from another host. */
-const SANITIZE = {FORBID_TAGS: ['audio', 'img', 'picture', 'source', 'style', 'video']}
+/**
+ * Only what Markdown itself makes, with none of the attributes that load or style anything: a reply naming an image,
+ * a background or a form's address elsewhere would make the page load it from another host, or lay a look-alike over
+ * the page. Code blocks keep their `language-…` class, which the highlighting reads.
+ */
+const SANITIZE = {
+  ALLOWED_ATTR: ['align', 'class', 'href', 'start', 'title'],
+  ALLOWED_TAGS: ['a', 'b', 'blockquote', 'br', 'code', 'del', 'em', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'i', 'kbd', 'li', 'ol', 'p', 'pre', 's', 'strong', 'sub', 'sup', 'table', 'tbody', 'td', 'th', 'thead', 'tr', 'ul'],
+}
+
+DOMPurify.addHook('uponSanitizeAttribute', (node, data) => {
+  if (data.attrName === 'class' && !(node.nodeName === 'CODE' && /^language-[\w+#-]+$/.test(data.attrValue))) data.keepAttr = false
+})
 
 export const renderMarkdown = (text: string) => DOMPurify.sanitize(marked.parse(text, {async: false}), SANITIZE)
 
