@@ -67,11 +67,13 @@ export async function runRepl({history, output, prompt}: ReplOptions, ask: (line
       if (terminal) readline.prompt()
       const next = await lines.next()
       if (next.done || next.value.trim() === '') break
-      current = new AbortController()
+      const asking = new AbortController()
+      current = asking
       try {
-        await ask(next.value, current.signal)
+        await ask(next.value, asking.signal)
       } catch (error) {
-        if ((error as Error).name !== 'AbortError') throw error
+        // Stopped however the request ends on it: an AbortError before the answer's head, a reset stream after it.
+        if (!asking.signal.aborted) throw error
         output.write('\n(stopped)\n')
       } finally {
         current = undefined

@@ -29,15 +29,23 @@ On a terminal, the up arrow recalls lines typed before, in this chat and earlier
       messages.push({content: line, role: 'user'})
       let answer = ''
       output.write('Assistant: ')
-      if (flags.stream) {
-        for await (const chunk of model.chatStream(messages, options, signal)) {
-          const text = chunk.choices[0]?.delta?.content ?? ''
-          answer += text
-          output.write(text)
+      try {
+        if (flags.stream) {
+          for await (const chunk of model.chatStream(messages, options, signal)) {
+            const text = chunk.choices[0]?.delta?.content ?? ''
+            answer += text
+            output.write(text)
+          }
+        } else {
+          answer = (await model.chat(messages, options, signal)).choices[0]?.message.content ?? ''
+          output.write(answer)
         }
-      } else {
-        answer = (await model.chat(messages, options, signal)).choices[0]?.message.content ?? ''
-        output.write(answer)
+      } catch (error) {
+        // A stopped answer stays as far as it came; one stopped before any text takes its question back, so that
+        // turns still alternate, as chat templates require.
+        if (answer) messages.push({content: answer, role: 'assistant'})
+        else messages.pop()
+        throw error
       }
 
       output.write('\n')

@@ -1,8 +1,14 @@
 /** `servicectl` as a real process against a real `service-local`, as in the README's quickstart. */
 import {expect} from 'chai'
 import {execa} from 'execa'
+import {once} from 'node:events'
 import {stat} from 'node:fs/promises'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
+
+import {CLIENT_VERSION} from '../../src/client/version.js'
+import {VERSION_HEADER} from '../../src/protocol/version.js'
 
 import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, closedPort, ROOT, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
@@ -214,6 +220,48 @@ describe('servicectl (real processes)', function () {
       await next.waitForRow(/^User: hello$/)
       const history = await stat(join(home, 'history', 'chat'))
       expect(history.mode & 0o777).to.equal(0o600)
+    })
+
+    it('stops a streamed answer with Ctrl-C and goes on with the chat, the answer kept as far as it came', async () => {
+      // A server streaming one word every 50 ms for ten seconds, in the OpenAI shape, recording what it was asked.
+      const asked: Array<{messages: Array<{role: string; content: string}>}> = []
+      const slow = createServer((request, response) => {
+        let body = ''
+        request.on('data', (chunk) => (body += chunk))
+        request.on('end', () => {
+          asked.push(JSON.parse(body))
+          response.writeHead(200, {'content-type': 'text/event-stream', [VERSION_HEADER]: CLIENT_VERSION})
+          let words = 0
+          const timer = setInterval(() => {
+            if (response.destroyed || ++words > 200) return void (clearInterval(timer), response.end('data: [DONE]\n\n'))
+            response.write(`data: ${JSON.stringify({choices: [{delta: {content: 'word '}, finish_reason: null, index: 0}], id: 'x', model: 'm', object: 'chat.completion.chunk'})}\n\n`)
+          }, 50)
+        })
+      })
+      slow.listen(0, '127.0.0.1')
+      await once(slow, 'listening')
+      try {
+        const terminal = await startTerminal([process.execPath, SERVICECTL, 'chat', '-u', 'm', '-e', `http://127.0.0.1:${(slow.address() as AddressInfo).port}`], {SERVICE_HOME: home})
+        await terminal.waitForRow(/^User:$/)
+        await terminal.type('tell me')
+        await terminal.press('Enter')
+        await terminal.waitForRow(/^Assistant: word word/)
+        await terminal.press('C-c')
+        await terminal.waitForRow(/^\(stopped\)$/)
+        await terminal.waitForRow(/^User:$/)
+        await terminal.type('and then')
+        await terminal.press('Enter')
+        await until(async () => (asked.length === 2 ? true : undefined), 'the second question')
+        expect(asked[1].messages.map((message) => message.role)).to.deep.equal(['user', 'assistant', 'user'])
+        expect(asked[1].messages[1].content).to.match(/^(word )+$/)
+        await terminal.press('C-c')
+        await until(async () => ((await terminal.screen()).filter((row) => row === '(stopped)').length === 2 ? true : undefined), 'the second stop')
+        await terminal.press('Enter')
+        expect(await terminal.exited()).to.equal(0)
+      } finally {
+        slow.closeAllConnections()
+        slow.close()
+      }
     })
 
     it('asks "did you mean" for a mistyped command', async () => {
