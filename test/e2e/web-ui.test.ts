@@ -161,6 +161,15 @@ describe('web interface (service-local, headless Chromium)', function () {
       expect(await markdown.locator('img, script, form, input, svg, [style], [background]').count()).to.equal(0)
       expect(await markdown.locator('p', {hasText: 'cover'}).count(), 'the text stays, without its style').to.equal(1)
       expect(await page.evaluate(() => (window as unknown as {hacked?: number}).hacked)).to.equal(undefined)
+
+      // A reply still streaming when the page is left is stopped: its request is aborted, not left to run to max_tokens.
+      await page.route('**/v1/chat/completions', () => {})
+      await page.getByRole('textbox', {name: 'Message'}).fill('A long story')
+      const aborted = page.waitForEvent('requestfailed', (request) => request.url().endsWith('/v1/chat/completions'))
+      await page.getByRole('button', {name: 'Send'}).click()
+      await page.getByRole('button', {name: 'Stop'}).waitFor()
+      await page.getByRole('link', {name: 'Running models'}).click()
+      expect((await aborted).failure()?.errorText).to.equal('net::ERR_ABORTED')
     } finally {
       await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')
     }

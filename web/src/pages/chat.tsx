@@ -3,7 +3,7 @@
  * system prompt, sampling parameters, stop, regenerate and the request as code. Tokens arrive faster than
  * the screen needs them; they are gathered and drawn every REDRAW_MS, so typing stays responsive while a long reply streams.
  */
-import {useRef, useState} from 'preact/hooks'
+import {useEffect, useRef, useState} from 'preact/hooks'
 
 import type {ChatMessage} from '../../../src/client/client.js'
 
@@ -28,6 +28,8 @@ export function ChatPlayground({uid}: {uid: string}) {
   const [error, setError] = useState<string | undefined>(undefined)
   const [snippets, setSnippets] = useState<Snippets | undefined>(undefined)
   const controller = useRef<AbortController | undefined>(undefined)
+  // Leaving the playground (another page, tab or model) stops what it still asks the model.
+  useEffect(() => () => controller.current?.abort(), [])
 
   const send = async (history: Turn[]) => {
     const messages: ChatMessage[] = [...(system.trim() ? [{content: system, role: 'system' as const}] : []), ...history]

@@ -1,5 +1,5 @@
 /** The completions, embeddings (similarity of a few texts) and rerank playgrounds. */
-import {useRef, useState} from 'preact/hooks'
+import {useEffect, useRef, useState} from 'preact/hooks'
 
 import {client, isAbort, token} from '../api.js'
 import {SnippetView} from '../snippet-view.js'
@@ -20,6 +20,8 @@ export function CompletionPlayground({uid}: {uid: string}) {
   const [snippets, setSnippets] = useState<Snippets | undefined>(undefined)
   const action = useAction()
   const controller = useRef<AbortController | undefined>(undefined)
+  // Leaving the playground (another page, tab or model) stops what it still asks the model.
+  useEffect(() => () => controller.current?.abort(), [])
 
   const generate = (event: Event) => {
     event.preventDefault()
