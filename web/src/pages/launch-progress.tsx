@@ -31,11 +31,14 @@ export function LaunchProgressView({onDone, uid}: {uid: string; onDone: () => vo
 
         last.current = {at: now, bytes: answer.downloaded_bytes}
         setProgress(answer)
+        setError(undefined)
         if (answer.stage === 'ready' || answer.error) return
       } catch (failure) {
         if (stopped) return
         setError(describeError(failure))
-        return
+        // A refusal (the launch is unknown, the login has expired) is final; an unreachable service is asked again.
+        const status = (failure as {status?: number}).status
+        if (status !== undefined && status >= 400 && status < 500) return
       }
 
       timer = setTimeout(poll, POLL_MS)
