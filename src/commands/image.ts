@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
+import {numberFlag} from '../cli/flags.js'
 import {generationFlags, writeGenerated} from '../cli/media.js'
 
 export default class Image extends ClientCommand<typeof Image> {
@@ -12,7 +13,7 @@ export default class Image extends ClientCommand<typeof Image> {
   ]
   static flags = {
     ...generationFlags,
-    'guidance-scale': Flags.string({description: 'How closely to follow the prompt (classifier-free guidance).'}),
+    'guidance-scale': numberFlag({description: 'How closely to follow the prompt (classifier-free guidance).'}),
     image: Flags.file({description: 'Picture to edit (PNG, JPEG or WebP).', exists: true}),
     mask: Flags.file({dependsOn: ['image'], description: 'Mask of the picture: white where it is repainted.', exists: true}),
     n: Flags.integer({char: 'n', default: 1, description: 'How many images to make.', max: 10, min: 1}),
@@ -24,7 +25,7 @@ export default class Image extends ClientCommand<typeof Image> {
     const {flags} = this
     const model = this.client().model(flags['model-uid'])
     const options = {
-      guidance_scale: flags['guidance-scale'] === undefined ? undefined : Number(flags['guidance-scale']),
+      guidance_scale: flags['guidance-scale'],
       n: flags.n,
       negative_prompt: flags['negative-prompt'],
       seed: flags.seed,
