@@ -5,7 +5,8 @@
  * description. The text is noise (random weights): the tests check shapes, times and formats, not words.
  */
 import {expect} from 'chai'
-import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
+import {execa} from 'execa'
+import {copyFile, mkdir, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import OpenAI, {toFile} from 'openai'
@@ -124,7 +125,7 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     }
   })
 
-  it('refuses a file that is not audio, an empty one, one over the length limit and an unknown language, naming the field', async () => {
+  it('refuses a file that is not audio, an empty one, a concat list, one too short or over the length limit and an unknown language, naming the field', async () => {
     const notAudio = join(directory, 'notes.mp3')
     await writeFile(notAudio, 'these are meeting notes, not a recording\n'.repeat(20))
     const garbage = await refusal(client.audio.transcriptions.create({file: await upload(notAudio), model: 'tiny-random-whisper'}))
@@ -134,6 +135,24 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     const empty = join(directory, 'empty.wav')
     await writeFile(empty, '')
     expect(await refusal(client.audio.transcriptions.create({file: await upload(empty), model: 'tiny-random-whisper'}))).to.include({param: 'file', status: 400})
+
+    // 2.5 ms: whisper.cpp cannot tell its language, and its job never settled, holding the model's only context.
+    const blip = join(directory, 'blip.wav')
+    await execa('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=16000', '-t', '0.0025', '-y', blip])
+    const tooShort = await refusal(client.audio.transcriptions.create({file: await upload(blip), model: 'tiny-random-whisper'}))
+    expect(tooShort).to.deep.equal({message: '`file` is 3 ms of audio; the shortest this service transcribes is 100 ms.', param: 'file', status: 400})
+
+    // A concat list FFmpeg would follow to another file on the service's machine (here one beside the upload, which
+    // its safe mode allows) is not audio it reads.
+    const beside = join(uploads, 'beside.wav')
+    await copyFile(speech, beside)
+    const list = join(directory, 'list.wav')
+    await writeFile(list, "ffconcat version 1.0\nfile 'beside.wav'\n")
+    try {
+      expect(await refusal(client.audio.transcriptions.create({file: await upload(list), model: 'tiny-random-whisper'}))).to.include({param: 'file', status: 400})
+    } finally {
+      await rm(beside)
+    }
 
     const long = await writeTestAudio(directory, 'mp3', MAX_SECONDS + 2)
     const tooLong = await refusal(client.audio.transcriptions.create({file: await upload(long), model: 'tiny-random-whisper'}))
