@@ -14,8 +14,11 @@ export async function removeVirtualEnvironmentFrom(workers: WorkerApi[], name: s
   if (holders.length === 0) throw notFound(`there is no Python environment named ${name}; \`servicectl virtualenvs\` lists them.`, 'not_found', 'name')
   // Refused before any copy goes, so that a refusal leaves every worker's copy as it was.
   const used = holders.filter((entry) => entry.models.length > 0)
-  if (used.length > 0)
-    throw conflict(`Python environment ${name} is in use by ${used.map((entry) => `${entry.models.join(', ')} on worker ${entry.worker}`).join('; ')}; terminate them first.`, 'name')
+  if (used.length > 0) {
+    const users = used.map(({models, worker}) => `${models.length === 1 ? 'model' : 'models'} ${models.join(', ')} on worker ${worker}`)
+    const one = used.length === 1 && used[0].models.length === 1
+    throw conflict(`Python environment ${name} is in use by ${users.join('; ')}; terminate ${one ? 'it' : 'them'} first.`, 'name')
+  }
   const paths: string[] = []
   for (const worker of workers.filter((w) => holders.some((entry) => entry.worker === w.id))) {
     // Workers sharing one folder (SERVICE_VIRTUALENV_DIR): the first removed it for all.

@@ -32,7 +32,7 @@ describe('Python environments across workers', () => {
     const busy = worker('b', {models: ['qwen']})
     const refusal = await removeVirtualEnvironmentFrom([idle.api, busy.api], NAME).catch((error: ServiceError) => error)
     expect(refusal).to.deep.include({param: 'name', status: 409})
-    expect((refusal as ServiceError).message).to.contain('qwen on worker b')
+    expect((refusal as ServiceError).message).to.equal(`Python environment ${NAME} is in use by model qwen on worker b; terminate it first.`)
     expect(idle.removed, 'the idle worker kept its copy').to.deep.equal([])
   })
 
