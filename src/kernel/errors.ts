@@ -108,6 +108,8 @@ export function isServiceErrorShape(value: unknown): value is ServiceErrorShape 
  */
 export function toServiceError(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error
+  // Work stopped because its request's client went away (the abort's reason, thrown as it is): not a fault of the service.
+  if ((error as {name?: unknown} | null)?.name === 'AbortError') return new ServiceError(499, 'request_aborted', 'the request was stopped: its client went away.')
   if (isServiceErrorShape(error)) {
     const candidate = error as ServiceErrorShape & {expose?: boolean; type?: string}
     if (candidate.expose === false || (candidate.status >= 500 && typeof candidate.code !== 'string')) {
