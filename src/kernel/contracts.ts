@@ -383,6 +383,8 @@ export interface RouteDefinition<Body = unknown> {
   permission?: string
   /** Also accept the body form-encoded (`application/x-www-form-urlencoded`), as OAuth2's token request is sent. */
   acceptsForm?: boolean
+  /** The largest JSON body taken, in bytes; 16 MiB unless given (a route relaying uploads between services needs more). */
+  maxJsonBytes?: number
   /**
    * Take the body as `multipart/form-data` instead of JSON, for uploads: its text fields go through `body`, its
    * files arrive in `request.files`, and are removed once the response is over.

@@ -16,6 +16,7 @@ import {describeJsonMistake} from '../kernel/json-text.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {VERSION_HEADER} from '../protocol/version.js'
+import {formatBytes} from '../util/format.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {answerCheck, failsUndeclaredAnswers} from './produces.js'
@@ -32,8 +33,8 @@ import {serveWebUi} from './web-ui.js'
  */
 const {Router} = createRequire(import.meta.url)('@koa/router') as typeof import('@koa/router')
 
-/** Request bodies beyond this are refused with 413; a chat with long context still fits easily. */
-const JSON_LIMIT = '16mb'
+/** Request bodies beyond this are refused with 413 unless a route takes more; a chat with long context still fits easily. */
+const JSON_LIMIT = 16 * 1024 * 1024
 
 export interface AppOptions {
   routes: Array<{definition: RouteDefinition; plugin: string}>
@@ -74,9 +75,9 @@ const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === '
 /** koa-body's own failures, reworded for the person who sent the request. */
 function bodyError(error: unknown): ServiceError | undefined {
   if (error instanceof ServiceError) return undefined
-  const candidate = error as {status?: number; type?: string; message?: string; name?: string; body?: unknown}
+  const candidate = error as {status?: number; type?: string; message?: string; name?: string; body?: unknown; limit?: number}
   if (candidate?.status === 413 || candidate?.type === 'entity.too.large')
-    return new ServiceError(413, 'invalid_request', `the request body is larger than the ${JSON_LIMIT} limit.`)
+    return new ServiceError(413, 'invalid_request', `the request body is larger than the ${formatBytes(candidate.limit ?? JSON_LIMIT)} limit.`)
   // The parser quotes the text around the mistake, which may be a password or a key: the mistake is located instead.
   if (candidate?.name === 'SyntaxError' || candidate?.type === 'entity.parse.failed' || /JSON/i.test(candidate?.message ?? '')) {
     const what = typeof candidate.body === 'string' ? describeJsonMistake(candidate.body) : 'it cannot be parsed'
@@ -97,21 +98,22 @@ const treatBodyAsJson =
     await next()
   }
 
-const bodyParsers = new Map<boolean, Promise<Koa.Middleware>>()
+const bodyParsers = new Map<string, Promise<Koa.Middleware>>()
 
 /**
  * koa-body (with zod, formidable, co-body and two copies of mime-db behind it) is loaded by the first request
  * that has a body rather than at start: an idle service never needs it, and it is about 10 MB of its memory.
  */
 const parseBody =
-  (acceptsForm: boolean): Koa.Middleware =>
+  (acceptsForm: boolean, limit = JSON_LIMIT): Koa.Middleware =>
   async (ctx, next) => {
-    let parser = bodyParsers.get(acceptsForm)
+    const kind = `${acceptsForm} ${limit}`
+    let parser = bodyParsers.get(kind)
     if (!parser) {
       parser = import('koa-body').then(({koaBody}) =>
-        koaBody({encoding: 'utf-8', formLimit: JSON_LIMIT, json: true, jsonLimit: JSON_LIMIT, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm}),
+        koaBody({encoding: 'utf-8', formLimit: limit, json: true, jsonLimit: limit, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm}),
       )
-      bodyParsers.set(acceptsForm, parser)
+      bodyParsers.set(kind, parser)
     }
 
     return (await parser)(ctx, next)
@@ -240,7 +242,7 @@ export function createApp(options: AppOptions): Koa {
     const chain: Koa.Middleware[] = [
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

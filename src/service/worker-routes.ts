@@ -117,6 +117,8 @@ export function workerRoutes({onShutdown, version, worker}: {worker: () => Local
           })(),
         )
       },
+      // What a route hands a model whole: up to 25 minutes of decoded audio, or a 50 MiB picture and its mask, in base64.
+      maxJsonBytes: 256 * 1024 * 1024,
       method: 'POST',
       path: '/v1/worker/instances/:uid/invoke',
       permission: CLUSTER,

@@ -45,7 +45,18 @@ describe('JSON mistakes', () => {
     }
 
     before(async () => {
-      listening = await listen(createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes: [{definition: echo, plugin: 'test'}], version: '0.0.0'}), {host: '127.0.0.1', port: 0})
+      const roomy: RouteDefinition = {...echo, maxJsonBytes: 32 * 1024 * 1024, path: '/roomy'}
+      const routes = [echo, roomy].map((definition) => ({definition, plugin: 'test'}))
+      listening = await listen(createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes, version: '0.0.0'}), {host: '127.0.0.1', port: 0})
+    })
+
+    it('refuses a body over 16 MiB with a 413 saying the limit, unless the route takes more', async () => {
+      const body = JSON.stringify({model: 'm', pcm: 'A'.repeat(17 * 1024 * 1024)})
+      const post = (path: string) => fetch(`${listening.url}${path}`, {body, headers: {'content-type': 'application/json'}, method: 'POST'})
+      const refused = await post('/echo')
+      expect(refused.status).to.equal(413)
+      expect(((await refused.json()) as {error: {message: string}}).error.message).to.equal('the request body is larger than the 16.8 MB limit.')
+      expect((await post('/roomy')).status).to.equal(200)
     })
 
     after(async () => listening?.close())
