@@ -62,12 +62,12 @@ describe('service events (service-local in process, openai client)', function ()
     expect(event.ttftMs).to.be.a('number')
   })
 
-  it('reports a refused request with its status, and a request no route takes by its path', async () => {
+  it('reports a refused request with its status, and a request no route takes by its path, its route as unmatched', async () => {
     const missing = await callApi(service, 'POST', '/v1/chat/completions', {messages: [{content: 'Hi', role: 'user'}], model: 'nobody'})
     expect(missing.status).to.equal(404)
     expect((await finished('/v1/chat/completions', 3))[2]).to.include({status: 404, streamed: false})
     await callApi(service, 'GET', '/v1/nowhere')
-    expect((await finished('/v1/nowhere'))[0]).to.include({route: '/v1/nowhere', status: 404})
+    expect((await finished('/v1/nowhere'))[0]).to.include({path: '/v1/nowhere', route: 'unmatched', status: 404})
   })
 
   it('reports a terminated model, and a failed launch as an error with its reason', async () => {
