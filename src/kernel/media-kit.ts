@@ -116,6 +116,8 @@ export function validateMediaFamily(family: ModelFamily, abilities: readonly str
 export const MAX_SIDE = 4096
 /** Latent diffusion works on 8×8 pixel blocks; a model needing more (FLUX: 16) says so itself. */
 export const SIZE_MULTIPLE = 8
+/** The most a generation request may ask for, in its own fields or in kwargs: images, videos, denoising steps, frames. */
+export const GENERATION_LIMITS = {frames: 1024, images: 10, steps: 1000, videos: 4}
 
 /**
  * The most pixels an input picture may have: Pillow's own bound against decompression bombs (a small file that
@@ -176,21 +178,21 @@ export function parseSize(size: string | null | undefined, field = 'size'): Size
   return {height, width}
 }
 
-/** Xinference sends `kwargs` as a JSON string (form fields can be nothing else); an object is taken as well. */
 /**
  * Pipeline arguments that `kwargs` may give instead of the request's own fields (Xinference's clients pass
  * `num_inference_steps` there), by the names of the diffusers and stable-diffusion.cpp engines: held to the limits of
  * the field each stands for, so that kwargs cannot ask for what the route refuses.
  */
+const {frames, images, steps, videos} = GENERATION_LIMITS
 const KWARG_BOUNDS: Record<string, {field: string; minimum: number; maximum: number; multiple?: number}> = {
-  batch_count: {field: 'n', maximum: 10, minimum: 1},
+  batch_count: {field: 'n', maximum: images, minimum: 1},
   height: {field: 'size', maximum: MAX_SIDE, minimum: SIZE_MULTIPLE, multiple: SIZE_MULTIPLE},
-  num_frames: {field: 'num_frames', maximum: 1024, minimum: 1},
-  num_images_per_prompt: {field: 'n', maximum: 10, minimum: 1},
-  num_inference_steps: {field: 'steps', maximum: 1000, minimum: 1},
-  num_videos_per_prompt: {field: 'n', maximum: 4, minimum: 1},
-  sample_steps: {field: 'steps', maximum: 1000, minimum: 1},
-  video_frames: {field: 'num_frames', maximum: 1024, minimum: 1},
+  num_frames: {field: 'num_frames', maximum: frames, minimum: 1},
+  num_images_per_prompt: {field: 'n', maximum: images, minimum: 1},
+  num_inference_steps: {field: 'steps', maximum: steps, minimum: 1},
+  num_videos_per_prompt: {field: 'n', maximum: videos, minimum: 1},
+  sample_steps: {field: 'steps', maximum: steps, minimum: 1},
+  video_frames: {field: 'num_frames', maximum: frames, minimum: 1},
   width: {field: 'size', maximum: MAX_SIDE, minimum: SIZE_MULTIPLE, multiple: SIZE_MULTIPLE},
 }
 
@@ -214,6 +216,7 @@ export function sizeOfPicture({height, width}: {width: number; height: number}):
   return {height: side(height), width: side(width)}
 }
 
+/** Xinference sends `kwargs` as a JSON string (form fields can be nothing else); an object is taken as well. */
 export function parseKwargs(kwargs: unknown): Record<string, unknown> {
   if (kwargs === undefined || kwargs === null || kwargs === '') return {}
   let value = kwargs
@@ -328,6 +331,7 @@ export function fileUrl(headers: Record<string, string | string[] | undefined>, 
 export const mediaKit = {
   fileUrl,
   formBoolean,
+  limits: GENERATION_LIMITS,
   formNumber,
   imageOf,
   numberField,

@@ -18,14 +18,14 @@ function videoFields({media, schema: s}: KernelApi, form: boolean) {
     guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt.', maximum: 100, minimum: 0}))),
     kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the pipeline (Xinference).'}))),
     model: s.string({description: 'Uid of a running video model.', minLength: 1}),
-    n: s.optional(s.nullable(integer({description: 'How many videos to make (default 1).', maximum: 4, minimum: 1}))),
+    n: s.optional(s.nullable(integer({description: 'How many videos to make (default 1).', maximum: media.limits.videos, minimum: 1}))),
     negative_prompt: s.optional(s.nullable(s.string({description: 'What the video should not show.'}))),
-    num_frames: s.optional(s.nullable(integer({description: 'Frames to make (the model\'s default when absent).', maximum: 1024, minimum: 1}))),
+    num_frames: s.optional(s.nullable(integer({description: 'Frames to make (the model\'s default when absent).', maximum: media.limits.frames, minimum: 1}))),
     prompt: s.optional(s.nullable(s.string({description: 'What the video shows.'}))),
     response_format: s.optional(s.nullable(s.string({description: 'url (default, as Xinference) or b64_json.', enum: ['b64_json', 'url']}))),
     seed: s.optional(s.nullable(integer({description: 'Makes the result reproducible.', maximum: 2 ** 32 - 1, minimum: 0}))),
     size: s.optional(s.nullable(s.string({description: 'WIDTHxHEIGHT, each side a multiple of 8; the model\'s default (or the picture\'s size) when absent.'}))),
-    steps: s.optional(s.nullable(integer({description: 'Denoising steps (num_inference_steps).', maximum: 1000, minimum: 1}))),
+    steps: s.optional(s.nullable(integer({description: 'Denoising steps (num_inference_steps).', maximum: media.limits.steps, minimum: 1}))),
   }
 }
 
