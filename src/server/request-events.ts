@@ -11,6 +11,7 @@ import type {RequestFinished, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap} from '../kernel/operations.js'
 
 import {requestIdOf} from './request-id.js'
+import {isWebUiPath, WEB_UI_PATH} from './web-ui.js'
 
 interface Observation {
   started: number
@@ -37,7 +38,7 @@ const observationOf = (ctx: Koa.Context) => (ctx.state as {observation?: Observa
 export function routeOf(ctx: Koa.Context): string {
   const matched = (ctx as {_matchedRoute?: string})._matchedRoute
   if (matched) return matched
-  return ctx.path === '/' || ctx.path === '/ui' || ctx.path.startsWith('/ui/') || ctx.path === '/v1/ui' ? '/ui' : 'unmatched'
+  return isWebUiPath(ctx.path) ? WEB_UI_PATH : 'unmatched'
 }
 
 /** Middleware that reports the request once its response is closed, finished or not. */

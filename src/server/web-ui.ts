@@ -20,6 +20,9 @@ const YEAR_MS = 365 * 24 * 3600 * 1000
 /** The service's root, and /v1/ui for whoever appends /ui to the address an OpenAI client is given. */
 const REDIRECTED = new Set(['/', WEB_UI_PATH, '/v1/ui'])
 
+/** Whether the web interface answers this path (for GET and HEAD): its redirects, /ui and everything under it. */
+export const isWebUiPath = (path: string) => REDIRECTED.has(path) || path.startsWith(`${WEB_UI_PATH}/`)
+
 /**
  * Answers GET and HEAD of `/`, `/v1/ui`, `/ui` and everything under it; any other request goes on to the API. A path under
  * /ui that names no file gets the app's index.html, whose router shows the page (deep links work); index.html
@@ -30,10 +33,8 @@ export function serveWebUi(root = WEB_UI_ROOT): Koa.Middleware {
   const compressed = compress()
   const available = existsSync(root)
   return async (ctx, next) => {
-    const inside = ctx.path === WEB_UI_PATH || ctx.path.startsWith(`${WEB_UI_PATH}/`)
-    const redirected = REDIRECTED.has(ctx.path)
-    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || (!redirected && !inside)) return next()
-    if (redirected) {
+    if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || !isWebUiPath(ctx.path)) return next()
+    if (REDIRECTED.has(ctx.path)) {
       ctx.redirect(`${WEB_UI_PATH}/`)
       return
     }
