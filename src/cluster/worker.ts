@@ -23,6 +23,7 @@ import {runIsolated} from '../model-process/isolated.js'
 import {streamInterval} from '../model-process/outbox.js'
 import {companionSizes, companionVersions, withCompanions, withCompanionSizes} from '../weights/companions.js'
 import {type WeightStore, type WeightsLocation, weightsVersion} from '../weights/store.js'
+import {environmentInUse} from './virtualenv-fanout.js'
 import {WorkerUsage} from './worker-usage.js'
 
 export interface LaunchOptions {
@@ -245,8 +246,7 @@ export class LocalWorker implements WorkerApi {
 
   async removeVirtualEnvironment(name: string): Promise<string> {
     const users = this.environmentUsers(name)
-    if (users.length > 0)
-      throw conflict(`Python environment ${name} is in use by ${users.length === 1 ? 'model' : 'models'} ${users.join(', ')} on worker ${this.id}; terminate ${users.length === 1 ? 'it' : 'them'} first.`, 'name')
+    if (users.length > 0) throw environmentInUse(name, [{models: users, worker: this.id}])
     if (!this.options.pythonEnvironments) throw notFound(`worker ${this.id} has no Python environments.`, 'not_found', 'name')
     const path = await this.options.pythonEnvironments.remove(name)
     this.options.log.info(`removed Python environment ${name}`)
