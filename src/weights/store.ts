@@ -127,13 +127,8 @@ export class WeightStore {
       if (signal?.aborted) throw cancelled(modelName)
       if (spec.model_hub === GENERATED_HUB) onGenerating?.()
       const current = this.jobs.get(version)
-      if (current?.controller.signal.aborted) {
-        // Its last follower left and it is winding down: a launch arriving now looks again once it has let go of the
-        // files, rather than sharing its cancel.
-        await current.done.catch(() => {})
-        return this.resolve({family, modelName, spec}, {onGenerating, onProgress, python, signal})
-      }
-
+      // One winding down from its last follower's cancel is let go of first, then the cache looked at again.
+      if (current?.controller.signal.aborted) return current.done.catch(() => {}).then(() => this.resolve({family, modelName, spec}, {onGenerating, onProgress, python, signal}))
       const job = current ?? this.start(version, modelName, spec, names, python, pipelineVariant(family))
       await this.follow(job, modelName, {onProgress, signal})
     }
