@@ -4,25 +4,43 @@ import {useCallback, useEffect, useRef, useState} from 'preact/hooks'
 
 import {describeError} from './api.js'
 
-/** Loads `load()` now, again on `reload()`, and every `everyMs` while the page is shown when given. */
-export function useLoad<T>(load: () => Promise<T>, dependencies: unknown[] = [], everyMs?: number) {
+export interface LoadOptions {
+  /** Load again every so many milliseconds while the page is shown: for pages that watch something change. */
+  everyMs?: number
+  /** Load again when the browser tab is shown again, since what was loaded may have changed while it was hidden. */
+  whenShown?: boolean
+}
+
+/** Loads `load()` now, again on `reload()`, and as `options` ask. */
+export function useLoad<T>(load: () => Promise<T>, dependencies: unknown[] = [], {everyMs, whenShown = false}: LoadOptions = {}) {
   const [data, setData] = useState<T | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
   const latest = useRef(load)
   latest.current = load
+  const asked = useRef(0)
   const reload = useCallback(async () => {
+    // Loads can overlap (a timer, a shown tab, a click): only the last one asked may set what the page shows.
+    const ask = ++asked.current
     try {
-      setData(await latest.current())
+      const loaded = await latest.current()
+      if (ask !== asked.current) return
+      setData(loaded)
       setError(undefined)
     } catch (failure) {
-      setError(describeError(failure))
+      if (ask === asked.current) setError(describeError(failure))
     }
   }, [])
   useEffect(() => {
     void reload()
-    if (!everyMs) return
-    const timer = setInterval(() => void reload(), everyMs)
-    return () => clearInterval(timer)
+    const timer = everyMs ? setInterval(() => void reload(), everyMs) : undefined
+    const onShown = () => {
+      if (document.visibilityState === 'visible') void reload()
+    }
+    if (whenShown) document.addEventListener('visibilitychange', onShown)
+    return () => {
+      clearInterval(timer)
+      document.removeEventListener('visibilitychange', onShown)
+    }
   }, dependencies)
   return {data, error, reload}
 }

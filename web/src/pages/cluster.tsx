@@ -12,8 +12,8 @@ interface Resources {
 }
 
 export function ClusterPage() {
-  const info = useLoad(() => client.clusterInfo(), [], REFRESH_MS)
-  const workers = useLoad(() => client.workers(), [], REFRESH_MS)
+  const info = useLoad(() => client.clusterInfo(), [], {everyMs: REFRESH_MS})
+  const workers = useLoad(() => client.workers(), [], {everyMs: REFRESH_MS})
   return (
     <section>
       <h1>Cluster</h1>

@@ -10,7 +10,7 @@ import {ErrorLine, Table, useAction, useLoad} from '../ui.js'
 const REFRESH_MS = 2000
 
 export function ModelsPage() {
-  const models = useLoad(() => client.list(), [], REFRESH_MS)
+  const models = useLoad(() => client.list(), [], {everyMs: REFRESH_MS})
   const terminate = useAction()
   const [eventsOf, setEventsOf] = useState<string | undefined>(undefined)
   const list = models.data ?? []
@@ -69,7 +69,7 @@ export function ModelsPage() {
 }
 
 function ModelEvents({uid}: {uid: string}) {
-  const events = useLoad<ModelEvent[]>(() => client.events(uid), [uid], REFRESH_MS)
+  const events = useLoad<ModelEvent[]>(() => client.events(uid), [uid], {everyMs: REFRESH_MS})
   return (
     <section class="panel" aria-label={`Events of ${uid}`}>
       <h2>Events of {uid}</h2>
