@@ -1,5 +1,5 @@
 /** Playgrounds: pick a ready model, then use each thing its type and abilities offer. */
-import {useState} from 'preact/hooks'
+import {useRef, useState} from 'preact/hooks'
 import {useLocation} from 'preact-iso'
 
 import type {RunningModel} from '../../../src/client/client.js'
@@ -26,14 +26,32 @@ function playgroundsOf(model: RunningModel) {
   ].filter((playground) => playground.offered)
 }
 
+/** Why the model a playground shows can no longer be asked: it left the list, or is listed but not ready. */
+function goneNotice(uid: string, listed: RunningModel | undefined): string {
+  if (!listed) return `${uid} is no longer running: it was terminated, or its worker left. Choose another model, or launch it again.`
+  const reason = listed.error ?? listed.last_error
+  return `${uid} is no longer ready: its status is ${listed.status}${reason ? ` (${reason})` : ''}. Choose another model, or wait for it to be ready.`
+}
+
 export function PlaygroundPage({uid}: {uid?: string}) {
   const location = useLocation()
-  const models = useLoad(() => client.list())
+  // Models are launched and terminated elsewhere (another tab, servicectl): the list is loaded again when the picker
+  // is used and when the tab is shown again, which keeps it current without polling while the page is in use.
+  const models = useLoad(() => client.list(), [], {whenShown: true})
   const [tab, setTab] = useState<string | undefined>(undefined)
-  const ready = (models.data ?? []).filter((model) => model.status === 'ready')
-  const model = ready.find((candidate) => candidate.id === uid)
+  const listed = models.data ?? []
+  const ready = listed.filter((model) => model.status === 'ready')
+  const current = ready.find((candidate) => candidate.id === uid)
+  // A model that goes away keeps its playground, and with it the conversation; a request then shows the service's answer.
+  const lastSeen = useRef<RunningModel | undefined>(undefined)
+  if (current) lastSeen.current = current
+  const model = current ?? (lastSeen.current?.id === uid ? lastSeen.current : undefined)
   const playgrounds = model ? playgroundsOf(model) : []
   const shown = playgrounds.find((playground) => playground.label === tab) ?? playgrounds[0]
+  // Focus loads the list when the picker is reached; a click on the picker that has it already, to open it again, loads it too.
+  const reloadOnReopen = (event: MouseEvent) => {
+    if (document.activeElement === event.currentTarget) void models.reload()
+  }
 
   return (
     <section>
@@ -41,7 +59,12 @@ export function PlaygroundPage({uid}: {uid?: string}) {
       <ErrorLine error={models.error} />
       <label class="inline">
         Model
-        <select onChange={(event) => location.route(`/ui/playground/${encodeURIComponent(event.currentTarget.value)}`)} value={uid ?? ''}>
+        <select
+          onChange={(event) => location.route(`/ui/playground/${encodeURIComponent(event.currentTarget.value)}`)}
+          onFocus={() => void models.reload()}
+          onMouseDown={reloadOnReopen}
+          value={uid ?? ''}
+        >
           <option disabled value="">
             choose a running model
           </option>
@@ -50,9 +73,15 @@ export function PlaygroundPage({uid}: {uid?: string}) {
               {candidate.id} ({candidate.model_type})
             </option>
           ))}
+          {model && !current && (
+            <option disabled value={model.id}>
+              {model.id} (no longer ready)
+            </option>
+          )}
         </select>
       </label>
-      {models.data && ready.length === 0 && (
+      {model && !current && <ErrorLine error={goneNotice(model.id, listed.find((candidate) => candidate.id === model.id))} />}
+      {models.data && ready.length === 0 && !model && (
         <p>
           No model is ready. <a href="/ui/">Launch one</a>.
         </p>
