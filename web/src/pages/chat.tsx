@@ -40,6 +40,7 @@ export function ChatPlayground({uid}: {uid: string}) {
     const abort = new AbortController()
     controller.current = abort
     let text = ''
+    let refused = false
     let pending: ReturnType<typeof setTimeout> | undefined
     setReply('')
     try {
@@ -51,12 +52,14 @@ export function ChatPlayground({uid}: {uid: string}) {
         }, REDRAW_MS)
       }
     } catch (failure) {
-      if (!isAbort(failure)) setError(describeError(failure))
+      refused = !isAbort(failure)
+      if (refused) setError(describeError(failure))
     } finally {
       clearTimeout(pending)
       controller.current = undefined
       setReply(undefined)
-      setTurns([...history, {content: text, role: 'assistant'}])
+      // A request refused before any text (the model is gone, a bad parameter) got no reply: the error line says why.
+      setTurns(refused && !text ? history : [...history, {content: text, role: 'assistant'}])
     }
   }
 
