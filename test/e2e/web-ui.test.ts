@@ -1,9 +1,10 @@
 /**
  * The web interface at /ui of a real `service-local`, in headless Chromium (test/helpers/browser.ts fails a test on
  * any console error or request to another host): how the files are served, launching tiny-random-llm from the
- * catalogue to ready, a streamed chat, a crash's reason, terminating it, registering and unregistering a custom
- * model, a download's progress (from a local hub) and its cancel, and the login, the refusal naming the
- * missing permission, and the logout when access control is on.
+ * catalogue to ready, a streamed chat, a crash's reason, terminating it, the playground's model picker following
+ * launches and terminations made elsewhere, registering and unregistering a custom model, a download's progress
+ * (from a local hub) and its cancel, and the login, the refusal naming the missing permission, and the logout when
+ * access control is on.
  */
 import {expect} from 'chai'
 import {join} from 'node:path'
@@ -170,6 +171,37 @@ describe('web interface (service-local, headless Chromium)', function () {
       await page.getByRole('button', {name: 'Stop'}).waitFor()
       await page.getByRole('link', {name: 'Running models'}).click()
       expect((await aborted).failure()?.errorText).to.equal('net::ERR_ABORTED')
+    } finally {
+      await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')
+    }
+  })
+
+  it('keeps the playground\'s model picker current without a reload: a model launched after the page opened appears, a terminated one goes, and a request to it shows the service\'s error', async () => {
+    browser = await openBrowser(service.url, {expectedStatuses: [404]})
+    const {page} = browser
+    await page.goto(`${service.url}/ui/playground`)
+    await page.getByText('No model is ready.').waitFor()
+    // Gone after a reload: the checks at the end show the page was never loaded again.
+    await page.evaluate(() => ((window as unknown as {sameLoad: boolean}).sameLoad = true))
+    const picker = page.getByRole('combobox', {name: 'Model'})
+    try {
+      expect((await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm'})).status).to.equal(200)
+      await picker.click()
+      await picker.locator('option', {hasText: 'tiny-random-llm (LLM)'}).waitFor({state: 'attached'})
+      await picker.selectOption('tiny-random-llm')
+      await page.getByRole('textbox', {name: 'Message'}).fill('Are you there?')
+
+      expect((await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')).status).to.equal(200)
+      // Headless Chromium's tab never hides, so the event a tab shown again sends is sent here.
+      await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')))
+      await page.getByRole('alert').filter({hasText: 'tiny-random-llm is no longer running'}).waitFor()
+      expect(await picker.locator('option:not([disabled])').count()).to.equal(0)
+      expect(await picker.inputValue(), 'the gone model stays shown as chosen').to.equal('tiny-random-llm')
+
+      await page.getByRole('button', {name: 'Send'}).click()
+      await page.getByRole('alert').filter({hasText: 'model "tiny-random-llm" is not running'}).waitFor()
+      expect(await page.locator('.messages li.assistant').count()).to.equal(0)
+      expect(await page.evaluate(() => (window as unknown as {sameLoad?: boolean}).sameLoad)).to.equal(true)
     } finally {
       await callApi(service, 'DELETE', '/v1/models/tiny-random-llm')
     }
