@@ -177,17 +177,20 @@ export class InstanceProcess {
       wake = undefined
     }
 
+    // The first outcome stands: a request failed by its model's termination ignores what the process sends after.
     this.pending.set(id, {
       end() {
         finished = true
         notify()
       },
       fail(error) {
+        if (finished) return
         failure = error
         finished = true
         notify()
       },
       push(event) {
+        if (finished) return
         queue.push(event)
         notify()
       },
@@ -221,6 +224,9 @@ export class InstanceProcess {
   async dispose(graceMs = 5000): Promise<void> {
     if (this.state === 'disposed') return
     this.state = 'disposing'
+    // Requests still running end with why, rather than with whatever the engine throws as its model goes away.
+    const terminated = new ServiceError(503, 'model_not_ready', `model ${this.uid} was terminated while this request was running.`)
+    for (const pending of this.pending.values()) pending.fail(terminated)
     this.process.send({type: 'dispose'})
     const timer = setTimeout(() => this.process.kill('SIGKILL'), graceMs)
     await this.process.exited
