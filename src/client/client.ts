@@ -23,7 +23,7 @@ import type {ModelDescription} from '../protocol/models.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
-import {ServiceError} from '../kernel/errors.js'
+import {ServiceError, statusOfErrorType} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
 import {errorFromReply, sendJson} from './http.js'
@@ -272,13 +272,18 @@ export class Client {
     return (text ? JSON.parse(text) : null) as T
   }
 
-  /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError. */
+  /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError, its status read back from the error's type. */
   async *stream<T>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T> {
     const response = await this.send('POST', path, body, signal)
     for await (const data of readEventData(response.body!)) {
       if (data === '[DONE]') return
-      const event = JSON.parse(data) as T & {error?: {message: string; code?: string}}
-      if (event.error) throw new ServiceError(500, event.error.code ?? 'internal_error', event.error.message)
+      const event = JSON.parse(data) as T & {error?: {message: string; code?: string; param?: string | null; type?: string}}
+      if (event.error) {
+        const {code, message, param, type} = event.error
+        // Anthropic's envelope has no code; its type is the machine-readable name it has instead.
+        throw new ServiceError(statusOfErrorType(type), code ?? type ?? 'internal_error', message, param)
+      }
+
       yield event as T
     }
   }

@@ -135,6 +135,16 @@ const OPENAI_TYPES: Record<number, string> = {
   499: 'request_aborted',
 }
 
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+}
+
 export function openAiErrorType(status: number): string {
   return OPENAI_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error')
 }
@@ -142,4 +152,26 @@ export function openAiErrorType(status: number): string {
 /** The OpenAI error envelope: `{error: {message, type, param, code}}`. */
 export function toOpenAiErrorBody(error: ServiceErrorShape) {
   return {error: {code: error.code, message: error.message, param: error.param ?? null, type: openAiErrorType(error.status)}}
+}
+
+/** Anthropic's error envelope: `{type: 'error', error: {type, message}}`. */
+export function toAnthropicErrorBody(error: ServiceErrorShape) {
+  const type = ANTHROPIC_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error')
+  return {error: {message: error.message, type}, type: 'error'}
+}
+
+/**
+ * The status an envelope's error `type` stands for, read back from the tables that wrote it: an error sent inside
+ * a stream comes after the HTTP status (200), so its type is all that is left of its status. A type that several
+ * statuses share (invalid_request_error) reads as the lowest of them, 400; server_error, api_error and a type
+ * that is not known read as 500.
+ */
+export function statusOfErrorType(type: unknown): number {
+  for (const table of [OPENAI_TYPES, ANTHROPIC_TYPES]) {
+    // Integer keys enumerate in ascending order, so a shared type finds its lowest status first.
+    const status = Object.keys(table).find((key) => table[Number(key)] === type)
+    if (status !== undefined) return Number(status)
+  }
+
+  return 500
 }

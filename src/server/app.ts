@@ -11,7 +11,7 @@ import Koa from 'koa'
 import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 
-import {ServiceError, type ServiceErrorShape, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {ServiceError, type ServiceErrorShape, toAnthropicErrorBody, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {describeJsonMistake} from '../kernel/json-text.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
@@ -61,11 +61,6 @@ export interface AppOptions {
   webUi?: boolean
   /** Fail a route's answer of a media type it does not declare, rather than log it (see produces.ts); by SERVICE_UNDECLARED_ANSWERS unless given. */
   failUndeclaredAnswers?: boolean
-}
-
-export function toAnthropicErrorBody(error: ServiceErrorShape) {
-  const types: Record<number, string> = {400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 503: 'overloaded_error'}
-  return {error: {message: error.message, type: types[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error')}, type: 'error'}
 }
 
 const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? toAnthropicErrorBody(error) : toOpenAiErrorBody(error))

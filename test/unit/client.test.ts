@@ -3,6 +3,22 @@ import {readFileSync} from 'node:fs'
 import {createServer, type Server} from 'node:http'
 
 import {Client, CLIENT_VERSION} from '../../src/client/index.js'
+import {ServiceError, toAnthropicErrorBody} from '../../src/kernel/errors.js'
+import {toServerSentEvents} from '../../src/server/sse.js'
+
+/** What the streaming routes below fail with, after a first event: the error of the path's last segment. */
+const STREAM_ERRORS: Record<string, ServiceError> = {
+  aborted: new ServiceError(499, 'request_aborted', 'the request was stopped: its client went away.'),
+  internal: new ServiceError(500, 'internal_error', 'the model crashed.'),
+  missing: new ServiceError(404, 'model_not_found', 'model "x" is not running.', 'model'),
+  overloaded: new ServiceError(503, 'overloaded', 'the model has too many requests waiting.'),
+  wrong: new ServiceError(422, 'invalid_request', 'temperature must be at most 2.', 'temperature'),
+}
+
+async function* failingStream(error: ServiceError) {
+  yield {choices: [{delta: {content: 'Hel'}, index: 0}]}
+  throw error
+}
 
 describe('client library', () => {
   let server: Server
@@ -13,7 +29,14 @@ describe('client library', () => {
     server = createServer((request, response) => {
       response.setHeader('x-service-version', version)
       response.setHeader('content-type', 'application/json')
-      if (request.url === '/v1/models') response.end(JSON.stringify({data: [], object: 'list'}))
+      const streamed = STREAM_ERRORS[request.url?.split('/').at(-1) ?? '']
+      if (streamed) {
+        request.resume()
+        response.setHeader('content-type', 'text/event-stream')
+        // The server's own writer of in-stream errors: OpenAI's envelope, or under /anthropic Anthropic's `event: error`.
+        const errorEvent = request.url!.startsWith('/anthropic') ? (error: ServiceError) => ({data: toAnthropicErrorBody(error), event: 'error'}) : undefined
+        toServerSentEvents(failingStream(streamed), {errorEvent}).pipe(response)
+      } else if (request.url === '/v1/models') response.end(JSON.stringify({data: [], object: 'list'}))
       else {
         response.statusCode = 404
         response.end(JSON.stringify({error: {code: 'model_not_found', message: 'model "x" is not running.', param: 'model', type: 'not_found_error'}}))
@@ -44,5 +67,29 @@ describe('client library', () => {
   it("turns an error answer into a ServiceError with the server's message, code and status", async () => {
     const error = await new Client(endpoint).terminate('x').catch((e) => e)
     expect(error).to.include({code: 'model_not_found', message: 'model "x" is not running.', param: 'model', status: 404})
+  })
+
+  it('turns an error sent inside a stream into a ServiceError with the status its type stands for, keeping code and param', async () => {
+    const client = new Client(endpoint, {onVersionMismatch() {}})
+    const failure = async (path: string) => {
+      const chunks: unknown[] = []
+      try {
+        for await (const chunk of client.stream(path, {stream: true})) chunks.push(chunk)
+      } catch (error) {
+        expect(chunks, path).to.have.length(1)
+        return error
+      }
+
+      return expect.fail(`${path} ended without an error`)
+    }
+
+    expect(await failure('/v1/chat/completions/missing')).to.include({code: 'model_not_found', message: 'model "x" is not running.', param: 'model', status: 404})
+    // invalid_request_error stands for several statuses; it reads as the plainest of them.
+    expect(await failure('/v1/chat/completions/wrong')).to.include({code: 'invalid_request', param: 'temperature', status: 400})
+    expect(await failure('/v1/chat/completions/aborted')).to.include({code: 'request_aborted', status: 499})
+    expect(await failure('/v1/chat/completions/internal')).to.include({code: 'internal_error', param: null, status: 500})
+    // Anthropic's envelope carries no code or param: its type stands in for the code.
+    expect(await failure('/anthropic/v1/messages/overloaded')).to.include({code: 'overloaded_error', message: 'the model has too many requests waiting.', param: null, status: 503})
+    expect(await failure('/anthropic/v1/messages/missing')).to.include({code: 'not_found_error', status: 404})
   })
 })
