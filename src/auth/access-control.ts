@@ -126,9 +126,14 @@ export class AccessControl {
     return {permissions: new Set(entry.user.permissions), username: subject, via: 'token'}
   }
 
+  /** Whether the caller has the permission, or is admin. */
+  allows(caller: Caller, permission: Permission): boolean {
+    return caller.permissions.has(ADMIN) || caller.permissions.has(permission)
+  }
+
   /** Throws a 403 naming the permission unless the caller has it (or is admin). `what` names the route. */
   authorize(caller: Caller, permission: Permission, what: string): void {
-    if (caller.permissions.has(ADMIN) || caller.permissions.has(permission)) return
+    if (this.allows(caller, permission)) return
     const who = caller.via === 'api_key' ? `the API key of user "${caller.username}"` : `user "${caller.username}"`
     throw new ServiceError(403, 'forbidden', `${who} does not have the permission ${permission}, which ${what} needs; ask an administrator to add it to the user's permissions in the access-control config.`)
   }

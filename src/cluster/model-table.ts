@@ -7,7 +7,7 @@
 import {randomBytes} from 'node:crypto'
 
 import type {ResolvedSpec} from '../kernel/catalogue.js'
-import type {LoadedModelInfo, ModelHandle} from '../kernel/contracts.js'
+import type {LoadedModelInfo, ModelHandle, ModelLookup} from '../kernel/contracts.js'
 import type {LaunchProgress} from '../protocol/launch.js'
 import type {ModelStatus} from '../protocol/models.js'
 import type {InstanceLaunch} from '../protocol/worker.js'
@@ -128,7 +128,8 @@ export class ModelTable {
     return {...progress!, files: progress!.files.map((file) => ({...file}))}
   }
 
-  require(uid: string): InstanceRecord {
+  /** The model with this uid, or a 404 that names the running models unless `listRunning` is false (see ModelLookup). */
+  require(uid: string, {listRunning = true}: ModelLookup = {}): InstanceRecord {
     const record = this.records.get(uid)
     if (!record) {
       const lost = this.lost.get(uid)
@@ -136,11 +137,9 @@ export class ModelTable {
       const running = [...this.records.keys()]
       const ended = this.ended.get(uid)
       const why = ended?.error ? ` Its last launch ${ended.stage === 'cancelled' ? 'was cancelled' : `failed: ${ended.error.message}`}` : ''
-      throw notFound(
-        `model "${uid}" is not running.${why} ${running.length > 0 ? `Running models: ${running.join(', ')}.` : 'No model is running; launch one with `servicectl launch`.'}`,
-        'model_not_found',
-        'model',
-      )
+      const others = running.length > 0 ? ` Running models: ${running.join(', ')}.` : ' No model is running; launch one with `servicectl launch`.'
+      // Left out whole: even "no model is running" tells a caller who may not list models something about the others.
+      throw notFound(`model "${uid}" is not running.${why}${listRunning ? others : ''}`, 'model_not_found', 'model')
     }
 
     return record

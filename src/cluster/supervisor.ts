@@ -5,7 +5,7 @@
  * The pieces it orchestrates live beside it: launch-resolution.ts, placement.ts, model-table.ts,
  * worker-membership.ts, cache-fanout.ts, descriptions.ts and launch-progress.ts.
  */
-import type {Logger, ModelDirectory, ModelHandle} from '../kernel/contracts.js'
+import type {Logger, ModelDirectory, ModelHandle, ModelLookup} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelState, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap, UntypedOperations} from '../kernel/operations.js'
@@ -187,13 +187,13 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   }
 
   /** Cancels a launch in progress; answers once nothing of it is left (no process, no partial download). */
-  async cancel(uid: string): Promise<void> {
+  async cancel(uid: string, lookup?: ModelLookup): Promise<void> {
     await this.table.arrivalOf(uid)
     const record = this.table.get(uid)
     if (!record) {
       const ended = this.table.endedLaunch(uid)
       if (ended) throw conflict(`the launch of ${uid} has already ended (${ended.stage}); there is nothing to cancel.`, 'model_uid')
-      this.table.require(uid)
+      this.table.require(uid, lookup)
       return
     }
 
@@ -205,10 +205,10 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   }
 
   /** Terminates a model; one still launching is cancelled. */
-  async terminate(uid: string): Promise<void> {
+  async terminate(uid: string, lookup?: ModelLookup): Promise<void> {
     await this.table.arrivalOf(uid)
-    const record = this.table.require(uid)
-    if (record.status === 'launching') return this.cancel(uid)
+    const record = this.table.require(uid, lookup)
+    if (record.status === 'launching') return this.cancel(uid, lookup)
     await this.healer.stop(record)
     record.status = 'terminating'
     try {
@@ -327,8 +327,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   }
 
   /** Typed as the asking route's model type declares (see ModelDirectory.get); the model's process checks the name. */
-  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string): ModelHandle<Ops> {
-    return modelHandle(this.table.require(uid)) as unknown as ModelHandle<Ops>
+  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string, lookup?: ModelLookup): ModelHandle<Ops> {
+    return modelHandle(this.table.require(uid, lookup)) as unknown as ModelHandle<Ops>
   }
 
   list(): ModelHandle[] {

@@ -16,12 +16,19 @@ export interface ModelHandle<Ops extends OperationMap<Ops> = UntypedOperations> 
   invoke<K extends keyof Ops & string>(operation: K, payload: Ops[K]['payload'], signal: AbortSignal): AsyncIterable<Ops[K]['event']>
 }
 
+/** How a lookup by uid answers a uid that is not running. */
+export interface ModelLookup {
+  /** Name the running models in the 404 (the default); false for a caller that may not list them. */
+  listRunning?: boolean
+}
+
 export interface ModelDirectory {
   /**
-   * The model with this uid, or a 404 ServiceError that lists the running models. A route names the operations of
-   * the model type it serves as `Ops` and checks the model's abilities (`KernelApi.requireAbility`) before invoking.
+   * The model with this uid, or a 404 ServiceError that lists the running models unless `lookup` says not to. A route
+   * names the operations of the model type it serves as `Ops` and checks the model's abilities
+   * (`KernelApi.requireAbility`) before invoking. The directory a route is given decides the listing by its caller.
    */
-  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string): ModelHandle<Ops>
+  get<Ops extends OperationMap<Ops> = UntypedOperations>(uid: string, lookup?: ModelLookup): ModelHandle<Ops>
   /** Every running model, by uid. */
   list(): ModelHandle[]
 }
@@ -36,6 +43,11 @@ export interface RouteRequest<Body = unknown> {
   /** The uploaded files of a route that declares `multipart`, by field; empty for any other. */
   files: UploadedFiles
   models: ModelDirectory
+  /**
+   * Whether the caller may list the running models (`models:list`, or anyone when access control is off). `models` already
+   * heeds it; a route that looks a uid up otherwise passes it on as `ModelLookup.listRunning`, so that its 404 names them only then.
+   */
+  mayListModels: boolean
   log: Logger
 }
 

@@ -3,6 +3,7 @@
  * the server's routes are written against these, and src/service/ hands them the supervisor and the worker
  * registry, so the server never imports the cluster.
  */
+import type {ModelLookup} from '../kernel/contracts.js'
 import type {CachedModel} from './cache.js'
 import type {WorkerAdmissionReply} from './cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
@@ -21,8 +22,9 @@ export interface ModelService {
   launchArriving(): () => void
   estimateMemory(request: LaunchEstimateRequest, signal?: AbortSignal): Promise<MemoryEstimateReply>
   progress(uid: string): LaunchProgress
-  cancel(uid: string): Promise<void>
-  terminate(uid: string): Promise<void>
+  /** `lookup` says whether a 404 for a uid not running names the running models. */
+  cancel(uid: string, lookup?: ModelLookup): Promise<void>
+  terminate(uid: string, lookup?: ModelLookup): Promise<void>
   cachedModels(modelName?: string): Promise<Array<CachedModel & {worker: string}>>
   removeCachedModel(version: string): Promise<{model_version: string; paths: string[]}>
   describeAll(): ModelDescription[]

@@ -13,13 +13,15 @@ import type {AccessControl, Caller} from '../auth/access-control.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {CLUSTER, PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
 export const ANTHROPIC_PREFIX = '/anthropic'
 
 interface AccessState {
   caller?: Promise<Caller>
+  /** The caller a route's guard let through; none for a public route, which asks for no credential. */
+  admitted?: Caller
   routed?: boolean
 }
 
@@ -54,9 +56,20 @@ export function accessGuards(access: AccessControl) {
       ;(ctx.state as AccessState).routed = true
       const permission = requiredPermission(definition)
       if (permission === CLUSTER) throw new ServiceError(403, 'forbidden', `${definition.method} ${definition.path} is for cluster members only, and this service has no cluster token.`)
-      if (permission !== PUBLIC) access.authorize(await callerOf(ctx), permission, `${definition.method} ${definition.path}`)
+      if (permission !== PUBLIC) {
+        const caller = await callerOf(ctx)
+        access.authorize(caller, permission, `${definition.method} ${definition.path}`)
+        ;(ctx.state as AccessState).admitted = caller
+      }
+
       await next()
     }
+
+  /** Whether the caller that the route's guard admitted has a permission; false where no guard asked who calls (a public route). */
+  const allows = (ctx: Koa.Context, permission: Permission): boolean => {
+    const caller = (ctx.state as AccessState).admitted
+    return caller !== undefined && access.allows(caller, permission)
+  }
 
   const unrouted: Koa.Middleware = async (ctx, next) => {
     try {
@@ -72,7 +85,7 @@ export function accessGuards(access: AccessControl) {
     }
   }
 
-  return {route, unrouted}
+  return {allows, route, unrouted}
 }
 
 /**

@@ -10,6 +10,7 @@ import Koa from 'koa'
 
 import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
+import type {OperationMap} from '../kernel/operations.js'
 
 import {ServiceError, type ServiceErrorShape, toAnthropicErrorBody, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {describeJsonMistake} from '../kernel/json-text.js'
@@ -66,6 +67,12 @@ export interface AppOptions {
 const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? toAnthropicErrorBody(error) : toOpenAiErrorBody(error))
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
+
+/** The directory as a request's caller may see it: a 404 for a uid not running names the others only to a caller that may list them. */
+const modelsSeenBy = (models: ModelDirectory, listRunning: boolean): ModelDirectory => ({
+  get: <Ops extends OperationMap<Ops>>(uid: string) => models.get<Ops>(uid, {listRunning}),
+  list: () => models.list(),
+})
 
 /** koa-body's own failures, reworded for the person who sent the request. */
 function bodyError(error: unknown): ServiceError | undefined {
@@ -183,12 +190,14 @@ export function createApp(options: AppOptions): Koa {
       })
       if (definition.query) checkQuery(definition.query, ctx.query)
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
+      const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
       const request: RouteRequest = {
         body,
         files: filesOf(ctx),
         headers: ctx.headers,
         log,
-        models: observedModels(ctx, models),
+        mayListModels,
+        models: observedModels(ctx, modelsSeenBy(models, mayListModels)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,
         signal: controller.signal,

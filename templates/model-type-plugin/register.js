@@ -63,7 +63,7 @@ function inferRoute(api) {
       {title: `${MODEL_TYPE}InferResponse`},
     ).json,
     async handler({body, models, signal}) {
-      // A 404 that lists the running models when there is no such model; typed by this type's operations.
+      // A 404 when there is no such model, listing the running ones to a caller who may list them; typed by this type's operations.
       /** @type {import('service-toolkit').ModelHandle<InferOperations>} */
       const model = models.get(body.model)
       if (model.modelType !== MODEL_TYPE)

@@ -215,6 +215,17 @@ describe('access control (service-local --auth-config)', function () {
       expect((await client(apiKeyOf('only-models:list')).models.list()).data.map((m) => m.id)).to.deep.equal(['tiny-chat'])
     })
 
+    it('names the running models in a 404 only to a caller that may list them', async () => {
+      const chat = (username: string) => call('POST', '/v1/chat/completions', {body: {messages: [{content: 'Hi', role: 'user'}], model: 'ghost'}, credential: apiKeyOf(username)})
+      const reader = await chat('only-models:read')
+      expect(reader.status).to.equal(404)
+      expect(reader.body.error).to.deep.equal({code: 'model_not_found', message: 'model "ghost" is not running.', param: 'model', type: 'not_found_error'})
+      for (const username of ['root', 'all-but-models:start']) expect((await chat(username)).body.error.message, username).to.equal('model "ghost" is not running. Running models: tiny-chat.')
+      const stop = (username: string) => call('DELETE', '/v1/models/ghost', {credential: apiKeyOf(username)})
+      expect((await stop('only-models:stop')).body.error.message).to.equal('model "ghost" is not running.')
+      expect((await stop('root')).body.error.message).to.equal('model "ghost" is not running. Running models: tiny-chat.')
+    })
+
     it("logs in with the toolkit's client, which then sends its token", async () => {
       const toolkit = new Client(service.url)
       expect((await toolkit.login('only-models:list', passwordOf('only-models:list'))).token_type).to.equal('bearer')

@@ -261,6 +261,8 @@ describe('supervisor', () => {
     expect(worker.running.size).to.equal(0)
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo'})
     expect(() => supervisor.get('other')).to.throw('model "other" is not running. Running models: demo.')
+    expect(() => supervisor.get('other', {listRunning: false})).to.throw(/^model "other" is not running\.$/)
+    expect(await supervisor.terminate('other', {listRunning: false}).catch((error) => error)).to.include({code: 'model_not_found', message: 'model "other" is not running.', status: 404})
   })
 
   it('reports each model state change: a crash, a cancelled launch, a lost worker and its models coming back', async () => {

@@ -105,8 +105,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
-      async handler({params}) {
-        await supervisor.cancel(params.model_uid)
+      async handler({mayListModels, params}) {
+        await supervisor.cancel(params.model_uid, {listRunning: mayListModels})
         return json(null)
       },
       method: 'POST',
@@ -179,8 +179,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
-      async handler({params}) {
-        await supervisor.terminate(params.model_uid)
+      async handler({mayListModels, params}) {
+        await supervisor.terminate(params.model_uid, {listRunning: mayListModels})
         return json(null)
       },
       method: 'DELETE',
