@@ -23,8 +23,12 @@ const UPLOAD_DEMUXERS = 'aac,aiff,caf,flac,matroska,mov,mp3,mpeg,ogg,w64,wav'
 /** OpenAI's shortest transcription; Whisper cannot tell the language of less (whisper.cpp fails the window). */
 const MIN_SECONDS = 0.1
 
-const missingProgram = (api: KernelApi) =>
-  api.errors.create(500, 'internal_error', 'the audio routes need FFmpeg\'s `ffmpeg` program, which is not installed on the service\'s machine (Debian, Ubuntu: apt install ffmpeg).')
+/** FFmpeg's program, looked up on PATH. */
+export const FFMPEG = 'ffmpeg'
+
+/** The error of a route that found no FFmpeg; `purpose` says what the route needed it for. */
+export const missingProgram = (api: KernelApi, purpose: string) =>
+  api.errors.create(500, 'internal_error', `${purpose} needs FFmpeg's \`ffmpeg\` program, which is not installed on the service's machine: install it there (Debian, Ubuntu: apt install ffmpeg).`)
 
 /** FFmpeg's own reason, without its banner and paths: the last line it printed. */
 const reasonOf = (stderr: string) => stderr.trim().split('\n').at(-1)?.replace(/^.*?: /, '') ?? 'unknown error'
@@ -37,9 +41,9 @@ export async function decodeUpload(api: KernelApi, path: string, maxSeconds: num
   const {execa} = await import('execa')
   // One second past the limit is enough to tell a file over it from one exactly at it, without decoding the rest.
   const args = ['-nostdin', '-hide_banner', '-loglevel', 'error', '-format_whitelist', UPLOAD_DEMUXERS, '-i', path, '-t', String(maxSeconds + 1), '-vn', '-ac', '1', '-ar', String(PCM_RATE), '-f', 's16le', 'pipe:1']
-  const result = await execa('ffmpeg', args, {cancelSignal: signal, encoding: 'buffer', maxBuffer: (maxSeconds + 2) * BYTES_PER_SECOND, reject: false})
+  const result = await execa(FFMPEG, args, {cancelSignal: signal, encoding: 'buffer', maxBuffer: (maxSeconds + 2) * BYTES_PER_SECOND, reject: false})
   signal.throwIfAborted()
-  if ((result as {code?: string}).code === 'ENOENT') throw missingProgram(api)
+  if ((result as {code?: string}).code === 'ENOENT') throw missingProgram(api, 'decoding `file`')
   if (result.exitCode !== 0)
     throw api.errors.badRequest(`\`file\` could not be decoded as audio (${reasonOf(Buffer.from(result.stderr).toString())}); send ${AUDIO_FORMATS}.`, 'file')
   const pcm = Buffer.from(result.stdout)

@@ -1,7 +1,8 @@
 /**
  * `POST /v1/audio/speech`, OpenAI's shape: `input` (at most 4096 characters), `voice`, `response_format` (mp3, opus,
  * aac, flac, wav, pcm), `speed` (0.25 to 4); the audio streams to the client as the engine makes it, one sentence at
- * a time. The voice is the model's to judge: an unknown one is a 400 naming `voice` before any audio is sent.
+ * a time. The voice is the model's to judge: an unknown one is a 400 naming `voice` before any audio is sent, as is
+ * a missing FFmpeg's 500 naming `response_format`.
  */
 import type {AudioOperations, Infer, KernelApi, RouteDefinition, SpeechEvent} from 'service-toolkit'
 
@@ -39,18 +40,27 @@ async function* pcmOf(events: AsyncIterator<SpeechEvent>): AsyncGenerator<Buffer
   }
 }
 
-export function speechRoute(api: KernelApi): RouteDefinition<SpeechRequest> {
+/** `ffmpeg`: FFmpeg's program, for the tests to name a missing one. */
+export function speechRoute(api: KernelApi, {ffmpeg}: {ffmpeg?: string} = {}): RouteDefinition<SpeechRequest> {
   return {
     body: speechSchema(api.schema),
     async handler({body, models, signal}) {
       const model = models.get<AudioOperations>(body.model)
       api.requireAbility(model, 'text2audio', 'speak text')
-      const events = model.invoke('speak', {input: body.input, speed: body.speed ?? 1, voice: body.voice}, signal)[Symbol.asyncIterator]()
+      // The encoder stops the engine itself when its reader goes away: the iterator it returns may be all it is told.
+      const engine = new AbortController()
+      const events = model.invoke('speak', {input: body.input, speed: body.speed ?? 1, voice: body.voice}, AbortSignal.any([signal, engine.signal]))[Symbol.asyncIterator]()
       // The engine's first event says it took the request (the voice is known), so a refusal is still an HTTP error.
       const first = await events.next()
       if (first.done || first.value.type !== 'format') throw new Error('the engine sent no audio format before its audio')
       const format = (body.response_format ?? 'mp3') as SpeechFormat
-      return {body: encodeSpeech(pcmOf(events), first.value.sampleRate, format), contentType: contentTypeOf(format), kind: 'bytes'}
+      try {
+        const audio = await encodeSpeech(api, pcmOf(events), {format, program: ffmpeg, sampleRate: first.value.sampleRate, stopEngine: () => engine.abort()})
+        return {body: audio, contentType: contentTypeOf(format), kind: 'bytes'}
+      } catch (error) {
+        await events.return?.()
+        throw error
+      }
     },
     method: 'POST',
     path: '/v1/audio/speech',
