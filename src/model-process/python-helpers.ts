@@ -1,6 +1,6 @@
 /**
  * The service's Python helpers (python/service_http.py: the HTTP server every engine program needs; service_images.py:
- * the pictures image programs are handed) ship with the core package, which every plugin requires; the kernel puts
+ * the pictures image programs are handed; service_sizes.py: their refusal of a size the model cannot make) ship with the core package, which every plugin requires; the kernel puts
  * their folder on the PYTHONPATH of each engine program it starts (program-spawner.ts), so a plugin's Python server
  * imports them without depending on another plugin.
  */

@@ -3,8 +3,8 @@
  * pipelines with random weights that diffusers builds from a config with a fixed seed, made on first launch (nothing is
  * downloaded) and run on the CPU in the virtual environment the kernel makes for the engine (cached outside the
  * repository, so only a first run installs torch and diffusers). Images through the openai client, reproducible with a
- * seed; progress and a disconnect that stops the generation; edits and inpainting; an MP4 video; a model that needs a
- * GPU refused at launch with what it needs.
+ * seed; progress and a disconnect that stops the generation; edits and inpainting; an MP4 video; a size the pipeline
+ * cannot make refused on its field; a model that needs a GPU refused at launch with what it needs.
  */
 import {expect} from 'chai'
 import {mkdir, readFile, rm, writeFile} from 'node:fs/promises'
@@ -141,6 +141,18 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     const video = Buffer.from(body.data[0].b64_json, 'base64')
     // An MP4 file starts with its `ftyp` box.
     expect(video.subarray(4, 8).toString('latin1')).to.equal('ftyp')
+  })
+
+  it('refuses a size the pipeline cannot make with a 400 naming the field it came from, and keeps serving', async () => {
+    // Wan makes sides in multiples of 16: 40 passes the service's own check (multiples of 8) and is the pipeline's to refuse.
+    const video = {model: 'tiny-random-video', num_frames: 5, prompt: 'waves', steps: 1}
+    const sized = await api('POST', '/v1/video/generations', {...video, size: '40x40'})
+    expect([sized.status, sized.body.error?.param], JSON.stringify(sized.body)).to.deep.equal([400, 'size'])
+    expect(sized.body.error.message).to.contain('multiples of 16 pixels (asked 40x40); try 32x32 or 48x48 as `size`')
+    const kwargs = await api('POST', '/v1/video/generations', {...video, kwargs: {height: 32, width: 40}, size: '32x32'})
+    expect([kwargs.status, kwargs.body.error?.param], JSON.stringify(kwargs.body)).to.deep.equal([400, 'kwargs'])
+    expect(kwargs.body.error.message).to.contain('as the width and height in `kwargs`')
+    expect((await api('POST', '/v1/video/generations', {...video, response_format: 'b64_json', size: '32x32'})).status).to.equal(200)
   })
 
   it('refuses at launch a model that needs more GPU memory than the machine has, saying what it needs', async function () {

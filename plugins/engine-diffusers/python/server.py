@@ -17,8 +17,10 @@ import time
 import torch
 from service_http import BadRequest, JsonHandler, load_request, serve
 from service_images import read_mask, read_picture
+from service_sizes import size_field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_sizes import pipeline_size_refusal  # noqa: E402
 from tiny_pipelines import RECIPES  # noqa: E402
 
 
@@ -142,7 +144,8 @@ class Handler(JsonHandler):
             super().do_POST()
 
     def refusal(self, error):
-        # diffusers checks sizes, frame counts and kwargs with these; the request asked for something the model cannot do.
+        # diffusers checks frame counts and kwargs with these (and sizes, which `run` names the field of); the request
+        # asked for something the model cannot do.
         return BadRequest(f"the model cannot do what was asked: {error}") if isinstance(error, (TypeError, ValueError)) else None
 
     def client_gone(self):
@@ -155,7 +158,8 @@ class Handler(JsonHandler):
         except OSError:
             return True
 
-    def run(self, pipe, args, progress=True):
+    def run(self, pipe, args, field, progress=True):
+        """The pipeline's result; `field` is the request's field its size came from, named when the pipeline refuses the size."""
         steps = args.get("num_inference_steps", 50)
         check_steps(pipe.scheduler, steps)
         gone = []
@@ -171,7 +175,13 @@ class Handler(JsonHandler):
                 pipe._interrupt = True
             return tensors
 
-        result = pipe(**args, callback_on_step_end=on_step)
+        try:
+            result = pipe(**args, callback_on_step_end=on_step)
+        except ValueError as error:
+            refusal = pipeline_size_refusal(error, field)
+            if refusal is None:
+                raise
+            raise refusal from error
         if gone:
             print(f"generation stopped at step {gone[0] + 1} of {steps}: the client went away", flush=True)
             raise BrokenPipeError
@@ -186,7 +196,7 @@ class Handler(JsonHandler):
         if task == "inpainting":
             args["mask_image"] = read_mask(payload["mask"]["data"], payload["mask"]["field"])
         start = time.perf_counter()
-        result = self.run(self.model.pipeline(task), args, payload.get("progress", True))
+        result = self.run(self.model.pipeline(task), args, size_field(payload), payload.get("progress", True))
         generated = time.perf_counter()
         for index, image in enumerate(result.images):
             buffer = io.BytesIO()
@@ -212,7 +222,7 @@ class Handler(JsonHandler):
             args["last_image"] = read_picture(payload["last_frame"]["data"], payload["last_frame"]["field"])
         pipe = self.model.pipeline(task)
         for index in range(payload.get("n", 1)):
-            frames = self.run(pipe, dict(args)).frames[0]
+            frames = self.run(pipe, dict(args), size_field(payload)).frames[0]
             with tempfile.TemporaryDirectory() as folder:
                 path = export_to_video(frames, os.path.join(folder, "video.mp4"), fps=fps)
                 with open(path, "rb") as file:

@@ -23,6 +23,7 @@ import numpy
 from gguf import GGUFReader
 from service_http import BadRequest, JsonHandler, load_request, serve
 from service_images import read_mask, read_picture
+from service_sizes import check_size, size_field
 from stable_diffusion_cpp import StableDiffusion
 
 # The companion files sd.cpp reads beside a diffusion-only GGUF (city96's FLUX.1 and SD 3.5 files hold only the
@@ -90,10 +91,6 @@ def arguments(model, payload):
     """generate_image's keyword arguments: the family's defaults, then what the request says, then its kwargs."""
     width = payload.get("width") or model.default_size[0]
     height = payload.get("height") or model.default_size[1]
-    # FLUX and SD 3 patch the 8x smaller latent in 2x2 blocks.
-    multiple = 16 if model.kind in ENCODERS else 8
-    if width % multiple or height % multiple:
-        raise BadRequest(f"this model makes sizes whose sides are multiples of {multiple} pixels (asked {width}x{height}); try {width // multiple * multiple or multiple}x{height // multiple * multiple or multiple}.", "size")
     guidance = payload.get("guidance_scale", model.defaults.get("guidance_scale"))
     args = {
         "batch_count": payload.get("n", 1),
@@ -118,6 +115,8 @@ def arguments(model, payload):
     if payload["task"] == "inpainting":
         args["mask_image"] = payload["mask"]
     args.update(payload.get("kwargs") or {})
+    # FLUX and SD 3 patch the 8x smaller latent in 2x2 blocks.
+    check_size(args["width"], args["height"], 16 if model.kind in ENCODERS else 8, size_field(payload))
     return args
 
 
