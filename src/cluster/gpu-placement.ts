@@ -6,6 +6,7 @@
  * already given out are passed in.
  */
 import type {GpuDevice} from '../protocol/worker.js'
+import type {PlacementCandidate} from './placement.js'
 
 import {badRequest, ServiceError} from '../kernel/errors.js'
 
@@ -88,4 +89,24 @@ export function assignReplicaGpus<W>(request: GpuRequest, chosen: W[], holder: (
     for (const index of assigned ?? []) held.set(index, uid)
     return assigned
   })
+}
+
+/** Model cards give GPU memory in decimal gigabytes: an "80 GB" H100 reports 81,559 MiB, under 80 GiB. */
+const GB = 1e9
+
+/**
+ * The candidates with a GPU of at least `neededGb` gigabytes (a family's `min_gpu_memory_gb`: what its model needs
+ * without offloading to the CPU), so that a model no worker can run is refused before its weights download; when
+ * none has one, a 400 saying what each worker has.
+ */
+export function gpuMemoryCandidates<W>(neededGb: unknown, candidates: Array<PlacementCandidate<W>>, name: string): Array<PlacementCandidate<W>> {
+  if (typeof neededGb !== 'number' || !(neededGb > 0)) return candidates
+  const largest = ({status}: PlacementCandidate<W>) => status.resources.gpus.reduce<GpuDevice | undefined>((best, gpu) => (best && best.memory_total_bytes >= gpu.memory_total_bytes ? best : gpu), undefined)
+  const fit = candidates.filter((candidate) => (largest(candidate)?.memory_total_bytes ?? 0) >= neededGb * GB)
+  if (fit.length > 0) return fit
+  const has = candidates.map((candidate) => {
+    const gpu = largest(candidate)
+    return gpu ? `the largest GPU of worker ${candidate.status.id}, ${gpu.name}, has ${Math.floor(gpu.memory_total_bytes / GB)} GB` : `worker ${candidate.status.id} has no CUDA GPU`
+  })
+  throw new ServiceError(400, 'unsupported', `${name} needs a GPU with ${neededGb} GB of memory (min_gpu_memory_gb); ${has.join('; ')}. Launch it on a worker with one.`, 'model_name')
 }

@@ -24,7 +24,7 @@ import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
 import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
 import {launchDetails, stepReport} from './model-events.js'
-import {assignReplicaGpus, gpuCandidates, type GpuHolder} from './gpu-placement.js'
+import {assignReplicaGpus, gpuCandidates, type GpuHolder, gpuMemoryCandidates} from './gpu-placement.js'
 import {advance, failedProgress} from './launch-progress.js'
 import {resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
@@ -123,7 +123,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.gpuHolder(worker)
-    const candidates = gpuCandidates(request, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined), ({worker}) => holder(worker))
+    const named = namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined)
+    const candidates = gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
     // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
     // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
     // (No await otherwise, so the launch is in the table as soon as this call returns its promise.)

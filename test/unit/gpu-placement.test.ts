@@ -4,7 +4,7 @@ import type {GpuDevice} from '../../src/protocol/worker.js'
 
 import {discoverGpus, NVIDIA_SMI_QUERY, parseNvidiaSmi} from '../../src/cluster/devices.js'
 import {gpuEnvironment} from '../../src/kernel/devices.js'
-import {assignGpus, assignReplicaGpus, gpuCandidates, type GpuHolder} from '../../src/cluster/gpu-placement.js'
+import {assignGpus, assignReplicaGpus, gpuCandidates, type GpuHolder, gpuMemoryCandidates} from '../../src/cluster/gpu-placement.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const MIB = 1024 ** 2
@@ -99,5 +99,19 @@ describe('GPU placement', () => {
     const holder = (): GpuHolder => ({gpus: twoGpus, id: 'gpu', taken: none})
     expect(assignReplicaGpus({n_gpu: 1}, ['gpu', 'gpu'], holder, 'm')).to.deep.equal([[0], [1]])
     expect(refusal(() => assignReplicaGpus({n_gpu: 1}, ['gpu', 'gpu', 'gpu'], holder, 'm')).message).to.match(/GPU 0 runs m; GPU 1 runs m/)
+  })
+
+  it('keeps the workers with a GPU as large as a model card asks, in decimal gigabytes, else refuses saying what each has', () => {
+    const h100 = {...gpu(0), memory_total_bytes: 81_559 * MIB, name: 'NVIDIA H100 80GB HBM3'}
+    const worker = (id: string, gpus: GpuDevice[]) => ({models: 0, status: {id, resources: {gpus}} as never, worker: id})
+    const cluster = [worker('cpu', []), worker('h100', [h100])]
+    expect(gpuMemoryCandidates(80, cluster, 'wan-14b').map((candidate) => candidate.worker)).to.deep.equal(['h100'])
+    expect(gpuMemoryCandidates(undefined, cluster, 'm')).to.equal(cluster)
+    expect(gpuMemoryCandidates('80', cluster, 'm')).to.equal(cluster)
+    const refused = refusal(() => gpuMemoryCandidates(96, cluster, 'wan-14b'))
+    expect(refused).to.include({param: 'model_name', status: 400})
+    expect(refused.message).to.equal(
+      'wan-14b needs a GPU with 96 GB of memory (min_gpu_memory_gb); worker cpu has no CUDA GPU; the largest GPU of worker h100, NVIDIA H100 80GB HBM3, has 85 GB. Launch it on a worker with one.',
+    )
   })
 })

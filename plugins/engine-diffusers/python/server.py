@@ -25,14 +25,16 @@ from tiny_pipelines import RECIPES  # noqa: E402
 
 
 def check_gpu_memory(family):
-    """A model whose card says it needs more GPU memory than this machine has is refused before anything loads."""
+    """A model whose card says it needs more GPU memory than the GPUs it was given have is refused before anything
+    loads (the supervisor has refused it already where no worker has such a GPU)."""
     needed = family.get("min_gpu_memory_gb")
     if not needed:
         return
     name = family["model_name"]
     if not torch.cuda.is_available():
         sys.exit(f"{name} needs a GPU with {needed} GB of memory (min_gpu_memory_gb); this machine has no CUDA GPU. Launch it on a worker with one.")
-    total = max(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())) / 1024**3
+    # Model cards give decimal gigabytes: an "80 GB" H100 has 81,559 MiB, under 80 GiB.
+    total = max(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())) / 1e9
     if total < needed:
         sys.exit(f"{name} needs a GPU with {needed} GB of memory (min_gpu_memory_gb); the largest here, {torch.cuda.get_device_name(0)}, has {total:.0f} GB.")
 
