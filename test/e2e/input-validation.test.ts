@@ -1,6 +1,7 @@
 /**
  * Values a schema type admits but no engine can honour: numbers past what the engine holds (1e308, 2^64, a seed
- * past 64 bits), empty messages, metadata of the wrong type, a context longer than the model was trained on.
+ * past 64 bits), empty messages, metadata of the wrong type, log probabilities, a context longer than the model
+ * was trained on.
  * Each is a 400 naming the field, through the official clients where they send the value, and the service keeps
  * serving; null where OpenAI allows it means "not given".
  */
@@ -96,6 +97,40 @@ describe('input validation (service-local, openai and @anthropic-ai/sdk clients)
     expect(completion.choices[0].text).to.equal(defaulted.choices[0].text)
     const chat = await openai.chat.completions.create({max_completion_tokens: 3, max_tokens: null, messages: HI, model: MODEL})
     expect(chat.usage!.completion_tokens).to.be.at.most(3)
+  })
+
+  it("takes the fields of OpenAI's at values that ask for nothing the engines lack, and refuses the rest as not supported", async () => {
+    const chat = await openai.chat.completions.create({
+      logprobs: false,
+      max_tokens: 2,
+      messages: HI,
+      model: MODEL,
+      prompt_cache_key: 'conversation-7',
+      safety_identifier: 'user-hash',
+      top_logprobs: 0,
+    })
+    assertOpenAiSchema('CreateChatCompletionResponse', chat)
+    const stream = await openai.chat.completions.create({max_tokens: 2, messages: HI, model: MODEL, stream: true, stream_options: {include_obfuscation: false, include_usage: true}})
+    let usage
+    for await (const chunk of stream) usage = chunk.usage ?? usage
+    expect(usage!.completion_tokens).to.be.at.most(2)
+    const completion = await openai.completions.create({best_of: 1, logprobs: null, max_tokens: 2, model: MODEL, prompt: 'Once upon a time'})
+    assertOpenAiSchema('CreateCompletionResponse', completion)
+
+    const refusals: Array<[Promise<unknown>, string]> = [
+      [openai.chat.completions.create({logprobs: true, max_tokens: 2, messages: HI, model: MODEL, top_logprobs: 2}), 'logprobs'],
+      [openai.chat.completions.create({max_tokens: 2, messages: HI, model: MODEL, top_logprobs: 2}), 'top_logprobs'],
+      [openai.completions.create({logprobs: 2, max_tokens: 2, model: MODEL, prompt: 'Once'}), 'logprobs'],
+      [openai.completions.create({best_of: 3, max_tokens: 2, model: MODEL, prompt: 'Once'}), 'best_of'],
+    ]
+    for (const [request, param] of refusals) {
+      const error = await refused(request)
+      expect(error, param).to.be.instanceOf(OpenAI.BadRequestError)
+      expect(error.param).to.equal(param)
+      expect(error.message).to.contain(`\`${param}\` is not supported`)
+    }
+
+    await stillServes()
   })
 
   it('refuses completion, embedding and rerank numbers past what they can mean, naming the field', async () => {

@@ -3,7 +3,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
-import {responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {NO_LOGPROBS, notSupported, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -55,12 +55,17 @@ function chatSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...samplingFields(s),
+      logprobs: s.optional(s.nullable(s.boolean({description: 'Only false is supported: the engines return no log probabilities.'}))),
       messages: s.array(message, {description: 'The conversation so far.', minItems: 1}),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
       parallel_tool_calls: s.optional(s.nullable(s.boolean({description: 'Accepted; a forced call (tool_choice required or named) is always one call.'}))),
+      // Accepted and ignored, as metadata and user: OpenAI's keys for its own prompt cache and abuse detection.
+      prompt_cache_key: s.optional(s.nullable(s.string())),
       response_format: s.optional(s.nullable(responseFormat)),
+      safety_identifier: s.optional(s.nullable(s.string({maxLength: 64}))),
       tool_choice: s.optional(s.nullable(toolChoice)),
       tools: s.optional(s.nullable(s.array(tool, {maxItems: 128}))),
+      top_logprobs: s.optional(s.nullable(s.integer({description: 'Only 0 is supported, as for logprobs.', maximum: 20, minimum: 0}))),
     },
     {title: 'CreateChatCompletionRequest'},
   )
@@ -69,10 +74,12 @@ function chatSchema(s: KernelApi['schema']) {
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
 
 /**
- * Checks what the schema cannot express: every message has content but an assistant's that calls tools, tool results
- * answer earlier calls, the tool choice names a given tool.
+ * Checks what the schema cannot express: no log probabilities are asked for, every message has content but an
+ * assistant's that calls tools, tool results answer earlier calls, the tool choice names a given tool.
  */
 function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
+  if (body.logprobs) throw notSupported(api, 'logprobs', NO_LOGPROBS, 'leave it out or set it to false')
+  if (body.top_logprobs) throw notSupported(api, 'top_logprobs', NO_LOGPROBS, 'leave it out or set it to 0')
   const called = new Set<string>()
   const messages = body.messages.map((message, index): ChatTurn => {
     if ((message.content === null || message.content === undefined) && !(message.role === 'assistant' && message.tool_calls?.length))

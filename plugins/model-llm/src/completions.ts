@@ -6,7 +6,7 @@ import type {GenerationEvent, Infer, KernelApi, LlmOperations, RouteDefinition} 
 
 import {randomUUID} from 'node:crypto'
 
-import {responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {NO_LOGPROBS, notSupported, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's default for this route, which differs from chat's "until the model stops". */
 const DEFAULT_MAX_TOKENS = 16
@@ -17,7 +17,9 @@ function completionSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...samplingFields(s),
+      best_of: s.optional(s.nullable(s.integer({description: 'Only 1 is supported: one completion is generated per prompt.', maximum: 20, minimum: 1}))),
       echo: s.optional(s.nullable(s.boolean({description: 'Return the prompt before the completion.'}))),
+      logprobs: s.optional(s.nullable(s.integer({description: 'Only null is supported: the engines return no log probabilities.', maximum: 5, minimum: 0}))),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
       prompt: s.union(
         [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_PROMPTS, minItems: 1})],
@@ -80,6 +82,8 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'generate', 'complete text')
       if (body.suffix) throw api.errors.badRequest('`suffix` (fill-in-the-middle) is not supported; put all the text in `prompt`.', 'suffix')
+      if (body.logprobs !== null && body.logprobs !== undefined) throw notSupported(api, 'logprobs', NO_LOGPROBS, 'leave it out or set it to null')
+      if ((body.best_of ?? 1) > 1) throw notSupported(api, 'best_of', 'one completion is generated per prompt', 'leave it out or set it to 1')
       const prompts = promptsOf(body.prompt)
       const sampling = toSampling(api, body, DEFAULT_MAX_TOKENS)
       const streams = await startAll(prompts.map((prompt) => model.invoke('complete', {...sampling, prompt}, signal)))

@@ -25,7 +25,14 @@ export function samplingFields(s: KernelApi['schema']) {
     seed: s.optional(s.nullable(s.int64({description: 'Same seed, same request: same answer.'}))),
     stop: s.optional(s.nullable(s.union([s.string(), s.array(s.string(), {maxItems: 16})], 'a string or an array of up to 16 strings'))),
     stream: s.optional(s.nullable(s.boolean())),
-    stream_options: s.optional(s.nullable(s.object({include_usage: s.optional(s.nullable(s.boolean()))}))),
+    stream_options: s.optional(
+      s.nullable(
+        s.object({
+          include_obfuscation: s.optional(s.nullable(s.boolean({description: 'Accepted; chunks carry no obfuscation padding.'}))),
+          include_usage: s.optional(s.nullable(s.boolean())),
+        }),
+      ),
+    ),
     temperature: s.optional(s.nullable(s.number({maximum: 2, minimum: 0}))),
     top_k: s.optional(s.nullable(s.integer({description: 'Sample among the k likeliest tokens; 0 for all.', maximum: s.INT32_MAX, minimum: 0}))),
     top_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
@@ -53,6 +60,13 @@ export interface SamplingRequest {
 }
 
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
+
+/** Refused rather than ignored: a client that asked for log probabilities would otherwise get none and no reason. */
+export const NO_LOGPROBS = 'the engines here return no log probabilities'
+
+/** A field of OpenAI's that asks for what no engine here gives: a 400 that names it and says how to do without. */
+export const notSupported = (api: KernelApi, field: string, why: string, instead: string) =>
+  api.errors.badRequest(`\`${field}\` is not supported: ${why}; ${instead}.`, field)
 
 /** OpenAI keys logit_bias by token id written as a string; anything else is a mistake worth naming. */
 function tokenBiases(api: KernelApi, biases: Record<string, number>): Record<number, number> {
