@@ -1,7 +1,7 @@
 /**
  * Values a schema type admits but no engine can honour: numbers past what the engine holds (1e308, 2^64, a seed
- * past 64 bits), empty messages, metadata of the wrong type, log probabilities, a context longer than the model
- * was trained on.
+ * past 64 bits), empty messages and stop strings, metadata of the wrong type, log probabilities, a context longer
+ * than the model was trained on.
  * Each is a 400 naming the field, through the official clients where they send the value, and the service keeps
  * serving; null where OpenAI allows it means "not given".
  */
@@ -130,6 +130,26 @@ describe('input validation (service-local, openai and @anthropic-ai/sdk clients)
       expect(error.message).to.contain(`\`${param}\` is not supported`)
     }
 
+    await stillServes()
+  })
+
+  it('refuses an empty stop string, which would end every answer at once, naming stop or stop_sequences', async () => {
+    for (const stop of ['', ['.', '']]) {
+      const requests: Array<Promise<unknown>> = [
+        openai.chat.completions.create({max_tokens: 2, messages: HI, model: MODEL, stop}),
+        openai.completions.create({max_tokens: 2, model: MODEL, prompt: 'Once', stop}),
+      ]
+      for (const request of requests) {
+        const error = await refused(request)
+        expect(error, JSON.stringify(stop)).to.be.instanceOf(OpenAI.BadRequestError)
+        expect(error.param).to.equal('stop')
+        expect(error.message).to.match(/`stop` must be a non-empty string or an array of up to 16 non-empty strings/)
+      }
+    }
+
+    const anthropicError = await refused(anthropic.messages.create({max_tokens: 2, messages: HI, model: MODEL, stop_sequences: ['']}))
+    expect(anthropicError).to.be.instanceOf(Anthropic.BadRequestError)
+    expect(anthropicError.message).to.match(/`stop_sequences\[0\]` must be a non-empty string/)
     await stillServes()
   })
 

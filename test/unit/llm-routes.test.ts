@@ -17,8 +17,8 @@ const api: KernelApi = createKernelApi('0.0.0', quiet)
 const MODEL = 'stand-in'
 const HI = [{content: 'hi', role: 'user'}]
 
-/** A chat model that answers "ok" to anything, keeping each payload it is given. */
-function standIn() {
+/** A chat model that answers "ok" to anything, keeping each payload it is given; `done` adds to its last event. */
+function standIn(done: Record<string, unknown> = {}) {
   const payloads: Array<Record<string, unknown>> = []
   const models = {
     get: () => ({
@@ -28,7 +28,7 @@ function standIn() {
         payloads.push(payload)
         yield {promptTokens: 3, type: 'start'}
         yield {text: 'ok', type: 'text'}
-        yield {completionTokens: 1, finishReason: 'stop', promptTokens: 3, type: 'done'}
+        yield {completionTokens: 1, finishReason: 'stop', promptTokens: 3, type: 'done', ...done}
       },
       modelName: MODEL,
       modelType: 'LLM',
@@ -46,8 +46,8 @@ const routes = {
 }
 
 /** The request as the app runs it: the body through the route's schema, then its handler; the payload the model got. */
-async function send(route: keyof typeof routes, body: Record<string, unknown>) {
-  const {models, payloads} = standIn()
+async function send(route: keyof typeof routes, body: Record<string, unknown>, done?: Record<string, unknown>) {
+  const {models, payloads} = standIn(done)
   const definition = routes[route]
   const parsed = definition.body!.parse(body)
   const result = await definition.handler({body: parsed, models, signal: new AbortController().signal} as unknown as RouteRequest<unknown>)
@@ -127,6 +127,32 @@ describe('LLM routes (stand-in model)', () => {
       const completions = routes.completions.body!.json.properties as Record<string, Record<string, unknown>>
       expect(JSON.stringify(completions.best_of)).to.contain('Only 1 is supported')
       expect(JSON.stringify(completions.logprobs)).to.contain('Only null is supported')
+    })
+  })
+
+  describe('stop strings', () => {
+    it('refuses an empty stop string, which would end every answer at once, naming stop or stop_sequences', async () => {
+      const cases: Array<[keyof typeof routes, Record<string, unknown>, string, RegExp]> = [
+        ['chat', {messages: HI, model: MODEL, stop: ''}, 'stop', /`stop` must be a non-empty string or an array of up to 16 non-empty strings/],
+        ['chat', {messages: HI, model: MODEL, stop: ['.', '']}, 'stop', /`stop` must be a non-empty string/],
+        ['completions', {model: MODEL, prompt: 'Once', stop: ''}, 'stop', /`stop` must be a non-empty string/],
+        ['completions', {model: MODEL, prompt: 'Once', stop: ['']}, 'stop', /`stop` must be a non-empty string/],
+        ['anthropic', {max_tokens: 5, messages: HI, model: MODEL, stop_sequences: ['']}, 'stop_sequences[0]', /`stop_sequences\[0\]` must be a non-empty string/],
+      ]
+      for (const [route, body, param, message] of cases) {
+        const error = await refusal(route, body)
+        expect(error.param, JSON.stringify(body)).to.equal(param)
+        expect(error.message, JSON.stringify(body)).to.match(message)
+      }
+    })
+
+    it('passes non-empty stop strings on, and Anthropic names the sequence that stopped the answer', async () => {
+      expect((await send('chat', {messages: HI, model: MODEL, stop: 'END'})).payload.stop).to.deep.equal(['END'])
+      expect((await send('completions', {model: MODEL, prompt: 'Once', stop: [' ', '\n']})).payload.stop).to.deep.equal([' ', '\n'])
+      const {payload, result} = await send('anthropic', {max_tokens: 5, messages: HI, model: MODEL, stop_sequences: ['\n']}, {stopSequence: '\n'})
+      expect(payload.stop).to.deep.equal(['\n'])
+      expect(result.body).to.include({stop_reason: 'stop_sequence', stop_sequence: '\n'})
+      expect((await send('anthropic', {max_tokens: 5, messages: HI, model: MODEL})).result.body).to.include({stop_reason: 'end_turn', stop_sequence: null})
     })
   })
 })

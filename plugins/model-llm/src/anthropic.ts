@@ -69,7 +69,8 @@ function messagesSchema(s: KernelApi['schema']) {
       max_tokens: s.integer({description: 'Upper bound on generated tokens.', maximum: s.INT32_MAX, minimum: 1}),
       metadata: s.optional(s.object({user_id: s.optional(s.nullable(s.string({maxLength: 256})))}, {description: 'Accepted and ignored.'})),
       service_tier: s.optional(s.string()),
-      stop_sequences: s.optional(s.array(s.string(), {maxItems: 16})),
+      // An empty sequence is found at once, so it would end every answer before its first token.
+      stop_sequences: s.optional(s.array(s.string({minLength: 1}), {maxItems: 16})),
       stream: s.optional(s.boolean()),
       temperature: s.optional(s.number({maximum: 1, minimum: 0})),
       top_k: s.optional(s.integer({maximum: s.INT32_MAX, minimum: 0})),
@@ -183,7 +184,7 @@ function usageOf(promptTokens: number, outputTokens: number, cachedTokens = 0) {
 function stopOf(event: Extract<GenerationEvent, {type: 'done'}>) {
   if (event.finishReason === 'tool_calls') return {stop_reason: 'tool_use', stop_sequence: null}
   if (event.finishReason === 'length') return {stop_reason: 'max_tokens', stop_sequence: null}
-  if (event.stopSequence) return {stop_reason: 'stop_sequence', stop_sequence: event.stopSequence}
+  if (event.stopSequence !== undefined) return {stop_reason: 'stop_sequence', stop_sequence: event.stopSequence}
   return {stop_reason: 'end_turn', stop_sequence: null}
 }
 

@@ -23,7 +23,12 @@ export function samplingFields(s: KernelApi['schema']) {
     n: s.optional(s.nullable(s.integer({description: 'Only 1 is supported.', maximum: 1, minimum: 1}))),
     presence_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
     seed: s.optional(s.nullable(s.int64({description: 'Same seed, same request: same answer.'}))),
-    stop: s.optional(s.nullable(s.union([s.string(), s.array(s.string(), {maxItems: 16})], 'a string or an array of up to 16 strings'))),
+    // An empty stop string is found at once, so it would end every answer before its first token.
+    stop: s.optional(
+      s.nullable(
+        s.union([s.string({minLength: 1}), s.array(s.string({minLength: 1}), {maxItems: 16})], 'a non-empty string or an array of up to 16 non-empty strings'),
+      ),
+    ),
     stream: s.optional(s.nullable(s.boolean())),
     stream_options: s.optional(
       s.nullable(
