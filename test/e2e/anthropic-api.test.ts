@@ -89,23 +89,23 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       expect(counted).to.deep.equal({input_tokens: wholePrompt(message.usage)})
     })
 
-    it('takes the system prompt as a string or as text blocks, and multi-turn conversations', async () => {
+    it('takes the system prompt as a string or as text blocks (a line each), and multi-turn conversations', async () => {
       const turns = [
         {content: 'Hello', role: 'user' as const},
         {content: [{text: 'Hi there.', type: 'text' as const}], role: 'assistant' as const},
-        {content: [{text: 'How are ', type: 'text' as const}, {text: 'you?', type: 'text' as const}], role: 'user' as const},
+        {content: [{text: 'How are', type: 'text' as const}, {text: 'you?', type: 'text' as const}], role: 'user' as const},
       ]
-      const asString = await client.messages.create({max_tokens: 6, messages: turns, model: MODEL, system: 'Be kind. Be brief.', temperature: 0})
+      const asString = await client.messages.create({max_tokens: 6, messages: turns, model: MODEL, system: 'Be kind.\nBe brief.', temperature: 0})
       const asBlocks = await client.messages.create({
         max_tokens: 6,
         messages: turns,
         model: MODEL,
-        system: [{text: 'Be kind. ', type: 'text'}, {text: 'Be brief.', type: 'text'}],
+        system: [{text: 'Be kind.', type: 'text'}, {text: 'Be brief.', type: 'text'}],
         temperature: 0,
       })
       expect(asBlocks.content).to.deep.equal(asString.content)
       expect(asBlocks.usage).to.deep.equal({...asString.usage, cache_read_input_tokens: wholePrompt(asString.usage) - 1, input_tokens: 1})
-      const single = await client.messages.create({max_tokens: 6, messages: [turns[0]], model: MODEL, system: 'Be kind. Be brief.', temperature: 0})
+      const single = await client.messages.create({max_tokens: 6, messages: [turns[0]], model: MODEL, system: 'Be kind.\nBe brief.', temperature: 0})
       expect(wholePrompt(asString.usage)).to.be.greaterThan(wholePrompt(single.usage))
     })
 

@@ -140,7 +140,7 @@ describe('OpenAI API (service-local, openai client)', function () {
         max_tokens: 4,
         messages: [
           {content: 'You are terse.', role: 'system'},
-          {content: [{text: 'Hi ', type: 'text'}, {text: 'there', type: 'text'}], role: 'user'},
+          {content: [{text: 'Hi', type: 'text'}, {text: 'there', type: 'text'}], role: 'user'},
         ],
         model: MODEL,
         presence_penalty: 0.5,

@@ -155,4 +155,37 @@ describe('LLM routes (stand-in model)', () => {
       expect((await send('anthropic', {max_tokens: 5, messages: HI, model: MODEL})).result.body).to.include({stop_reason: 'end_turn', stop_sequence: null})
     })
   })
+
+  describe('text given in parts', () => {
+    const parts = (...texts: string[]) => texts.map((text) => ({text, type: 'text'}))
+
+    it('joins OpenAI text parts with a line break, as vLLM does', async () => {
+      const {payload} = await send('chat', {messages: [{content: parts('You are terse.', 'Answer in French.'), role: 'system'}, {content: parts('Hi', 'there'), role: 'user'}], model: MODEL})
+      expect(payload.messages).to.deep.equal([
+        {content: 'You are terse.\nAnswer in French.', role: 'system'},
+        {content: 'Hi\nthere', role: 'user'},
+      ])
+    })
+
+    it('joins Anthropic text blocks with a line break: the system prompt, a turn, a tool result', async () => {
+      const toolUse = {id: 'toolu_1', input: {}, name: 'clock', type: 'tool_use'}
+      const {payload} = await send('anthropic', {
+        max_tokens: 5,
+        messages: [
+          {content: parts('Hi', 'there'), role: 'user'},
+          {content: [...parts('Let me look.'), toolUse], role: 'assistant'},
+          {content: [{content: parts('12:00', 'UTC'), tool_use_id: 'toolu_1', type: 'tool_result'}, ...parts('Thanks.', 'And the date?')], role: 'user'},
+        ],
+        model: MODEL,
+        system: parts('You are terse.', 'Answer in French.'),
+      })
+      expect(payload.messages).to.deep.equal([
+        {content: 'You are terse.\nAnswer in French.', role: 'system'},
+        {content: 'Hi\nthere', role: 'user'},
+        {content: 'Let me look.', role: 'assistant', toolCalls: [{arguments: '{}', id: 'toolu_1', name: 'clock'}]},
+        {content: '12:00\nUTC', role: 'tool', toolCallId: 'toolu_1'},
+        {content: 'Thanks.\nAnd the date?', role: 'user'},
+      ])
+    })
+  })
 })

@@ -86,8 +86,11 @@ type Shapes = ReturnType<typeof anthropicResponseSchemas>
 type Conversation = Infer<ReturnType<typeof countSchema>>
 type MessagesRequest = Infer<ReturnType<typeof messagesSchema>>
 
+/** Text blocks are separate pieces of text, so they are joined with a line break, as vLLM joins text parts. */
+const TEXT_BLOCK_SEPARATOR = '\n'
+
 const textOf = (content: string | Array<{text?: string}> | undefined) =>
-  content === undefined ? '' : typeof content === 'string' ? content : content.map((block) => block.text ?? '').join('')
+  content === undefined ? '' : typeof content === 'string' ? content : content.flatMap((block) => (block.text === undefined ? [] : [block.text])).join(TEXT_BLOCK_SEPARATOR)
 
 /**
  * Anthropic conversations as engine turns: the system prompt first; an assistant turn's `tool_use` blocks become
@@ -108,7 +111,7 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
       continue
     }
 
-    let text = ''
+    const texts: string[] = []
     const calls: NonNullable<ChatTurn['toolCalls']> = []
     for (const [position, block] of message.content.entries()) {
       const at = `messages[${index}].content[${position}]`
@@ -117,7 +120,7 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
         return block[field]
       }
 
-      if (block.type === 'text') text += require('text')
+      if (block.type === 'text') texts.push(require('text'))
       else if (block.type === 'tool_use') {
         if (message.role !== 'assistant') throw api.errors.badRequest(`\`${at}\`: tool_use blocks belong in assistant messages.`, at)
         const id = require('id')
@@ -136,6 +139,7 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
       }
     }
 
+    const text = texts.join(TEXT_BLOCK_SEPARATOR)
     if (message.role === 'assistant') turns.push({content: text, role: 'assistant', ...(calls.length > 0 ? {toolCalls: calls} : {})})
     else if (text) turns.push({content: text, role: 'user'})
   }

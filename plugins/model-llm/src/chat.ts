@@ -87,7 +87,8 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
         `\`messages[${index}].content\` is required: a ${message.role} message needs its text${message.role === 'assistant' ? ', unless it has tool_calls' : ''}.`,
         `messages[${index}].content`,
       )
-    const content = message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('')
+    // Text parts are separate pieces of text, so they are joined with a line break, as vLLM joins them.
+    const content = message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('\n')
     if (message.role === 'tool') {
       if (!message.tool_call_id) throw api.errors.badRequest(`\`messages[${index}].tool_call_id\` is required: a tool message answers a call of an earlier assistant message.`, `messages[${index}].tool_call_id`)
       if (!called.has(message.tool_call_id))
