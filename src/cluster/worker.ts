@@ -165,8 +165,9 @@ export class LocalWorker implements WorkerApi {
     onProgress?.({fraction: 0, stage: 'loading'})
     // The GPUs given to this model alone, for a Node host and an external program alike.
     const env = {...engine.processEnvironment, ...this.options.env, ...gpuEnvironment(load.devices)}
-    const onCrash = (error: ServiceError) => {
-      log.error(`model ${load.modelUid}: ${error.message}`)
+    // The service's log gets the crash with all of the output kept; clients get it without other requests' lines.
+    const onCrash = (error: ServiceError, report: string) => {
+      log.error(`model ${load.modelUid}: ${report}`)
       this.options.onCrash?.(load.modelUid, error)
     }
 

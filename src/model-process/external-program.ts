@@ -16,6 +16,7 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {ownLines} from './output-log.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
@@ -73,7 +74,8 @@ export class ExternalProgram {
     readonly uid: string,
     private readonly engine: ExternalEngine,
     private readonly options: ExternalProgramOptions,
-    private readonly onCrash: (error: ServiceError) => void = () => {},
+    /** `report`: the crash for the service's log, with every line of output kept, those about requests included. */
+    private readonly onCrash: (error: ServiceError, report: string) => void = () => {},
   ) {
     this.operations = Object.keys(engine.operations)
   }
@@ -188,8 +190,7 @@ export class ExternalProgram {
     return this.failure ?? new ServiceError(499, 'request_aborted', `the launch of ${this.uid} was cancelled while its program was starting.`)
   }
 
-  private lastLines(): string {
-    const lines = this.program?.outputTail().slice(-REPORTED_LINES) ?? []
+  private lastLines(lines = (this.program?.outputTail() ?? []).slice(-REPORTED_LINES)): string {
     return lines.length > 0 ? `; its last output: ${lines.join(' | ')}` : '; it wrote nothing'
   }
 
@@ -220,10 +221,11 @@ export class ExternalProgram {
 
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
 
+    const output = this.program?.outputTail() ?? []
     if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${how} before it was ready${this.lastLines()}.`)
-    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines()}.`)
+    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines(ownLines(output).slice(-REPORTED_LINES))}.`)
     this.state = 'crashed'
     this.gone.abort(this.failure)
-    if (state === 'ready') this.onCrash(this.failure)
+    if (state === 'ready') this.onCrash(this.failure, `model ${this.uid}'s program ${how}${this.lastLines(output)}.`)
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The worker's side of one model instance: a child process (spawned with execa) that loads the model once
  * and serves many concurrent requests over IPC. If the process dies, every request in flight fails at once
- * with a 503 that says why (exit code or signal, and the last lines it wrote), and later requests get the
- * same answer until the model is terminated or relaunched: a crash is reported, never a hung request.
+ * with a 503 that says why (exit code or signal, and the last lines it wrote other than those about requests,
+ * which belong to other clients), and later requests get the same answer until the model is terminated or
+ * relaunched: a crash is reported, never a hung request.
  */
 import type {InstanceState} from '../protocol/worker.js'
 
@@ -14,7 +15,7 @@ import type {FromInstance, ToInstance} from './messages.js'
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
 import {type LogFile, openPrivateLogFile} from '../util/logger.js'
-import {outputLog} from './output-log.js'
+import {outputLog, ownLines} from './output-log.js'
 
 export interface SpawnedProcess {
   pid?: number
@@ -35,6 +36,8 @@ export type SpawnInstance = (options: SpawnOptions) => SpawnedProcess
 
 const HOST_ENTRY = fileURLToPath(new URL('instance-host.js', import.meta.url))
 const STDERR_TAIL_LINES = 20
+/** Lines of its own output a crash's message quotes. */
+const REPORTED_LINES = 3
 
 /**
  * The real spawner: a Node child process running instance-host.js, its output appended to the model's log, every line
@@ -120,7 +123,8 @@ export class InstanceProcess {
     readonly uid: string,
     spawn: SpawnInstance,
     options: SpawnOptions,
-    private readonly onCrash: (error: ServiceError) => void = () => {},
+    /** `report`: the crash for the service's log, with every line of output kept, those about requests included. */
+    private readonly onCrash: (error: ServiceError, report: string) => void = () => {},
   ) {
     this.process = spawn(options)
     this.process.on('message', (message) => this.receive(message))
@@ -296,17 +300,14 @@ export class InstanceProcess {
   private exited(exit: {exitCode?: number | null; signal?: string | null}) {
     const wasDisposing = this.state === 'disposing'
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
-    const tail = this.process.stderrTail().trim().split('\n').slice(-3).join(' | ')
-    this.failure ??= new ServiceError(
-      503,
-      'model_crashed',
-      `model ${this.uid}'s process ${how}${tail ? ` (last output: ${tail})` : ''}.`,
-    )
+    const lines = this.process.stderrTail().split('\n').filter((line) => line.trim() !== '')
+    const said = (output: string[]) => `model ${this.uid}'s process ${how}${output.length > 0 ? ` (last output: ${output.join(' | ')})` : ''}.`
+    this.failure ??= new ServiceError(503, 'model_crashed', said(ownLines(lines).slice(-REPORTED_LINES)))
     this.state = wasDisposing ? 'disposed' : 'crashed'
     this.readyWaiter?.reject(this.failure)
     this.readyWaiter = undefined
     for (const pending of this.pending.values()) pending.fail(this.failure)
     this.pending.clear()
-    if (!wasDisposing) this.onCrash(this.failure)
+    if (!wasDisposing) this.onCrash(this.failure, said(lines))
   }
 }

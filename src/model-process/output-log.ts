@@ -11,6 +11,15 @@ import {type LogFile, type LogFormat, logLineFormat} from '../util/logger.js'
 /** A line of the service's logger: `2026-…Z level [name] …` in text, `{"level":…` in JSON. */
 const SERVICE_LINE = {json: /^\{"level":"(debug|info|warn|error)","time":"/, text: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (debug|info |warn |error) \[/}
 
+/** A line the model's log wrote about a request carries the request's id: `request_id=…` in text, `"request_id":` in JSON. */
+const REQUEST_LINE = /\brequest_id=|"request_id":/
+
+/**
+ * The lines of a child's output that are its own rather than about a request. A crash's message goes to every client
+ * with a request in flight, so it quotes only these: the others name other clients' requests and their token counts.
+ */
+export const ownLines = (lines: readonly string[]): string[] => lines.filter((line) => !REQUEST_LINE.test(line))
+
 /** Calls `line` with each whole line of text given in pieces; `end` hands over a last line with no newline. */
 function lineSplitter(line: (text: string) => void) {
   let partial = ''
