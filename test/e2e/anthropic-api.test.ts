@@ -264,6 +264,19 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       expect((await callApi(service, 'DELETE', '/v1/models/doomed')).status).to.equal(200)
     })
 
+    it("gives the SDK the request's id in request-id: its _request_id, withResponse's request_id and an error's requestID", async () => {
+      const message = await client.messages.create({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL})
+      expect(message._request_id).to.match(/^[0-9a-f-]{36}$/)
+      const tagged = await client.messages.create({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL}, {headers: {'X-Request-Id': 'trace-42'}}).withResponse()
+      expect(tagged.request_id).to.equal('trace-42')
+      expect(tagged.response.headers.get('x-request-id')).to.equal('trace-42')
+      const refused = await client.messages.create({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL, stop_sequences: ['']}).catch((error) => error)
+      expect(refused).to.be.instanceOf(Anthropic.BadRequestError)
+      expect(refused.requestID).to.match(/^[0-9a-f-]{36}$/)
+      const counted = await client.messages.countTokens({messages: [{content: 'hi', role: 'user'}], model: MODEL})
+      expect(counted._request_id).to.match(/^[0-9a-f-]{36}$/)
+    })
+
     it('lists and describes running chat models in the SDK\'s ModelInfo shape', async () => {
       const listed = []
       for await (const model of client.models.list()) listed.push(model)

@@ -31,7 +31,7 @@ describe('app request ids', () => {
   })
 
   before(async () => {
-    const routes = [route('/ok', false), route('/refused', true)].map((definition) => ({definition, plugin: 'test'}))
+    const routes = [route('/ok', false), route('/refused', true), route('/anthropic/v1/ok', false), route('/anthropic/v1/refused', true)].map((definition) => ({definition, plugin: 'test'}))
     listening = await listen(createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes, version: '0.0.0'}), {host: '127.0.0.1', port: 0})
   })
 
@@ -43,6 +43,16 @@ describe('app request ids', () => {
     expect([ok.status, refused.status]).to.deep.equal([200, 409])
     expect([ok.headers.get('x-request-id'), refused.headers.get('x-request-id')]).to.deep.equal(['req-ok', 'req-refused'])
     expect(seen).to.deep.equal(['req-ok', 'req-refused'])
+  })
+
+  it("answers under /anthropic with the id in `request-id` too, where Anthropic's SDK reads it, and only there", async () => {
+    const ok = await fetch(`${listening.url}/anthropic/v1/ok`, {headers: {'X-Request-Id': 'req-anthropic'}})
+    const refused = await fetch(`${listening.url}/anthropic/v1/refused`)
+    const missing = await fetch(`${listening.url}/anthropic/v1/nowhere`)
+    expect([ok.status, refused.status, missing.status]).to.deep.equal([200, 409, 404])
+    expect(ok.headers.get('request-id')).to.equal('req-anthropic')
+    for (const response of [refused, missing]) expect(response.headers.get('request-id')).to.match(/^[0-9a-f-]{36}$/).and.equal(response.headers.get('x-request-id'))
+    expect((await fetch(`${listening.url}/ok`)).headers.get('request-id')).to.equal(null)
   })
 
   it('echoes a made id on a route that does not exist', async () => {
