@@ -27,6 +27,7 @@ import {EventQueue} from './event-queue.js'
 import {chatGrammar} from './grammar.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
 import {cachedPromptTokens} from './prompt-cache.js'
+import {sampling, tokenBiasFor} from './sampling.js'
 import {SequencePool} from './sequence-pool.js'
 import {forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
@@ -66,43 +67,6 @@ function outcomeOf(metadata: StopMetadata): Outcome {
   const finishReason: FinishReason = stopReason === 'maxTokens' ? 'length' : stopReason === 'abort' ? 'abort' : 'stop'
   if (stopReason !== 'customStopTrigger') return {finishReason, stopReason}
   return {finishReason, stopReason, stopSequence: metadata.customStopTrigger?.filter((part) => typeof part === 'string').join('')}
-}
-
-/**
- * OpenAI's logit_bias and ignore_eos as a node-llama-cpp TokenBias. `TokenBias.set` skips end-of-generation
- * tokens, but the sampler applies whatever its bias map holds, so those are written to the map directly:
- * without that, ignore_eos (banning them) could not be expressed. A `constrained` reply ends when its grammar is
- * complete, through an end-of-generation token, so those are left alone: banned, the reply could not end.
- */
-function tokenBiasFor(model: LlamaModel, TokenBias: typeof import('node-llama-cpp').TokenBias, options: SamplingOptions, endTokens: () => Token[], constrained: boolean) {
-  if (!options.logitBias && !options.ignoreEos) return undefined
-  const bias = new TokenBias(model.tokenizer)
-  const biases = (bias as unknown as {_biases: Map<Token, number>})._biases
-  const vocabulary = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? Number.MAX_SAFE_INTEGER
-  for (const [id, value] of Object.entries(options.logitBias ?? {})) {
-    if (Number(id) >= vocabulary) throw requestError(`\`logit_bias\` names token ${id}, but this model's vocabulary has ${vocabulary} tokens.`, `logit_bias.${id}`)
-    if (!(constrained && model.isEogToken(Number(id) as Token))) biases.set(Number(id) as Token, value <= -100 ? -Infinity : value >= 100 ? Infinity : value)
-  }
-
-  if (options.ignoreEos && !constrained) for (const token of endTokens()) biases.set(token, -Infinity)
-  return bias
-}
-
-function sampling(options: SamplingOptions, budget: number, tokenBias?: import('node-llama-cpp').TokenBias) {
-  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
-  return {
-    tokenBias,
-    customStopTriggers: options.stop?.length ? options.stop : undefined,
-    maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
-    minP: options.minP,
-    repeatPenalty: penalize
-      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: 1, presencePenalty: options.presencePenalty}
-      : (false as const),
-    seed: options.seed,
-    temperature: options.temperature ?? 1,
-    topK: options.topK,
-    topP: options.topP,
-  }
 }
 
 /** How a chat request uses its tools (see tools.ts): not at all, the model's choice, or a forced call. */
