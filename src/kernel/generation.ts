@@ -61,6 +61,11 @@ export interface ChatPayload extends SamplingOptions {
   tools?: ToolDefinition[]
   toolChoice?: ToolChoice
   responseFormat?: ResponseFormat
+  /**
+   * The answer continues the final message, an assistant turn without tool calls, instead of opening a new turn after
+   * it: Anthropic's prefill, vLLM's `continue_final_message`. Otherwise the final message is closed like any other.
+   */
+  continueFinalMessage?: boolean
 }
 
 export interface CompletionPayload extends SamplingOptions {

@@ -173,6 +173,8 @@ export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}
         streamChunks(endpoint, '/v1/chat/completions', {
           ...sampling(chat),
           messages: chat.messages.map((turn) => message(turn)),
+          // vLLM's and SGLang's prefill; vLLM refuses it beside its default add_generation_prompt (true).
+          ...(chat.continueFinalMessage ? {add_generation_prompt: false, continue_final_message: true} : {}),
           model: model(endpoint),
           response_format: responseFormat(chat.responseFormat),
           ...tools(chat),

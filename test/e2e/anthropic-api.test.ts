@@ -109,6 +109,29 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
       expect(wholePrompt(asString.usage)).to.be.greaterThan(wholePrompt(single.usage))
     })
 
+    it('continues a final assistant turn (a prefill) instead of answering after it, and counts it so', async () => {
+      const ask = {content: 'Hello!', role: 'user' as const}
+      const prefill = 'Sure:'
+      const prefilled = [ask, {content: prefill, role: 'assistant' as const}]
+      // With tools the reply goes through node-llama-cpp's LlamaChat, without through the engine's plain path.
+      for (const tools of [[], [WEATHER_TOOL]]) {
+        const asked = await client.messages.countTokens({messages: [ask], model: MODEL, tools})
+        const counted = await client.messages.countTokens({messages: prefilled, model: MODEL, tools})
+        // The prefill's own tokens (at most one a character), and no end of turn or new assistant header after them.
+        expect(counted.input_tokens - asked.input_tokens, `tools: ${tools.length}`).to.be.within(1, prefill.length)
+        const message = await client.messages.create({max_tokens: 6, messages: prefilled, model: MODEL, temperature: 0, tools})
+        assertAnthropicMessage(message)
+        expect(message.stop_reason).to.equal('max_tokens')
+        expect(wholePrompt(message.usage)).to.equal(counted.input_tokens)
+      }
+
+      // The same continuation as OpenAI's route gives when asked for it (vLLM's continue_final_message).
+      const continued = await client.messages.create({max_tokens: 6, messages: prefilled, model: MODEL, temperature: 0})
+      const openai = await callApi(service, 'POST', '/v1/chat/completions', {add_generation_prompt: false, continue_final_message: true, max_tokens: 6, messages: prefilled, model: MODEL, temperature: 0})
+      expect(openai.body.choices[0].message.content).to.equal((continued.content[0] as Anthropic.TextBlock).text)
+      expect(openai.body.usage.prompt_tokens).to.equal(wholePrompt(continued.usage))
+    })
+
     it('says end_turn when the model ends its turn, and stop_sequence with the sequence that stopped it', async () => {
       const ended = await client.messages.create({max_tokens: 100, messages: [{content: 'Hello', role: 'user'}], model: ENDER, temperature: 0})
       assertAnthropicMessage(ended)

@@ -8,13 +8,19 @@ export interface AnsweringServer {
   baseUrl: string
   /** How the next requests are answered. */
   answer: (response: ServerResponse) => void
+  /** The body of the last request, as text. */
+  lastBody?: string
   close(): void
 }
 
 export async function answeringServer(): Promise<AnsweringServer> {
   const server = createServer((request, response) => {
-    request.resume()
-    request.once('end', () => answering.answer(response))
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.once('end', () => {
+      answering.lastBody = Buffer.concat(chunks).toString('utf8')
+      answering.answer(response)
+    })
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')

@@ -63,3 +63,30 @@ describe('OpenAI-compatible upstream: errors from the server', () => {
     expect(error!.message).to.equal(`the model's server answered 422: [{"loc":["body","max_tokens"],"msg":"Input should be a valid integer","type":"int_parsing"}]`)
   })
 })
+
+describe('OpenAI-compatible upstream: requests', () => {
+  let server: AnsweringServer
+
+  before(async () => (server = await answeringServer()))
+  after(() => server.close())
+
+  const sent = async (payload: Parameters<ReturnType<typeof openAICompatibleOperations>['chat']>[0]) => {
+    server.answer = (response) => {
+      response.writeHead(200, {'content-type': 'text/event-stream'})
+      response.end('data: [DONE]\n\n')
+    }
+    const endpoint = {baseUrl: server.baseUrl, modelUid: 'm', port: server.port, signal: new AbortController().signal}
+    for await (const event of openAICompatibleOperations().chat(payload, endpoint)) expect(event.type).to.equal('done')
+    return JSON.parse(server.lastBody!) as Record<string, unknown>
+  }
+
+  it("asks the server to continue a final assistant message as vLLM takes it (without its default generation prompt), and only then", async () => {
+    const messages = [
+      {content: 'Hello!', role: 'user' as const},
+      {content: 'Sure:', role: 'assistant' as const},
+    ]
+    expect(await sent({continueFinalMessage: true, messages})).to.deep.include({add_generation_prompt: false, continue_final_message: true})
+    const plain = await sent({messages})
+    expect(plain).to.not.have.any.keys('add_generation_prompt', 'continue_final_message')
+  })
+})

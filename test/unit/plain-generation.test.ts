@@ -2,6 +2,7 @@ import {expect} from 'chai'
 import {join} from 'node:path'
 
 import {BatchGatherer} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
+import {continuedTextCallbacks} from '../../plugins/engine-llama-cpp/src/continuation.js'
 import {generatePlain, plainGenerationSupport, type PlainOutcome, type PlainSupport, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
@@ -55,13 +56,17 @@ describe('plain generation on node-llama-cpp', function () {
     await loaded.llama.dispose()
   })
 
-  async function viaPlain(prompt: readonly number[], options: {maxTokens: number; stop?: string[]; banEnd?: boolean; templateStops?: ReturnType<typeof templateStops>}) {
+  async function viaPlain(
+    prompt: readonly number[],
+    options: {maxTokens: number; stop?: string[]; banEnd?: boolean; templateStops?: ReturnType<typeof templateStops>; continues?: boolean},
+  ) {
     let text = ''
     const outcome: PlainOutcome = await generatePlain(
       loaded.model,
       loaded.plain,
       loaded.support,
       {
+        continues: options.continues,
         maxTokens: options.maxTokens,
         prompt: prompt as never,
         sampling: {temperature: 0, tokenBias: options.banEnd ? loaded.endOfGeneration : undefined},
@@ -163,6 +168,24 @@ describe('plain generation on node-llama-cpp', function () {
     const first = order.indexOf('text')
     expect(first, 'some text came before the last token').to.be.within(1, order.lastIndexOf('decode') - 1)
     expect(order.slice(first, first + 3)).to.deep.equal(['text', 'passed on', 'decode'])
+  })
+
+  it('continues a prefill as LlamaChat does, keeping the space between the prefill and its first word', async () => {
+    const {LlamaChat, model, reference, wrapper} = loaded
+    // The model's first token after this prefill is "▁has": a word of its own, after a space.
+    const history = [{text: 'Hello!', type: 'user' as const}, {response: ['Sure'], type: 'model' as const}]
+    const prompt = wrapper.generateContextState({chatHistory: history}).contextText.tokenize(model.tokenizer)
+    const plain = await viaPlain(prompt, {banEnd: true, continues: true, maxTokens: 10})
+    // The sequence holds every generated token but the last, which was sampled and never decoded.
+    const generated = loaded.plain.contextTokens.slice(prompt.length)
+    expect(plain.text.startsWith(model.detokenize(generated, false, prompt.slice(-4)))).to.equal(true)
+    expect(plain.text).to.match(/^ \S/)
+
+    let viaChat = ''
+    const chat = new LlamaChat({autoDisposeSequence: false, chatWrapper: wrapper, contextSequence: reference})
+    const callbacks = continuedTextCallbacks(model, prompt, (text) => (viaChat += text))
+    await chat.generateResponse(history, {...callbacks, maxTokens: 10, temperature: 0, tokenBias: loaded.endOfGeneration})
+    expect(viaChat).to.equal(plain.text)
   })
 
   it('writes what LlamaCompletion writes after a text prompt', async () => {

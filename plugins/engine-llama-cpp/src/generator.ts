@@ -22,6 +22,7 @@ import type {
 } from 'service-toolkit'
 
 import {BatchGatherer} from './batch-gatherer.js'
+import {continuedTextCallbacks} from './continuation.js'
 import {requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
 import {chatGrammar} from './grammar.js'
@@ -29,7 +30,7 @@ import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, 
 import {cachedPromptTokens} from './prompt-cache.js'
 import {sampling, tokenBiasFor} from './sampling.js'
 import {SequencePool} from './sequence-pool.js'
-import {forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
+import {continuesFinalMessage, forcedCallInstructions, ForcedCallParser, toFunctions, toHistory} from './tools.js'
 
 interface Slot {
   /** Its sequence id: a fresh context hands out ids 0, 1, … in the order of `getSequence` calls. */
@@ -124,11 +125,13 @@ export async function loadGenerator(options: {
     prompt: readonly Token[],
     stops: {tokens: Token[]; texts: TextStop[]} = {texts: [], tokens: []},
     grammar?: LlamaGrammar,
+    continues = false,
   ): PlainRequest | undefined => {
     if (!plainSupport || options.repeatPenalty !== false || prompt.length === 0) return undefined
     const {maxTokens, minP, seed, temperature, tokenBias, topK, topP} = options
     const requested = (options.customStopTriggers ?? []).map((text) => ({requested: true, text}))
     return {
+      continues,
       grammar: grammar && new LlamaGrammarEvaluationState({grammar, model}),
       maxTokens,
       prompt,
@@ -207,10 +210,11 @@ export async function loadGenerator(options: {
     if (!chatTemplate) throw requestError('this model has no chat template; use /v1/completions.', 'model')
     const plan = toolPlan(request)
     const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
-    const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined)
+    const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined, request.continueFinalMessage)
     const wrapper = chatTemplate.wrapper()
     const state = wrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
     const promptTokenIds = state.contextText.tokenize(model.tokenizer)
+    const prefilled = continuesFinalMessage(request.messages, request.continueFinalMessage) && request.messages.at(-1)!.content !== ''
     // What the plain path must handle to stand in for LlamaChat: only stop triggers.
     const plainStops =
       plan.mode === 'none' &&
@@ -225,14 +229,16 @@ export async function loadGenerator(options: {
         : undefined
     // Under a grammar only a response prefix (which LlamaChat puts before the reply) keeps the plain path from it.
     const plainUnderGrammar = !state.prefixTriggers?.some((trigger) => trigger.type === 'response') && state.noPrefixTrigger?.type !== 'response'
-    return {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens: promptTokenIds.length}
+    return {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTokenIds, promptTokens: promptTokenIds.length}
   }
 
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
-    const {functions, history, plainStops, plainUnderGrammar, plan, promptTokenIds, promptTokens} = renderChat(request)
+    const {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTokenIds, promptTokens} = renderChat(request)
     const grammar = await chatGrammar(llama, request, plan)
     const options = samplingFor(request, budgetAfter(promptTokens, 'messages'), grammar !== undefined)
-    const plain = grammar ? plainUnderGrammar && plainRequest(options, promptTokenIds, undefined, grammar) : plainStops && plainRequest(options, promptTokenIds, plainStops)
+    const plain = grammar
+      ? plainUnderGrammar && plainRequest(options, promptTokenIds, undefined, grammar, prefilled)
+      : plainStops && plainRequest(options, promptTokenIds, plainStops, undefined, prefilled)
     /** A forced call's text becomes tool-call events; a complete one ends the reply with `tool_calls`. */
     const callFrom = async (emit: (event: GenerationEvent) => void, generateText: (onText: (text: string) => void) => Promise<Outcome>) => {
       const parser = new ForcedCallParser(emit)
@@ -254,9 +260,10 @@ export async function loadGenerator(options: {
         if (plan.mode === 'forced')
           return callFrom(emit, async (onText) => outcomeOf((await slot.chat!.generateResponse(history, {...common, grammar, onTextChunk: onText})).metadata))
 
-        const onTextChunk = (text: string) => text && emit({text, type: 'text'})
+        const onText = (text: string) => text && emit({text, type: 'text'})
+        const textCallbacks = prefilled ? continuedTextCallbacks(model, promptTokenIds, onText) : {onTextChunk: onText}
         if (!functions) {
-          const result = await slot.chat.generateResponse(history, {...common, grammar, onTextChunk})
+          const result = await slot.chat.generateResponse(history, {...common, ...textCallbacks, grammar})
           return outcomeOf(result.metadata)
         }
 
@@ -272,7 +279,7 @@ export async function loadGenerator(options: {
             streamed.set(callIndex, (streamed.get(callIndex) ?? '') + paramsChunk)
             if (paramsChunk) emit({index: callIndex, text: paramsChunk, type: 'tool_arguments'})
           },
-          onTextChunk,
+          ...textCallbacks,
         })
         for (const [index, call] of (result.functionCalls ?? []).entries()) {
           if (!streamed.has(index)) emit({index, name: call.functionName, type: 'tool_call'})

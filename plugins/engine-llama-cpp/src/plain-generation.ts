@@ -76,6 +76,8 @@ export interface PlainRequest {
   sampling: {temperature: number; minP?: number; topK?: number; topP?: number; seed?: number; tokenBias?: TokenBias}
   /** The reply must complete this grammar (a state of its own); stop tokens and texts are then not looked for. */
   grammar?: LlamaGrammarEvaluationState
+  /** The reply continues the prompt's last text (a prefill) rather than starting a turn of its own. */
+  continues?: boolean
 }
 
 /** node-llama-cpp internals the plain path uses; `plainGenerationSupport` checks they are there. */
@@ -187,14 +189,20 @@ export async function generatePlain(
   const matcher = new StopMatcher(grammar ? [] : request.stopTexts)
   const endToken = model.tokens.eos ?? model.tokens.eot
   const complete = () => grammar !== undefined && endToken !== null && support.grammarAllows(grammar, endToken)
-  // What the tokenizer reads each new piece after. The first is read alone, as LlamaChat and LlamaCompletion do,
-  // so a response does not start with the space a tokenizer puts between words.
   const generated: Token[] = []
+  // What the tokenizer reads the first piece after. Nothing for a turn of its own, as LlamaChat and LlamaCompletion
+  // read it, so that a response does not start with the space a tokenizer puts between words; the prompt's end for a
+  // continued reply, whose first word that space separates from the prefill's last.
+  const lead = request.continues ? prompt.slice(-contextTokens) : []
   /** Generated tokens not yet turned into text. */
   let pending = 0
   /** Whether text has been emitted yet; the first is handed on before the next decode (see the loop). */
   let textEmitted = false
-  const pendingText = () => model.detokenize(generated.slice(-pending), false, generated.slice(-pending - contextTokens, -pending))
+  const pendingText = () => {
+    const start = generated.length - pending
+    const before = start >= contextTokens ? generated.slice(start - contextTokens, start) : [...lead.slice(start - contextTokens), ...generated.slice(0, start)]
+    return model.detokenize(generated.slice(start), false, before)
+  }
   /** Ends without a stop text: what was held back (a partial stop text, a partial character) is text after all. */
   const end = (outcome: PlainOutcome) => {
     const rest = (pending > 0 ? pendingText() : '') + matcher.flush()

@@ -58,10 +58,11 @@ function parseArguments(text: string): unknown {
 /**
  * The conversation as node-llama-cpp history. An assistant turn's tool calls become function-call items of its
  * response, and each tool turn fills in the result of the call it answers. When the conversation ends with tool
- * results, the model continues that same response (as it would after calling a function itself); otherwise a new,
- * empty response is opened.
+ * results, the model continues that same response (as it would after calling a function itself), and with
+ * `continueFinal` a final assistant turn is continued too (a prefill); otherwise a new, empty response is opened.
+ * node-llama-cpp leaves the history's last response open, without the template's end-of-turn text.
  */
-export function toHistory(messages: ChatTurn[], instructions?: string): ChatHistoryItem[] {
+export function toHistory(messages: ChatTurn[], instructions?: string, continueFinal = false): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = []
   const calls = new Map<string, ChatModelFunctionCall>()
   for (const [index, message] of messages.entries()) {
@@ -89,8 +90,14 @@ export function toHistory(messages: ChatTurn[], instructions?: string): ChatHist
     else history.unshift({text: instructions, type: 'system'})
   }
 
-  if (messages.at(-1)?.role !== 'tool') history.push({response: [], type: 'model'})
+  if (messages.at(-1)?.role !== 'tool' && !continuesFinalMessage(messages, continueFinal)) history.push({response: [], type: 'model'})
   return history
+}
+
+/** Whether the answer continues the final message: an assistant turn without tool calls, when `continueFinal` asks for it. */
+export function continuesFinalMessage(messages: ChatTurn[], continueFinal = false): boolean {
+  const last = messages.at(-1)
+  return continueFinal && last?.role === 'assistant' && !last.toolCalls?.length
 }
 
 /**

@@ -160,7 +160,11 @@ function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload,
   }
 
   if (toolChoice === 'required' && tools.length === 0) throw api.errors.badRequest('`tool_choice` "any" needs `tools`.', 'tool_choice')
-  return {messages: toTurns(api, request), toolChoice, tools}
+  const messages = toTurns(api, request)
+  // Anthropic's prefill: a final assistant turn is the start of the answer, which the model continues.
+  const last = messages.at(-1)
+  const continueFinalMessage = last?.role === 'assistant' && !last.toolCalls?.length
+  return {messages, toolChoice, tools, ...(continueFinalMessage ? {continueFinalMessage} : {})}
 }
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`

@@ -55,6 +55,12 @@ function chatSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...samplingFields(s),
+      add_generation_prompt: s.optional(
+        s.nullable(s.boolean({description: 'vLLM extension: start a new assistant turn after the messages (the default); false only with continue_final_message.'})),
+      ),
+      continue_final_message: s.optional(
+        s.nullable(s.boolean({description: 'vLLM extension: continue the final message, an assistant message, instead of answering after it (a prefill).'})),
+      ),
       logprobs: s.optional(s.nullable(s.boolean({description: 'Only false is supported: the engines return no log probabilities.'}))),
       messages: s.array(message, {description: 'The conversation so far.', minItems: 1}),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
@@ -117,7 +123,31 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
   if (typeof toolChoice === 'object' && !tools.some((tool) => tool.name === toolChoice.name))
     throw api.errors.badRequest(`\`tool_choice\` names the function "${toolChoice.name}", which is not in \`tools\` (${tools.map((tool) => tool.name).join(', ')}).`, 'tool_choice')
 
-  return {...toSampling(api, body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools}
+  const continueFinalMessage = continuesFinalMessage(api, body)
+  return {...toSampling(api, body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools, ...(continueFinalMessage ? {continueFinalMessage} : {})}
+}
+
+/**
+ * vLLM's opt-in prefill: OpenAI's API always answers in a new assistant turn, so a final assistant message is
+ * continued only when `continue_final_message` asks for it (and, as in vLLM, not together with add_generation_prompt).
+ */
+function continuesFinalMessage(api: KernelApi, body: ChatRequest): boolean {
+  if (body.continue_final_message !== true) {
+    if (body.add_generation_prompt === false)
+      throw api.errors.badRequest('`add_generation_prompt` false is supported only with `continue_final_message` true, which continues a final assistant message.', 'add_generation_prompt')
+    return false
+  }
+
+  if (body.add_generation_prompt === true)
+    throw api.errors.badRequest('`continue_final_message` and `add_generation_prompt` cannot both be true: the answer either continues the final message or starts a new turn.', 'continue_final_message')
+  const index = body.messages.length - 1
+  const last = body.messages[index]
+  if (last.role !== 'assistant' || last.tool_calls?.length)
+    throw api.errors.badRequest(
+      `\`continue_final_message\` continues the final message, which must be an assistant message without tool_calls; messages[${index}] is ${last.role === 'assistant' ? 'one with tool_calls' : `a ${last.role} message`}.`,
+      'continue_final_message',
+    )
+  return true
 }
 
 function toResponseFormat(api: KernelApi, format: ChatRequest['response_format']): ResponseFormat | undefined {
