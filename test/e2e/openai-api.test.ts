@@ -231,21 +231,29 @@ describe('OpenAI API (service-local, openai client)', function () {
       expect(finished.sort()).to.deep.equal([0, 1, 2])
     })
 
-    it('takes prompts as token ids, one list or several, and echoes them as text', async () => {
-      // " Hello world" is "▁Hello", "▁world" in the generated vocabulary (see plugins/engine-llama-cpp/src/gguf/tokenizer.ts); the
-      // engine puts <s> before either form.
+    it('takes prompts as token ids as given, one list or several, and echoes them as text', async () => {
+      // " Hello world" is "▁Hello", "▁world" in the generated vocabulary (see plugins/engine-llama-cpp/src/gguf/tokenizer.ts);
+      // the engine puts <s> before text, and takes token ids as they are, as vLLM and llama-server do.
       const vocabulary = buildVocabulary(512).map((token) => token.text)
       const ids = [vocabulary.indexOf('▁Hello'), vocabulary.indexOf('▁world')]
+      const withBos = [vocabulary.indexOf('<s>'), ...ids]
       const text = await client.completions.create({max_tokens: 3, model: MODEL, prompt: ' Hello world', temperature: 0})
-      const tokens = await client.completions.create({echo: true, max_tokens: 3, model: MODEL, prompt: ids, temperature: 0})
+      expect(text.usage!.prompt_tokens).to.equal(3)
+      const tokens = await client.completions.create({max_tokens: 3, model: MODEL, prompt: withBos, temperature: 0})
       expect(tokens.choices).to.have.length(1)
-      expect(tokens.choices[0].text).to.equal('Hello world' + text.choices[0].text)
+      expect(tokens.choices[0].text).to.equal(text.choices[0].text)
       expect(tokens.usage).to.deep.equal({...text.usage, prompt_tokens_details: {cached_tokens: text.usage!.prompt_tokens - 1}})
-      expect(tokens.usage!.prompt_tokens).to.equal(3)
+      // Penalties once took node-llama-cpp's LlamaCompletion, which puts <s> before token ids too.
+      for (const penalties of [{}, {frequency_penalty: 0.5, presence_penalty: 0.5}]) {
+        const bare = await client.completions.create({echo: true, max_tokens: 3, model: MODEL, prompt: ids, temperature: 0, ...penalties})
+        expect(bare.usage!.prompt_tokens, JSON.stringify(penalties)).to.equal(2)
+        expect(bare.choices[0].text.startsWith('Hello world')).to.equal(true)
+      }
+
       const several = await client.completions.create({max_tokens: 2, model: MODEL, prompt: [ids, ids.slice(0, 1)], temperature: 0})
       expect(several.choices.map((choice) => choice.index)).to.deep.equal([0, 1])
-      expect(several.usage!.prompt_tokens).to.equal(3 + 2)
-      const mixed = await api(service, 'POST', '/v1/completions', {max_tokens: 3, model: MODEL, prompt: [ids, ' Hello world'], temperature: 0})
+      expect(several.usage!.prompt_tokens).to.equal(2 + 1)
+      const mixed = await api(service, 'POST', '/v1/completions', {max_tokens: 3, model: MODEL, prompt: [withBos, ' Hello world'], temperature: 0})
       expect(mixed.body.choices.map((choice: {text: string}) => choice.text)).to.deep.equal([text.choices[0].text, text.choices[0].text])
 
       const refused = await api(service, 'POST', '/v1/completions', {model: MODEL, prompt: [1, 99_999]})

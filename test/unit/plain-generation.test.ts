@@ -3,7 +3,15 @@ import {join} from 'node:path'
 
 import {BatchGatherer} from '../../plugins/engine-llama-cpp/src/batch-gatherer.js'
 import {continuedTextCallbacks} from '../../plugins/engine-llama-cpp/src/continuation.js'
-import {generatePlain, plainGenerationSupport, type PlainOutcome, type PlainSupport, StopMatcher, templateStops} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
+import {
+  generatePlain,
+  plainGenerationSupport,
+  type PlainOutcome,
+  type PlainSupport,
+  type RepeatPenalty,
+  StopMatcher,
+  templateStops,
+} from '../../plugins/engine-llama-cpp/src/plain-generation.js'
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
@@ -58,7 +66,7 @@ describe('plain generation on node-llama-cpp', function () {
 
   async function viaPlain(
     prompt: readonly number[],
-    options: {maxTokens: number; stop?: string[]; banEnd?: boolean; templateStops?: ReturnType<typeof templateStops>; continues?: boolean},
+    options: {maxTokens: number; stop?: string[]; banEnd?: boolean; templateStops?: ReturnType<typeof templateStops>; continues?: boolean; repeatPenalty?: RepeatPenalty},
   ) {
     let text = ''
     const outcome: PlainOutcome = await generatePlain(
@@ -69,7 +77,7 @@ describe('plain generation on node-llama-cpp', function () {
         continues: options.continues,
         maxTokens: options.maxTokens,
         prompt: prompt as never,
-        sampling: {temperature: 0, tokenBias: options.banEnd ? loaded.endOfGeneration : undefined},
+        sampling: {repeatPenalty: options.repeatPenalty, temperature: 0, tokenBias: options.banEnd ? loaded.endOfGeneration : undefined},
         stopTexts: [...(options.stop ?? []).map((stop) => ({requested: true, text: stop})), ...(options.templateStops?.texts ?? [])],
         stopTokens: new Set(options.templateStops?.tokens ?? []),
       },
@@ -81,7 +89,7 @@ describe('plain generation on node-llama-cpp', function () {
     return {outcome, text}
   }
 
-  async function viaLlamaChat(question: string, options: {maxTokens: number; stop?: string[]; banEnd?: boolean}) {
+  async function viaLlamaChat(question: string, options: {maxTokens: number; stop?: string[]; banEnd?: boolean; repeatPenalty?: RepeatPenalty}) {
     const {LlamaChat, reference, wrapper} = loaded
     const chat = new LlamaChat({autoDisposeSequence: false, chatWrapper: wrapper, contextSequence: reference})
     let text = ''
@@ -89,6 +97,7 @@ describe('plain generation on node-llama-cpp', function () {
       customStopTriggers: options.stop,
       maxTokens: options.maxTokens,
       onTextChunk: (chunk) => (text += chunk),
+      repeatPenalty: options.repeatPenalty,
       temperature: 0,
       tokenBias: options.banEnd ? loaded.endOfGeneration : undefined,
     })
@@ -196,5 +205,24 @@ describe('plain generation on node-llama-cpp', function () {
     const prompt = [model.tokens.bos!, ...model.tokenize('Once upon a time', false, 'trimLeadingSpace')]
     const plain = await viaPlain(prompt, {banEnd: true, maxTokens: 30})
     expect(plain.text).to.equal(expected)
+  })
+
+  it('penalizes presence and frequency as LlamaChat and LlamaCompletion do', async () => {
+    const {LlamaCompletion, model, reference, wrapper} = loaded
+    const repeatPenalty = {frequencyPenalty: 1.5, lastTokens: 64, penalty: 1, presencePenalty: 1.5}
+    const question = 'Tell me about the sea'
+    const state = wrapper.generateContextState({chatHistory: [{text: question, type: 'user'}, {response: [], type: 'model'}]})
+    const prompt = state.contextText.tokenize(model.tokenizer)
+    const stops = templateStops(model, state.stopGenerationTriggers)
+    const chatted = await viaLlamaChat(question, {banEnd: true, maxTokens: 40, repeatPenalty})
+    const plain = await viaPlain(prompt, {banEnd: true, maxTokens: 40, repeatPenalty, templateStops: stops})
+    expect(plain.text).to.equal(chatted.text)
+    expect(plain.text, 'the penalty changes the answer').to.not.equal((await viaPlain(prompt, {banEnd: true, maxTokens: 40, templateStops: stops})).text)
+
+    const completion = new LlamaCompletion({contextSequence: reference})
+    let completed = ''
+    await completion.generateCompletion('Once upon a time', {maxTokens: 30, onTextChunk: (chunk) => (completed += chunk), repeatPenalty, temperature: 0, tokenBias: loaded.endOfGeneration})
+    const text = [model.tokens.bos!, ...model.tokenize('Once upon a time', false, 'trimLeadingSpace')]
+    expect((await viaPlain(text, {banEnd: true, maxTokens: 30, repeatPenalty})).text).to.equal(completed)
   })
 })

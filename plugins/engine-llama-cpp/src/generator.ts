@@ -127,15 +127,15 @@ export async function loadGenerator(options: {
     grammar?: LlamaGrammar,
     continues = false,
   ): PlainRequest | undefined => {
-    if (!plainSupport || options.repeatPenalty !== false || prompt.length === 0) return undefined
-    const {maxTokens, minP, seed, temperature, tokenBias, topK, topP} = options
+    if (!plainSupport || prompt.length === 0) return undefined
+    const {maxTokens, minP, repeatPenalty, seed, temperature, tokenBias, topK, topP} = options
     const requested = (options.customStopTriggers ?? []).map((text) => ({requested: true, text}))
     return {
       continues,
       grammar: grammar && new LlamaGrammarEvaluationState({grammar, model}),
       maxTokens,
       prompt,
-      sampling: {minP, seed, temperature, tokenBias, topK, topP},
+      sampling: {minP, repeatPenalty: repeatPenalty || undefined, seed, temperature, tokenBias, topK, topP},
       stopTexts: [...requested, ...stops.texts],
       stopTokens: new Set(stops.tokens),
     }
@@ -298,10 +298,13 @@ export async function loadGenerator(options: {
         const tokens = typeof request.prompt === 'string' ? undefined : (request.prompt as Token[])
         const bad = tokens?.findIndex((token) => !Number.isInteger(token) || token < 0 || token >= vocabularySize) ?? -1
         if (bad >= 0) throw requestError(`prompt[${bad}] is not a token id of this model (its vocabulary has ${vocabularySize} tokens).`, 'prompt')
-        // Counted as LlamaCompletion evaluates it: the BOS token (when the model wants one), then the prompt, text
-        // tokenized without the leading space SentencePiece would add.
-        const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? 1 : 0
-        const promptTokenIds = [...(bos ? [model.tokens.bos!] : []), ...(tokens ?? model.tokenize(request.prompt as string, false, bos ? 'trimLeadingSpace' : undefined))]
+        // Token ids are the prompt as given, as vLLM and llama-server take them. Text is evaluated as LlamaCompletion
+        // evaluates it: the BOS token (when the model wants one), then the text tokenized without the leading space
+        // SentencePiece would add. LlamaCompletion, left to run a prompt when the plain path is off, puts that BOS token
+        // before token ids too, and then they are counted with it.
+        const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos] : []
+        const promptTokenIds =
+          tokens?.length && plainSupport ? tokens : [...bos, ...(tokens ?? model.tokenize(request.prompt as string, false, bos.length > 0 ? 'trimLeadingSpace' : undefined))]
         const promptTokens = promptTokenIds.length
         const options = samplingFor(request, budgetAfter(promptTokens, 'prompt'))
         const plain = plainRequest(options, promptTokenIds)

@@ -1,6 +1,6 @@
 /**
  * Text generation without node-llama-cpp's LlamaChat and LlamaCompletion, for the requests that need none of
- * their machinery (no tools, no grammar, no repeat penalty, no thought segments): decode, sample, stop, emit.
+ * their machinery (no tools, no thought segments): decode, sample, stop, emit.
  * Each token costs a few hundredths of a millisecond of the main thread instead of about a tenth, which on a
  * small model is a fifth of the token's time. Everything else goes through LlamaChat as before.
  *
@@ -73,17 +73,30 @@ export interface PlainRequest {
   maxTokens: number
   stopTokens: ReadonlySet<Token>
   stopTexts: readonly TextStop[]
-  sampling: {temperature: number; minP?: number; topK?: number; topP?: number; seed?: number; tokenBias?: TokenBias}
+  sampling: {temperature: number; minP?: number; topK?: number; topP?: number; seed?: number; tokenBias?: TokenBias; repeatPenalty?: RepeatPenalty}
   /** The reply must complete this grammar (a state of its own); stop tokens and texts are then not looked for. */
   grammar?: LlamaGrammarEvaluationState
   /** The reply continues the prompt's last text (a prefill) rather than starting a turn of its own. */
   continues?: boolean
 }
 
+/** Presence and frequency penalties on the last `lastTokens` generated tokens, as node-llama-cpp's `repeatPenalty`. */
+export interface RepeatPenalty {
+  lastTokens: number
+  penalty?: number
+  presencePenalty?: number
+  frequencyPenalty?: number
+}
+
 /** node-llama-cpp internals the plain path uses; `plainGenerationSupport` checks they are there. */
 interface SequenceInternals {
   _decodeTokens(tokens: Token[], logits: boolean[], priority: number, meter: unknown, shift: unknown, mapLogits: (batchLogitIndex: number) => unknown): Promise<unknown[]>
-  _resolveSamplerConfig(options: PlainRequest['sampling'] & {grammarEvaluationState?: LlamaGrammarEvaluationState}): unknown
+  _resolveSamplerConfig(
+    options: Omit<PlainRequest['sampling'], 'repeatPenalty'> & {
+      grammarEvaluationState?: LlamaGrammarEvaluationState
+      repeatPenalty?: Omit<RepeatPenalty, 'lastTokens'> & {punishTokens: Token[]; maxPunishTokens: number}
+    },
+  ): unknown
   _tokenMeter: unknown
   _contextShift: unknown
   _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: unknown): Promise<Token>}}
@@ -182,14 +195,24 @@ export async function generatePlain(
   const reused = Math.min(sharedPrefix(sequence.contextTokens, prompt), prompt.length - 1)
   if (reused < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{end: sequence.nextTokenIndex, start: reused}])
   const {grammar} = request
+  const generated: Token[] = []
   const sampler = support.createSampler(model)
-  sampler.applyConfig(internals._resolveSamplerConfig({...request.sampling, grammarEvaluationState: grammar}))
+  const {repeatPenalty, ...sampling} = request.sampling
+  // Penalized as LlamaChat and LlamaCompletion penalize: the last tokens generated, newlines aside, told again before each token.
+  const penalized = ({lastTokens, ...penalty}: RepeatPenalty) => ({
+    ...penalty,
+    maxPunishTokens: lastTokens,
+    punishTokens: generated.slice(Math.max(0, generated.length - lastTokens)).filter((token) => token !== model.tokens.nl),
+  })
+  const configure = () =>
+    sampler.applyConfig(internals._resolveSamplerConfig({...sampling, grammarEvaluationState: grammar, repeatPenalty: repeatPenalty && penalized(repeatPenalty)}))
+
+  configure()
   const native = internals._context._ctx
   const sample = (batchLogitIndex: number) => native.sampleToken(batchLogitIndex, sampler._sampler)
   const matcher = new StopMatcher(grammar ? [] : request.stopTexts)
   const endToken = model.tokens.eos ?? model.tokens.eot
   const complete = () => grammar !== undefined && endToken !== null && support.grammarAllows(grammar, endToken)
-  const generated: Token[] = []
   // What the tokenizer reads the first piece after. Nothing for a turn of its own, as LlamaChat and LlamaCompletion
   // read it, so that a response does not start with the space a tokenizer puts between words; the prompt's end for a
   // continued reply, whose first word that space separates from the prefill's last.
@@ -243,6 +266,7 @@ export async function generatePlain(
       if (generated.length >= request.maxTokens)
         return end(complete() ? {finishReason: 'stop', stopReason: 'grammarComplete'} : {finishReason: 'length', stopReason: 'maxTokens'})
       input = [token]
+      if (repeatPenalty) configure()
     }
   } finally {
     void sampler.asyncDispose()
