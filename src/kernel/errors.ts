@@ -11,6 +11,8 @@
 /** Every error code the toolkit and its plugins use (test/unit/error-codes.test.ts finds each one here). */
 export const ERROR_CODES = [
   'invalid_request',
+  // OpenAI's code for a prompt longer than the model's context, by which client libraries tell that refusal from others.
+  'context_length_exceeded',
   'invalid_json',
   'unknown_parameter',
   'model_not_found',

@@ -297,15 +297,25 @@ describe('OpenAI API (service-local, openai client)', function () {
       }
     })
 
-    it('refuses a prompt longer than the context with 400, and keeps serving', async () => {
+    it('refuses a prompt longer than the context with 400 and OpenAI\'s context_length_exceeded, and keeps serving', async () => {
       const long = 'word '.repeat(3000)
+      const overflow = {code: 'context_length_exceeded', type: 'invalid_request_error'}
       const response = await chat({messages: [{content: long, role: 'user'}], model: MODEL})
       expect(response.status).to.equal(400)
+      expect(response.body.error).to.include({...overflow, param: 'messages'})
       expect(response.body.error.message).to.match(/context.*--n_ctx/)
       // A stream is refused the same way, before it starts, rather than with an error inside a 200 stream.
       const streamed = await chat({messages: [{content: long, role: 'user'}], model: MODEL, stream: true})
       expect(streamed.status).to.equal(400)
+      expect(streamed.body.error).to.include({...overflow, param: 'messages'})
       expect(streamed.body.error.message).to.match(/context.*--n_ctx/)
+      const completion = await api(service, 'POST', '/v1/completions', {model: MODEL, prompt: long})
+      expect(completion.status).to.equal(400)
+      expect(completion.body.error).to.include({...overflow, param: 'prompt'})
+      // What the OpenAI client libraries read to tell an overflow from other refusals.
+      const error = await client.chat.completions.create({messages: [{content: long, role: 'user'}], model: MODEL}).catch((e) => e)
+      expect(error).to.be.instanceOf(OpenAI.BadRequestError)
+      expect(error.code).to.equal('context_length_exceeded')
       expect((await chat({max_tokens: 2, messages: [{content: 'hi', role: 'user'}], model: MODEL})).status).to.equal(200)
     })
 

@@ -23,7 +23,7 @@ import type {
 
 import {BatchGatherer} from './batch-gatherer.js'
 import {continuedTextCallbacks} from './continuation.js'
-import {requestError} from './errors.js'
+import {contextLengthError, requestError} from './errors.js'
 import {EventQueue} from './event-queue.js'
 import {chatGrammar} from './grammar.js'
 import {generatePlain, plainGenerationSupport, type PlainRequest, sharedPrefix, templateStops, type TextStop} from './plain-generation.js'
@@ -155,7 +155,7 @@ export async function loadGenerator(options: {
   const budgetAfter = (promptTokens: number, param: string) => {
     const budget = context.contextSize - promptTokens
     if (budget < 1)
-      throw requestError(
+      throw contextLengthError(
         `the prompt is ${promptTokens} tokens, which leaves no room in this model's ${context.contextSize}-token context; shorten it, or relaunch the model with a larger --n_ctx.`,
         param,
       )
