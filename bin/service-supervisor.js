@@ -3,6 +3,6 @@ import './require-node.js'
 import './hold-young-generation.js'
 import './hold-turbofan.js'
 
-import {execute} from '@oclif/core'
+import {runCommandLine} from './run-command-line.js'
 
-await execute({args: ['supervisor', ...process.argv.slice(2)], dir: import.meta.url})
+runCommandLine(['supervisor', ...process.argv.slice(2)], import.meta.url)

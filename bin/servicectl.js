@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 import './require-node.js'
 
-import {execute} from '@oclif/core'
-
 import {moveLeadingGlobalFlags} from '../dist/cli/global-flags.js'
+import {runCommandLine} from './run-command-line.js'
 
-await execute({args: moveLeadingGlobalFlags(process.argv.slice(2)), dir: import.meta.url})
+runCommandLine(moveLeadingGlobalFlags(process.argv.slice(2)), import.meta.url, {endOnClosedStdout: true})
