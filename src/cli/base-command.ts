@@ -7,6 +7,7 @@ import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 import {checkedEndpoint} from './endpoint.js'
 import {httpFetch} from './http-fetch.js'
+import {JsonCommand} from './json-command.js'
 import {fileHistory, type LineHistory} from './repl.js'
 
 /**
@@ -14,7 +15,7 @@ import {fileHistory, type LineHistory} from './repl.js'
  * (-e, else SERVICE_ENDPOINT, else -H/-p, else the local service), the credential (--api-key, else the login
  * `servicectl login` saved for the endpoint), `--json`, and one clear line on failure.
  */
-export abstract class ClientCommand<T extends typeof Command> extends Command {
+export abstract class ClientCommand<T extends typeof Command> extends JsonCommand {
   static baseFlags = {
     'api-key': Flags.string({description: 'API key (also -ak), when access control is on.', env: 'SERVICE_API_KEY', helpGroup: 'GLOBAL'}),
     endpoint: Flags.string({char: 'e', description: `Service endpoint [default: ${DEFAULT_ENDPOINT}, or SERVICE_ENDPOINT].`, helpGroup: 'GLOBAL'}),
@@ -22,7 +23,6 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
     'log-level': Flags.option({description: 'Log level.', helpGroup: 'GLOBAL', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Service port, when no endpoint is given [default: ${DEFAULT_PORT}].`, helpGroup: 'GLOBAL', max: 65_535, min: 1}),
   }
-  static enableJsonFlag = true
 
   protected flags!: Interfaces.InferredFlags<(typeof ClientCommand)['baseFlags'] & T['flags']>
   protected args!: Interfaces.InferredArgs<T['args']>
@@ -76,11 +76,9 @@ export abstract class ClientCommand<T extends typeof Command> extends Command {
   /** Server and connection errors are one line for a person, never a stack trace. */
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
     if (isServiceErrorShape(error) && !('oclif' in error)) {
-      const status = (error as {status: number}).status
+      const {code, status} = error
       const message = authFailureLine(error, this.endpoint, this.credentialSource) ?? error.message
-      this.logToStderr(`Error: ${message}`)
-      if (this.jsonEnabled()) this.logJson({error: {code: (error as {code?: string}).code, message, status}})
-      this.exit(status === 503 && (error as {code?: string}).code === 'connection_failed' ? 3 : 1)
+      this.fail({code, message, status}, status === 503 && code === 'connection_failed' ? 3 : 1)
     }
 
     return super.catch(error)

@@ -1,16 +1,16 @@
-import {Args, Command, Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
+import {JsonCommand} from '../cli/json-command.js'
 import {isEngineKind, PLUGIN_KINDS, type PluginKind, ScaffoldError, scaffoldPlugin} from '../cli/scaffold.js'
 import {shellQuote} from '../util/format.js'
 
-export default class Scaffold extends Command {
+export default class Scaffold extends JsonCommand {
   static args = {
     kind: Args.string({description: 'What the plugin adds; an external-engine runs each model as a program of its own (a Python server).', options: [...PLUGIN_KINDS], required: true}),
     name: Args.string({description: 'Name of the engine or model type, as users will type it (e.g. my-engine, classifier).', required: true}),
   }
   static description =
     'Create a new plugin (an engine, or a model type with its route) from a template: plain JavaScript, ready for `servicectl plugins link` with no build step.'
-  static enableJsonFlag = true
   static examples = [
     '<%= config.bin %> scaffold engine my-engine',
     '<%= config.bin %> scaffold external-engine my-server',

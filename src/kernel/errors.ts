@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'download_corrupt',
   'insufficient_storage',
   'hub_unreachable',
+  // servicectl's own, for --json: a command line it cannot parse.
+  'invalid_arguments',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -6,7 +6,7 @@ import {expect} from 'chai'
 import {execa} from 'execa'
 import {join} from 'node:path'
 
-import {ROOT, type RunningService, SERVICECTL, startService} from '../helpers/service.js'
+import {ROOT, type RunningService, SERVICECTL, servicectl, startService} from '../helpers/service.js'
 
 describe('servicectl in scripts (real processes)', function () {
   let service: RunningService
@@ -29,6 +29,19 @@ describe('servicectl in scripts (real processes)', function () {
       const command = `node ${args.join(' ')} | true` + '; echo "exit ${PIPESTATUS[0]}" >&2'
       const {stderr} = await execa('bash', ['-c', command], {env: {SERVICE_ENDPOINT: service.url}})
       expect(stderr, args.join(' ')).to.equal('exit 0')
+    }
+  })
+  it('with --json, prints a command line it cannot parse as one JSON error, and its one line on stderr', async () => {
+    for (const [args, message] of [
+      [['terminate'], 'Missing required flag model-uid'],
+      [['list', '--bogus'], 'Nonexistent flag: --bogus'],
+      [['chat', '-u', 'x', '--temperature', 'abc'], 'Parsing --temperature: Expected a number (e.g. 0.7) but received: abc'],
+      [['scaffold'], 'Missing 2 required args: kind, name'],
+    ] as const) {
+      const {exitCode, stderr, stdout} = await servicectl([...args, '--json'], {env: {SERVICE_ENDPOINT: service.url}})
+      expect(exitCode, args.join(' ')).to.equal(2)
+      expect(JSON.parse(stdout), args.join(' ')).to.deep.equal({error: {code: 'invalid_arguments', message}})
+      expect(stderr, args.join(' ')).to.equal(`Error: ${message}`)
     }
   })
 })

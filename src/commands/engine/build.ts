@@ -1,4 +1,4 @@
-import {Args, Command, Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
 import type {Logger} from '../../kernel/contracts.js'
 
@@ -11,6 +11,7 @@ import {
   runEngineBuild,
   runProgram,
 } from '../../cli/engine-build.js'
+import {JsonCommand} from '../../cli/json-command.js'
 import {isServiceErrorShape} from '../../kernel/errors.js'
 import {takeBuildLock} from '../../service/build-process.js'
 import {loadKernel} from '../../kernel/hooks.js'
@@ -26,13 +27,12 @@ interface BuildOutput {
   report?: string
 }
 
-export default class BuildEngine extends Command {
+export default class BuildEngine extends JsonCommand {
   static args = {
     engine: Args.string({description: 'The engine, as --model-engine names it (e.g. llama.cpp).', required: true}),
   }
   static description =
     'Build an engine for this machine, where its plugin offers a build (llama.cpp: compile it for this CPU). It runs here, without the service; on a cluster, run it on every worker.'
-  static enableJsonFlag = true
   static examples = ['<%= config.bin %> engine build llama.cpp', '<%= config.bin %> engine build llama.cpp --dry-run']
   static flags = {
     'dry-run': Flags.boolean({default: false, description: 'Print the command and check what it needs, without running it.'}),
@@ -65,11 +65,11 @@ export default class BuildEngine extends Command {
     if (missing) throw missing
     const release = plan.auto ? await takeBuildLock(plan.auto.folder) : undefined
     if (plan.auto && !release)
-      this.fail(`a service on this machine is building ${plan.engine} in the background; GET /v1/engines/${plan.engine}/build shows its progress. Run this again once it has ended.`, 1, 'conflict')
+      this.refuse(`a service on this machine is building ${plan.engine} in the background; GET /v1/engines/${plan.engine}/build shows its progress. Run this again once it has ended.`, 1, 'conflict')
     const result = await runEngineBuild(plan, run).finally(() => release?.())
     if (result.exitCode !== 0) {
       const how = result.signal ? `was stopped by ${result.signal}` : `failed with exit code ${result.exitCode}`
-      this.fail(`building ${plan.engine} ${how}; its output above says why.`, result.exitCode)
+      this.refuse(`building ${plan.engine} ${how}; its output above says why.`, result.exitCode)
     }
 
     this.log('')
@@ -81,14 +81,13 @@ export default class BuildEngine extends Command {
 
   /** A refusal is one line for a person, never a stack trace. */
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
-    if (isServiceErrorShape(error) && !('oclif' in error)) this.fail(error.message, 1, (error as {code?: string}).code)
+    if (isServiceErrorShape(error) && !('oclif' in error)) this.refuse(error.message, 1, error.code)
     return super.catch(error)
   }
 
-  private fail(message: string, exitCode: number, code?: string): never {
-    this.logToStderr(`Error: ${message}`)
-    if (this.jsonEnabled()) this.logJson({error: {code, exit_code: exitCode, message}})
-    this.exit(exitCode)
+  /** The JSON error says the exit code too: a build's is the build program's own. */
+  private refuse(message: string, exitCode: number, code?: string): never {
+    this.fail({code, exit_code: exitCode, message}, exitCode)
   }
 
   private describe(plan: EngineBuildPlan): void {
