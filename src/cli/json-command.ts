@@ -1,11 +1,27 @@
 import {Command, Errors, ux} from '@oclif/core'
 import {stripVTControlCharacters} from 'node:util'
 
+import type {ErrorCode} from '../kernel/errors.js'
+
 /** What `--json` prints on stdout, under `error`, when a command fails: a stable code for scripts and the message a person reads. */
 export interface JsonFailure {
   code?: string
   message: string
   [field: string]: unknown
+}
+
+/**
+ * A command stopped at the person's word: a launch cancelled with Ctrl-C, a confirmation answered no. No error of
+ * the service, but no success for a script either: it exits non-zero and, with `--json`, says which it was.
+ */
+export class CommandStopped extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message)
+  }
 }
 
 /**
@@ -50,6 +66,7 @@ export abstract class JsonCommand extends Command {
    */
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
     if (error instanceof Errors.ExitError) throw error
+    if (error instanceof CommandStopped) this.fail({code: error.code, message: error.message}, error.exitCode, error.message)
     if (!this.jsonEnabled()) return super.catch(error)
     const exit = (error as Errors.CLIError).oclif?.exit
     if (exit === undefined) this.fail({code: 'internal_error', message: error.message}, 1)
@@ -57,9 +74,9 @@ export abstract class JsonCommand extends Command {
     this.fail({code: usage ? 'invalid_arguments' : 'invalid_request', message: usageErrorLine(error)}, exit)
   }
 
-  /** One line on stderr, the JSON error on stdout with `--json`, and the exit code. */
-  protected fail(failure: JsonFailure, exitCode: number): never {
-    this.logToStderr(`Error: ${failure.message}`)
+  /** One line on stderr (`Error: …` unless given), the JSON error on stdout with `--json`, and the exit code. */
+  protected fail(failure: JsonFailure, exitCode: number, line = `Error: ${failure.message}`): never {
+    this.logToStderr(line)
     if (this.jsonEnabled()) this.logJson({error: failure})
     this.exit(exitCode)
   }

@@ -5,6 +5,7 @@ import type {LaunchOptions} from '../client/client.js'
 import {ClientCommand} from '../cli/base-command.js'
 import {splitEngineOptions} from '../cli/extra-options.js'
 import {gpuCountFlag, gpuIndicesFlag} from '../cli/flags.js'
+import {CommandStopped} from '../cli/json-command.js'
 import {launchFieldsFromFlags} from '../cli/launch-flags.js'
 import {createProgressView} from '../cli/progress.js'
 import {confirm} from '../cli/prompt.js'
@@ -49,7 +50,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
     const options: LaunchOptions = {...this.engineOptions, ...launchFieldsFromFlags(Launch.launchFlags, flags)}
     const client = this.client()
     const uid = await client.launch(options, {waitReady: false})
-    const view = createProgressView({columns: process.stderr.columns, tty: Boolean(process.stderr.isTTY), write: (text) => this.jsonEnabled() || process.stderr.write(text)})
+    const view = createProgressView({columns: process.stderr.columns, tty: Boolean(process.stderr.isTTY), write: (text) => process.stderr.write(text)})
     const stop = new AbortController()
     const asking = new AbortController()
     const interrupted = async () => {
@@ -72,8 +73,7 @@ The first launch of a catalogue model downloads its weights into SERVICE_HOME/ca
       view.finish()
       this.logToStderr(`Cancelling the launch of ${uid}…`)
       await client.cancel(uid)
-      this.logToStderr(`Cancelled the launch of ${uid}; nothing of it was kept.`)
-      this.exit(INTERRUPTED)
+      throw new CommandStopped('cancelled', `Cancelled the launch of ${uid}; nothing of it was kept.`, INTERRUPTED)
     } finally {
       process.off('SIGINT', onSigint)
       asking.abort()

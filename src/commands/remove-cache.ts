@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../cli/base-command.js'
+import {CommandStopped} from '../cli/json-command.js'
 import {confirm} from '../cli/prompt.js'
 
 export default class RemoveCache extends ClientCommand<typeof RemoveCache> {
@@ -19,10 +20,7 @@ The service refuses while a model that is running or launching uses the files. T
     const {paths} = await client.cachedModelFiles(version)
     if (!this.flags.check) {
       this.logToStderr(`These files will be deleted:\n${paths.map((path) => `  ${path}`).join('\n')}`)
-      if (!(await confirm('Do you want to proceed with the deletion? (y/[n]) '))) {
-        this.logToStderr('Nothing was deleted.')
-        this.exit(1)
-      }
+      if (!(await confirm('Do you want to proceed with the deletion? (y/[n]) '))) throw new CommandStopped('declined', 'Declined: nothing was deleted.', 1)
     }
 
     const removed = await client.removeCachedModel(version)

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../cli/base-command.js'
+import {CommandStopped} from '../cli/json-command.js'
 import {confirm} from '../cli/prompt.js'
 
 export default class RemoveVirtualenv extends ClientCommand<typeof RemoveVirtualenv> {
@@ -15,10 +16,7 @@ The service refuses while a model that is running or launching uses it. The next
 
   async run(): Promise<{name: string; paths: string[]; deleted: boolean}> {
     const {check, name} = this.flags
-    if (!check && !(await confirm(`Delete the Python environment ${name}? (y/[n]) `))) {
-      this.logToStderr('Nothing was deleted.')
-      this.exit(1)
-    }
+    if (!check && !(await confirm(`Delete the Python environment ${name}? (y/[n]) `))) throw new CommandStopped('declined', 'Declined: nothing was deleted.', 1)
 
     const removed = await this.client().removeVirtualEnvironment(name)
     this.log(`Deleted ${name} (${removed.paths.join(', ')}).`)

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {ServiceError} from '../kernel/errors.js'
 import {ClientCommand} from '../cli/base-command.js'
+import {CommandStopped} from '../cli/json-command.js'
 import {confirm} from '../cli/prompt.js'
 
 export default class StopCluster extends ClientCommand<typeof StopCluster> {
@@ -28,10 +29,7 @@ Lists the workers and their models and asks for confirmation first (--check skip
       const workers = await client.workers()
       const lines = workers.map((worker) => `  ${worker.id} (${worker.state}): ${worker.models.length > 0 ? worker.models.join(', ') : 'no models'}`)
       this.logToStderr(`The supervisor at ${client.endpoint} and these workers will stop:\n${lines.join('\n') || '  (no workers)'}`)
-      if (!(await confirm('Do you want to stop the cluster? (y/[n]) '))) {
-        this.logToStderr('Nothing was stopped.')
-        this.exit(1)
-      }
+      if (!(await confirm('Do you want to stop the cluster? (y/[n]) '))) throw new CommandStopped('declined', 'Declined: nothing was stopped.', 1)
     }
 
     const {unreachable_workers: unreachable} = await client.stopCluster()

@@ -49,8 +49,10 @@ export const ERROR_CODES = [
   'download_corrupt',
   'insufficient_storage',
   'hub_unreachable',
-  // servicectl's own, for --json: a command line it cannot parse.
+  // servicectl's own, for --json: a command line it cannot parse, a launch cancelled with Ctrl-C, a confirmation answered no.
   'invalid_arguments',
+  'cancelled',
+  'declined',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -4,9 +4,27 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
+import {once} from 'node:events'
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
-import {ROOT, type RunningService, SERVICECTL, servicectl, startService} from '../helpers/service.js'
+import {ROOT, type RunningService, SERVICECTL, servicectl, startService, until} from '../helpers/service.js'
+
+/** A stand-in for the service that answers `routes` ("GET /v1/…", query left out) with JSON, and records each request's route. */
+async function fakeService(routes: Record<string, unknown>): Promise<{url: string; asked: string[]; server: Server}> {
+  const asked: string[] = []
+  const server = createServer((request, response) => {
+    request.resume()
+    const route = `${request.method} ${request.url!.split('?')[0]}`
+    asked.push(route)
+    response.writeHead(route in routes ? 200 : 404, {'content-type': 'application/json'})
+    response.end(JSON.stringify(routes[route] ?? {error: {code: 'not_found', message: `no ${route} here`}}))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {asked, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`}
+}
 
 describe('servicectl in scripts (real processes)', function () {
   let service: RunningService
@@ -42,6 +60,50 @@ describe('servicectl in scripts (real processes)', function () {
       expect(exitCode, args.join(' ')).to.equal(2)
       expect(JSON.parse(stdout), args.join(' ')).to.deep.equal({error: {code: 'invalid_arguments', message}})
       expect(stderr, args.join(' ')).to.equal(`Error: ${message}`)
+    }
+  })
+
+  it('with --json, a declined confirmation is a JSON error, what it asked about shown on stderr first', async () => {
+    const fake = await fakeService({
+      'GET /v1/cache/models/files': {model_version: 'm--1B--ggufv2--q4_0', paths: ['/cache/m/model.gguf']},
+      'GET /v1/cluster/info': {mode: 'cluster', pid: 1},
+      'GET /v1/workers': {list: [{id: 'w1', models: ['m'], state: 'ready'}]},
+    })
+    try {
+      for (const [args, asked] of [
+        [['remove-cache', '-n', 'm--1B--ggufv2--q4_0'], 'These files will be deleted:\n  /cache/m/model.gguf\nDo you want to proceed with the deletion? (y/[n]) '],
+        [['remove-virtualenv', '-n', 'py3.11.7-0123'], 'Delete the Python environment py3.11.7-0123? (y/[n]) '],
+        [['stop-cluster'], `The supervisor at ${fake.url} and these workers will stop:\n  w1 (ready): m\nDo you want to stop the cluster? (y/[n]) `],
+      ] as const) {
+        for (const json of [false, true]) {
+          const {exitCode, stderr, stdout} = await servicectl([...args, '-e', fake.url, ...(json ? ['--json'] : [])], {input: 'n\n'})
+          expect(exitCode, args[0]).to.equal(1)
+          const stopped = args[0] === 'stop-cluster' ? 'stopped' : 'deleted'
+          expect(stderr, args[0]).to.equal(`${asked}Declined: nothing was ${stopped}.`)
+          expect(json ? JSON.parse(stdout) : stdout, args[0]).to.deep.equal(json ? {error: {code: 'declined', message: `Declined: nothing was ${stopped}.`}} : '')
+        }
+      }
+
+      expect(fake.asked.filter((route) => route.startsWith('DELETE') || route.startsWith('POST'))).to.deep.equal([])
+    } finally {
+      fake.server.close()
+    }
+  })
+
+  it('with --json, a launch cancelled with Ctrl-C says so on stderr and as a JSON error, and exits 130', async () => {
+    const progress = {downloaded_bytes: 0, files: [], progress: 0, stage: 'downloading', total_bytes: 0}
+    const fake = await fakeService({'GET /v1/models/slow/progress': progress, 'POST /v1/models': {model_uid: 'slow'}, 'POST /v1/models/slow/cancel': {}})
+    try {
+      const child = execa('node', [SERVICECTL, 'launch', '-n', 'slow', '--model-engine', 'llama.cpp', '--json', '-e', fake.url], {env: {NO_COLOR: '1'}, reject: false})
+      await until(async () => (fake.asked.includes('GET /v1/models/slow/progress') ? true : undefined), 'the launch to be followed')
+      child.kill('SIGINT')
+      const {exitCode, stderr, stdout} = await child
+      expect(exitCode).to.equal(130)
+      expect(stderr).to.equal('Cancelling the launch of slow…\nCancelled the launch of slow; nothing of it was kept.')
+      expect(JSON.parse(String(stdout))).to.deep.equal({error: {code: 'cancelled', message: 'Cancelled the launch of slow; nothing of it was kept.'}})
+      expect(fake.asked).to.include('POST /v1/models/slow/cancel')
+    } finally {
+      fake.server.close()
     }
   })
 })

@@ -270,7 +270,7 @@ describe('model hub (service-local, servicectl, a local Hugging Face / ModelScop
     const declined = await cli(['remove-cache', '-n', 'hub-tiny--0_5B--ggufv2--q4_0'], 'n\n')
     expect(declined.exitCode).to.equal(1)
     expect(declined.stderr).to.contain(`These files will be deleted:\n  ${join(entry('q4_0'), 'tiny-q4_0.gguf')}\n`)
-    expect(declined.stderr).to.contain('Nothing was deleted.')
+    expect(declined.stderr).to.contain('Declined: nothing was deleted.')
     expect(existsSync(entry('q4_0'))).to.equal(true)
 
     const confirmed = await cli(['remove-cache', '-n', 'hub-tiny--0_5B--ggufv2--q4_0'], 'y\n')

@@ -185,7 +185,7 @@ describe('Python virtual environments for engines that run Python (engine-python
       for (const uid of ['six-a', 'six-b']) expect((await setup.api('DELETE', `/v1/models/${uid}`)).status).to.equal(200)
       const declined = await cli(['remove-virtualenv', '-n', six.name], 'n\n')
       expect(declined.exitCode).to.equal(1)
-      expect(declined.stderr).to.contain('Nothing was deleted.')
+      expect(declined.stderr).to.contain('Declined: nothing was deleted.')
       const removed = await cli(['remove-virtualenv', '-n', six.name, '--check'])
       expect(removed.exitCode, removed.stderr).to.equal(0)
       expect(removed.stdout).to.contain(`Deleted ${six.name}`)
