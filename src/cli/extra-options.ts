@@ -1,13 +1,16 @@
+import {TWO_LETTER_FLAGS} from './two-letter-flags.js'
+
 /**
  * Engine parameters arrive on the command line as `--name value` (or `--name=value`) pairs the command does
  * not declare. They are collected as strings; the service converts each to the type the engine declares
- * and names any it does not know.
+ * and names any it does not know. One followed by another flag, the command's own (`--flash_attn -q f32`) or an
+ * engine parameter, is a bare switch: `true`.
  */
 export function splitEngineOptions(
   argv: string[],
   ...declared: Array<Record<string, {char?: string; aliases?: string[]; type?: string}>>
 ): {engineOptions: Record<string, string>; rest: string[]} {
-  const known = new Map<string, boolean>([['--help', false], ['--json', false]])
+  const known = new Map<string, boolean>([['--help', false], ['-h', false], ['--json', false]])
   for (const flags of declared) {
     for (const [name, flag] of Object.entries(flags)) {
       const takesValue = flag.type !== 'boolean'
@@ -16,6 +19,13 @@ export function splitEngineOptions(
       for (const alias of flag.aliases ?? []) known.set(`--${alias}`, takesValue)
       if (flag.char) known.set(`-${flag.char}`, takesValue)
     }
+  }
+
+  // The command's own flags as they may be typed: `-q`, `-qf32`, `-q=f32`, `--quantization=f32`, and `-en`, which
+  // oclif's preparse hook rewrites only after the engine parameters are taken out.
+  const isOwnFlag = (token: string) => {
+    const [flag] = token.split('=', 1)
+    return known.has(flag) || Object.hasOwn(TWO_LETTER_FLAGS, flag) || (/^-[^-]/.test(token) && known.has(token.slice(0, 2)))
   }
 
   const engineOptions: Record<string, string> = {}
@@ -31,7 +41,7 @@ export function splitEngineOptions(
 
     const name = flag.slice(2)
     if (inline !== undefined) engineOptions[name] = inline
-    else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) engineOptions[name] = argv[++i]
+    else if (i + 1 < argv.length && !argv[i + 1].startsWith('--') && !isOwnFlag(argv[i + 1])) engineOptions[name] = argv[++i]
     else engineOptions[name] = 'true'
   }
 
