@@ -26,7 +26,7 @@ import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import {ServiceError, statusOfErrorType} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
-import {errorFromReply, sendJson} from './http.js'
+import {errorFromReply, notTheServiceError, sendJson} from './http.js'
 import {MediaModelCalls} from './media.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
@@ -269,7 +269,11 @@ export class Client {
   async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const response = await this.send(method, path, body, signal)
     const text = await response.text()
-    return (text ? JSON.parse(text) : null) as T
+    try {
+      return (text ? JSON.parse(text) : null) as T
+    } catch {
+      throw notTheServiceError(this.endpoint, `${method} ${path}`, response)
+    }
   }
 
   /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError, its status read back from the error's type. */
@@ -306,8 +310,8 @@ export class Client {
 
     this.checkVersion(response.headers.get(VERSION_HEADER))
     if (!response.ok) {
-      const {error, text} = await errorFromReply(response)
-      throw error ?? new ServiceError(response.status, String(response.status), `${response.status} ${response.statusText}: ${text.slice(0, 200)}`)
+      const {error} = await errorFromReply(response)
+      throw error ?? notTheServiceError(this.endpoint, `${method} ${path}`, response)
     }
 
     return response

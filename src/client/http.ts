@@ -25,6 +25,21 @@ export function sendJson(fetcher: typeof fetch, url: string, {body, credential, 
 }
 
 /**
+ * The error for an answer the service never gives (an HTML page, a 200 that is not JSON): another server listens
+ * at the endpoint, or a proxy answers for it. One line saying what came back and where to point instead, rather
+ * than the page itself or JSON's SyntaxError.
+ */
+export function notTheServiceError(endpoint: string, call: string, response: Response): ServiceError {
+  const type = response.headers.get('content-type')?.split(';')[0].trim() || 'no content type'
+  const status = `${response.status}${response.statusText ? ` ${response.statusText}` : ''}`
+  return new ServiceError(
+    502,
+    'unexpected_response',
+    `the server at ${endpoint} is not the service: it answered ${call} with ${status} (${type}); point to the service with --endpoint or SERVICE_ENDPOINT.`,
+  )
+}
+
+/**
  * The error a failed reply carries: the service's `{error: {message, code, param}}` (OpenAI's shape), an
  * `{error: "…"}` or `{detail: "…"}` (Xinference's); undefined for a reply that names none (a proxy's HTML page).
  */

@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'shutting_down',
   'version_mismatch',
   'connection_failed',
+  'unexpected_response',
   'internal_error',
   'generation_failed',
   'worker_lost',

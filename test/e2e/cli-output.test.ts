@@ -106,4 +106,30 @@ describe('servicectl in scripts (real processes)', function () {
       fake.server.close()
     }
   })
+  it('says in one line that the endpoint is not the service when a web server answers there, whatever the status', async () => {
+    const page = createServer((request, response) => {
+      request.resume()
+      if (request.url === '/v1/models') response.writeHead(200, {'content-type': 'text/html'})
+      else response.writeHead(404, 'File not found', {'content-type': 'text/html'})
+      response.end('<!DOCTYPE HTML>\n<html>\n<body>Nothing here</body>\n</html>\n')
+    })
+    page.listen(0, '127.0.0.1')
+    await once(page, 'listening')
+    const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}`
+    try {
+      for (const [args, answered] of [
+        [['list'], 'GET /v1/models with 200 OK'],
+        [['terminate', '-u', 'x'], 'DELETE /v1/models/x with 404 File not found'],
+      ] as const) {
+        const message = `the server at ${url} is not the service: it answered ${answered} (text/html); point to the service with --endpoint or SERVICE_ENDPOINT.`
+        const plain = await servicectl([...args], {env: {SERVICE_ENDPOINT: url}})
+        expect(plain.exitCode, args[0]).to.equal(1)
+        expect(plain.stderr, args[0]).to.equal(`Error: ${message}`)
+        const json = await servicectl([...args, '--json'], {env: {SERVICE_ENDPOINT: url}})
+        expect(JSON.parse(json.stdout), args[0]).to.deep.equal({error: {code: 'unexpected_response', message, status: 502}})
+      }
+    } finally {
+      page.close()
+    }
+  })
 })

@@ -92,4 +92,36 @@ describe('client library', () => {
     expect(await failure('/anthropic/v1/messages/overloaded')).to.include({code: 'overloaded_error', message: 'the model has too many requests waiting.', param: null, status: 503})
     expect(await failure('/anthropic/v1/messages/missing')).to.include({code: 'not_found_error', status: 404})
   })
+  describe('against a server that is not the service', () => {
+    let page: Server
+    let url: string
+
+    before(async () => {
+      // A web server's pages: 200 for /v1/models, "404 File not found" (Python's http.server) for the rest.
+      page = createServer((request, response) => {
+        request.resume()
+        if (request.url === '/v1/models') response.writeHead(200, {'content-type': 'text/html; charset=utf-8'})
+        else response.writeHead(404, 'File not found', {'content-type': 'text/html;charset=utf-8'})
+        response.end('<!DOCTYPE HTML>\n<html>\n<body>Nothing here</body>\n</html>\n')
+      })
+      await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve))
+      url = `http://127.0.0.1:${(page.address() as {port: number}).port}`
+    })
+
+    after(() => page.close())
+
+    it('says in one line what answered, and how to point to the service, for a page whatever its status', async () => {
+      const client = new Client(url)
+      const how = 'point to the service with --endpoint or SERVICE_ENDPOINT.'
+      expect(await client.list().catch((error) => error)).to.include({
+        code: 'unexpected_response',
+        message: `the server at ${url} is not the service: it answered GET /v1/models with 200 OK (text/html); ${how}`,
+        status: 502,
+      })
+      expect(await client.terminate('x').catch((error) => error)).to.include({
+        code: 'unexpected_response',
+        message: `the server at ${url} is not the service: it answered DELETE /v1/models/x with 404 File not found (text/html); ${how}`,
+      })
+    })
+  })
 })
