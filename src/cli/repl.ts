@@ -74,13 +74,49 @@ export async function runRepl({history, output, prompt}: ReplOptions, ask: (line
       } catch (error) {
         // Stopped however the request ends on it: an AbortError before the answer's head, a reset stream after it.
         if (!asking.signal.aborted) throw error
-        output.write('\n(stopped)\n')
+        output.write('(stopped)\n')
       } finally {
         current = undefined
       }
     }
   } finally {
     readline.close()
+  }
+}
+
+/** One answer of a conversation, written after its label (`Assistant: `) as its text comes. */
+export interface LabelledAnswer {
+  write(text: string): void
+  /** The answer is complete: its line ends (an empty answer shows its label alone). */
+  end(): void
+  /** The answer failed or was stopped: its line ends if it started, so that what follows is a line of its own. */
+  abandon(): void
+}
+
+/**
+ * The label is written with the answer's first text, not before the request: a turn that fails before its
+ * answer starts leaves no label without an answer behind it.
+ */
+export function labelledAnswer(output: NodeJS.WritableStream, label: string): LabelledAnswer {
+  let started = false
+  const start = () => {
+    if (!started) output.write(label)
+    started = true
+  }
+
+  return {
+    abandon() {
+      if (started) output.write('\n')
+    },
+    end() {
+      start()
+      output.write('\n')
+    },
+    write(text) {
+      if (!text) return
+      start()
+      output.write(text)
+    },
   }
 }
 

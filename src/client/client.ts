@@ -26,7 +26,7 @@ import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import {ServiceError, statusOfErrorType} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {type SpeechOptions, speechBytes, type Transcription, type TranscriptionOptions, transcriptionReply, transcriptionRequest} from './audio.js'
-import {errorFromReply, notTheServiceError, sendJson} from './http.js'
+import {errorFromReply, eventStreamBody, notTheServiceError, sendJson} from './http.js'
 import {MediaModelCalls} from './media.js'
 import {readEventData} from './server-sent-events.js'
 import {CLIENT_VERSION} from './version.js'
@@ -279,7 +279,7 @@ export class Client {
   /** Server-sent events of a streaming call, parsed; an error event becomes a thrown ServiceError, its status read back from the error's type. */
   async *stream<T>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T> {
     const response = await this.send('POST', path, body, signal)
-    for await (const data of readEventData(response.body!)) {
+    for await (const data of readEventData(await eventStreamBody(this.endpoint, `POST ${path}`, response))) {
       if (data === '[DONE]') return
       const event = JSON.parse(data) as T & {error?: {message: string; code?: string; param?: string | null; type?: string}}
       if (event.error) {

@@ -40,6 +40,16 @@ export function notTheServiceError(endpoint: string, call: string, response: Res
 }
 
 /**
+ * A streaming call's body, checked to be an event stream: any other (a web server's 200 page) holds no event, so
+ * the stream would end with no answer and no error.
+ */
+export async function eventStreamBody(endpoint: string, call: string, response: Response): Promise<ReadableStream<Uint8Array>> {
+  if (/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) return response.body!
+  await response.body?.cancel()
+  throw notTheServiceError(endpoint, call, response)
+}
+
+/**
  * The error a failed reply carries: the service's `{error: {message, code, param}}` (OpenAI's shape), an
  * `{error: "…"}` or `{detail: "…"}` (Xinference's); undefined for a reply that names none (a proxy's HTML page).
  */

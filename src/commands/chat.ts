@@ -4,7 +4,7 @@ import type {ChatMessage} from '../client/client.js'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {numberFlag} from '../cli/flags.js'
-import {runRepl} from '../cli/repl.js'
+import {labelledAnswer, runRepl} from '../cli/repl.js'
 
 export default class Chat extends ClientCommand<typeof Chat> {
   static description = `Chat with a running model, one line per turn; an empty line ends the chat. Lines may be piped in.
@@ -28,19 +28,20 @@ On a terminal, the up arrow recalls lines typed before, in this chat and earlier
     await runRepl({history: this.replHistory('chat'), output, prompt: 'User: '}, async (line, signal) => {
       messages.push({content: line, role: 'user'})
       let answer = ''
-      output.write('Assistant: ')
+      const shown = labelledAnswer(output, 'Assistant: ')
       try {
         if (flags.stream) {
           for await (const chunk of model.chatStream(messages, options, signal)) {
             const text = chunk.choices[0]?.delta?.content ?? ''
             answer += text
-            output.write(text)
+            shown.write(text)
           }
         } else {
           answer = (await model.chat(messages, options, signal)).choices[0]?.message.content ?? ''
-          output.write(answer)
+          shown.write(answer)
         }
       } catch (error) {
+        shown.abandon()
         // A stopped answer stays as far as it came; one stopped before any text takes its question back, so that
         // turns still alternate, as chat templates require.
         if (answer) messages.push({content: answer, role: 'assistant'})
@@ -48,7 +49,7 @@ On a terminal, the up arrow recalls lines typed before, in this chat and earlier
         throw error
       }
 
-      output.write('\n')
+      shown.end()
       messages.push({content: answer, role: 'assistant'})
     })
     return {messages}

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {numberFlag} from '../cli/flags.js'
-import {runRepl} from '../cli/repl.js'
+import {labelledAnswer, runRepl} from '../cli/repl.js'
 
 export default class Generate extends ClientCommand<typeof Generate> {
   static description = `Complete text with a running model, one prompt per line; an empty line ends it. Lines may be piped in.
@@ -24,19 +24,24 @@ On a terminal, the up arrow recalls prompts typed before (kept in SERVICE_HOME/h
     const output = this.conversationOutput()
     await runRepl({history: this.replHistory('generate'), output, prompt: 'Prompt: '}, async (prompt, signal) => {
       let completion = ''
-      output.write('Completion: ')
-      if (flags.stream) {
-        for await (const chunk of model.generateStream(prompt, options, signal)) {
-          const text = chunk.choices[0]?.text ?? ''
-          completion += text
-          output.write(text)
+      const shown = labelledAnswer(output, 'Completion: ')
+      try {
+        if (flags.stream) {
+          for await (const chunk of model.generateStream(prompt, options, signal)) {
+            const text = chunk.choices[0]?.text ?? ''
+            completion += text
+            shown.write(text)
+          }
+        } else {
+          completion = (await model.generate(prompt, options, signal)).choices[0]?.text ?? ''
+          shown.write(completion)
         }
-      } else {
-        completion = (await model.generate(prompt, options, signal)).choices[0]?.text ?? ''
-        output.write(completion)
+      } catch (error) {
+        shown.abandon()
+        throw error
       }
 
-      output.write('\n')
+      shown.end()
       completions.push({completion, prompt})
     })
     return {completions}

@@ -123,5 +123,13 @@ describe('client library', () => {
         message: `the server at ${url} is not the service: it answered DELETE /v1/models/x with 404 File not found (text/html); ${how}`,
       })
     })
+
+    it('fails a stream answered with anything but events, rather than ending it with no event', async () => {
+      const events = new Client(url).stream('/v1/models', {stream: true})
+      expect(await events.next().catch((error) => error)).to.include({
+        code: 'unexpected_response',
+        message: `the server at ${url} is not the service: it answered POST /v1/models with 200 OK (text/html); point to the service with --endpoint or SERVICE_ENDPOINT.`,
+      })
+    })
   })
 })
