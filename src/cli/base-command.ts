@@ -2,12 +2,12 @@ import {Command, Flags, Interfaces} from '@oclif/core'
 import {join} from 'node:path'
 
 import {Client, DEFAULT_ENDPOINT} from '../client/client.js'
-import {isServiceErrorShape} from '../kernel/errors.js'
+import {isServiceErrorShape, type ServiceErrorShape} from '../kernel/errors.js'
 import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 import {checkedEndpoint} from './endpoint.js'
 import {httpFetch} from './http-fetch.js'
-import {JsonCommand} from './json-command.js'
+import {JsonCommand, type JsonFailure} from './json-command.js'
 import {fileHistory, type LineHistory} from './repl.js'
 
 /**
@@ -76,12 +76,27 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
   /** Server and connection errors are one line for a person, never a stack trace. */
   protected async catch(error: Error & {exitCode?: number}): Promise<unknown> {
     if (isServiceErrorShape(error) && !('oclif' in error)) {
-      const {code, status} = error
-      const message = authFailureLine(error, this.endpoint, this.credentialSource) ?? error.message
-      this.fail({code, message, status}, status === 503 && code === 'connection_failed' ? 3 : 1)
+      const failure = this.failureOf(error)
+      this.fail(failure, failure.status === 503 && failure.code === 'connection_failed' ? 3 : 1)
     }
 
     return super.catch(error)
+  }
+
+  /**
+   * A turn of a conversation (chat, generate) that failed on a terminal, where the conversation goes on without
+   * it: its line on stderr, and what `--json` reports of it. Anything but the service's error still ends the command.
+   */
+  protected failedTurn(error: unknown): JsonFailure {
+    if (!isServiceErrorShape(error)) throw error
+    const failure = this.failureOf(error)
+    this.logToStderr(`Error: ${failure.message}`)
+    return failure
+  }
+
+  private failureOf(error: ServiceErrorShape): JsonFailure & {code: string; status: number} {
+    const message = authFailureLine(error, this.endpoint, this.credentialSource) ?? error.message
+    return {code: error.code, message, status: error.status}
   }
 
   /** A flag's JSON text, parsed and checked to be `what`; otherwise the command stops with exit code 2. */

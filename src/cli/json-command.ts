@@ -49,6 +49,8 @@ export function usageErrorLine({args, message}: Error & {args?: Array<{name?: st
  */
 export abstract class JsonCommand extends Command {
   static enableJsonFlag = true
+  /** What the command had done when it failed, printed beside the error with `--json`: a chat's turns before the failed one. */
+  protected partialResult?: Record<string, unknown>
 
   /** oclif's is silent under `--json`, which hid what a confirmation asks about and why a command stopped; stderr never carries the JSON. */
   logToStderr(message = '', ...args: string[]): void {
@@ -77,7 +79,7 @@ export abstract class JsonCommand extends Command {
   /** One line on stderr (`Error: …` unless given), the JSON error on stdout with `--json`, and the exit code. */
   protected fail(failure: JsonFailure, exitCode: number, line = `Error: ${failure.message}`): never {
     this.logToStderr(line)
-    if (this.jsonEnabled()) this.logJson({error: failure})
+    if (this.jsonEnabled()) this.logJson({...this.partialResult, error: failure})
     this.exit(exitCode)
   }
 }

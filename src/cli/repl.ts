@@ -39,14 +39,20 @@ export interface ReplOptions {
   output: NodeJS.WritableStream
   /** Up-arrow history across sessions, on a terminal. */
   history?: LineHistory
+  /**
+   * Told of a turn that failed on a terminal, where the conversation goes on without it, as Ollama's does. Piped
+   * lines end at the first failure, which the command exits with: a script's later lines may rest on that answer.
+   */
+  onFailedTurn?: (error: unknown, line: string) => void
 }
 
 /**
  * A line-by-line conversation on stdin: `ask` is called for each non-empty line and writes its own answer to
- * `output`; an empty line, end of input or Ctrl-C ends it. Works the same when lines are piped in. On a
- * terminal, readline draws the prompt itself (so it redraws it when the line is edited) and keeps the history.
+ * `output`; an empty line, end of input or Ctrl-C ends it. Works the same when lines are piped in, but for a
+ * failed turn (`onFailedTurn`). On a terminal, readline draws the prompt itself (so it redraws it when the line is
+ * edited) and keeps the history.
  */
-export async function runRepl({history, output, prompt}: ReplOptions, ask: (line: string, signal: AbortSignal) => Promise<void>): Promise<void> {
+export async function runRepl({history, onFailedTurn, output, prompt}: ReplOptions, ask: (line: string, signal: AbortSignal) => Promise<void>): Promise<void> {
   const terminal = process.stdin.isTTY ?? false
   const readline = createInterface({
     history: terminal && history ? history.load().reverse() : [],
@@ -73,8 +79,9 @@ export async function runRepl({history, output, prompt}: ReplOptions, ask: (line
         await ask(next.value, asking.signal)
       } catch (error) {
         // Stopped however the request ends on it: an AbortError before the answer's head, a reset stream after it.
-        if (!asking.signal.aborted) throw error
-        output.write('(stopped)\n')
+        if (asking.signal.aborted) output.write('(stopped)\n')
+        else if (terminal && onFailedTurn) onFailedTurn(error, next.value)
+        else throw error
       } finally {
         current = undefined
       }

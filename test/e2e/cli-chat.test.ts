@@ -8,7 +8,8 @@ import {once} from 'node:events'
 import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-import {SERVICECTL, servicectl} from '../helpers/service.js'
+import {SERVICECTL, servicectl, temporaryDirectory} from '../helpers/service.js'
+import {closeTerminals, startTerminal} from '../helpers/terminal.js'
 
 const REFUSAL = 'the prompt has 600 tokens but the context holds 512.'
 const CRASH = 'the model crashed.'
@@ -108,5 +109,44 @@ describe('servicectl chat and generate (real processes)', () => {
     } finally {
       page.close()
     }
+  })
+  it('with piped lines, stops at the first failure and exits 1; --json keeps the turns before it beside the error', async () => {
+    const error = {code: 'invalid_request', message: REFUSAL, status: 400}
+    const before = model.asked.length
+    const chat = await servicectl(['chat', '-u', 'm', '--json', '-e', model.url], {input: 'hello\ntoo long\nnever asked\n'})
+    expect(chat.exitCode).to.equal(1)
+    expect(JSON.parse(chat.stdout)).to.deep.equal({error, messages: [{content: 'hello', role: 'user'}, {content: 'echo: hello', role: 'assistant'}]})
+    expect(chat.stderr).to.equal(`Assistant: echo: hello\nError: ${REFUSAL}`)
+    const generate = await servicectl(['generate', '-u', 'm', '--json', '-e', model.url], {input: 'hello\ntoo long\nnever asked\n'})
+    expect(generate.exitCode).to.equal(1)
+    expect(JSON.parse(generate.stdout)).to.deep.equal({completions: [{completion: 'echo: hello', prompt: 'hello'}], error})
+    expect(model.asked.slice(before).map((body) => body.prompt ?? body.messages!.at(-1)!.content)).to.deep.equal(['hello', 'too long', 'hello', 'too long'])
+  })
+
+  describe('on a terminal', () => {
+    after(closeTerminals)
+
+    it('shows the error of a failed turn and goes on without it, as Ollama does', async () => {
+      const terminal = await startTerminal([process.execPath, SERVICECTL, 'chat', '-u', 'm', '-e', model.url], {SERVICE_HOME: await temporaryDirectory()})
+      const ask = async (line: string, shown: RegExp) => {
+        await terminal.waitForRow(/^User:$/)
+        await terminal.type(line)
+        await terminal.press('Enter')
+        await terminal.waitForRow(shown)
+      }
+
+      await ask('hello', /^Assistant: echo: hello$/)
+      await ask('too long', new RegExp(`^Error: ${REFUSAL.replaceAll('.', '\\.')}$`))
+      await ask('crash', new RegExp(`^Error: ${CRASH.replaceAll('.', '\\.')}$`))
+      const before = model.asked.length
+      await ask('again', /^Assistant: echo: again$/)
+      // The failed turns are left out of the conversation the model is sent.
+      const roles = model.asked[before].messages!.map(({content, role}) => `${role}: ${content}`)
+      expect(roles).to.deep.equal(['user: hello', 'assistant: echo: hello', 'user: again'])
+      expect((await terminal.screen()).filter((row) => row === 'Assistant: Half')).to.have.length(1)
+      await terminal.waitForRow(/^User:$/)
+      await terminal.press('Enter')
+      expect(await terminal.exited()).to.equal(0)
+    })
   })
 })
