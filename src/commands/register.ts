@@ -3,6 +3,7 @@ import {readFile} from 'node:fs/promises'
 
 import {parseFamily} from '../kernel/catalogue.js'
 import {ClientCommand} from '../cli/base-command.js'
+import {canonicalModelType} from '../cli/model-types.js'
 
 export default class Register extends ClientCommand<typeof Register> {
   static description = 'Register a custom model from a JSON file (Xinference family format; model_uri may be file:///path/to/model.gguf).'
@@ -22,8 +23,10 @@ export default class Register extends ClientCommand<typeof Register> {
       this.error((error as Error).message, {exit: 1})
     }
 
-    await this.client().register(this.flags['model-type'], family, persist)
-    this.log(`Registered ${family.model_name} (${this.flags['model-type']}).`)
-    return {model_name: String(family.model_name), model_type: this.flags['model-type']}
+    const client = this.client()
+    const {name: type} = await canonicalModelType(client, this.flags['model-type'])
+    await client.register(type, family, persist)
+    this.log(`Registered ${family.model_name} (${type}).`)
+    return {model_name: String(family.model_name), model_type: type}
   }
 }

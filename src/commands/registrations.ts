@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {ClientCommand} from '../cli/base-command.js'
+import {canonicalModelType} from '../cli/model-types.js'
 
 type Column = {header: string; field: string}
 
@@ -17,11 +18,10 @@ export default class Registrations extends ClientCommand<typeof Registrations> {
   }
 
   async run(): Promise<Array<Record<string, unknown>>> {
-    const type = this.flags['model-type']
     const client = this.client()
+    const {name: type, plugins} = await canonicalModelType(client, this.flags['model-type'])
     const families: Array<Record<string, unknown>> = (await client.registrations(type, true)).map((family) => ({...family, model_type: type}))
-    const {registration_columns: byType} = await client.request<{registration_columns?: Record<string, Column[]>}>('GET', '/v1/cluster/plugins')
-    const columns = [FIRST, ...(byType?.[type] ?? NAME_ONLY), LAST]
+    const columns = [FIRST, ...(plugins.registration_columns[type] ?? NAME_ONLY), LAST]
     this.table(
       columns.map(({header}) => header),
       families.map((family) => columns.map(({field}) => family[field])),

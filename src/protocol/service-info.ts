@@ -21,6 +21,7 @@ export const pluginsReplySchema = s.object(
   },
   {title: 'PluginsReply'},
 )
+export type PluginsReply = s.Infer<typeof pluginsReplySchema>
 
 export const versionReplySchema = s.object({version: s.string()}, {title: 'VersionReply'})
 export const authReplySchema = s.object({auth: s.boolean({description: 'Whether access control is on.'})}, {title: 'AuthReply'})

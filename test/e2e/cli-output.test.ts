@@ -9,7 +9,8 @@ import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
-import {ROOT, type RunningService, SERVICECTL, servicectl, startService, until} from '../helpers/service.js'
+import {writeTinyChatModel} from '../helpers/models.js'
+import {ROOT, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 /** A stand-in for the service that answers `routes` ("GET /v1/…", query left out) with JSON, and records each request's route. */
 async function fakeService(routes: Record<string, unknown>): Promise<{url: string; asked: string[]; server: Server}> {
@@ -131,5 +132,18 @@ describe('servicectl in scripts (real processes)', function () {
     } finally {
       page.close()
     }
+  })
+  it('names a model type as its plugin does, however it was typed', async () => {
+    const cli = (...args: string[]) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}})
+    const listed = await cli('registrations', '-t', 'llm')
+    expect(listed.stdout.split('\n')[0]).to.match(/^Type\s+Name\s+Language\s+Ability\s+Context\s+Is-built-in$/)
+    expect(listed.stdout).to.match(/^LLM\s+qwen2.5-instruct\s+en, zh\s+/m)
+    expect(listed.stdout).not.to.match(/^llm\s/m)
+    expect(JSON.parse((await cli('registrations', '-t', 'Embedding', '--json')).stdout)[0]).to.include({model_type: 'embedding'})
+
+    const {registrationPath} = await writeTinyChatModel(await temporaryDirectory(), 'typed-in-lower-case')
+    const registered = await cli('register', '-t', 'llm', '-f', registrationPath, '--no-persist')
+    expect(registered.stdout).to.equal('Registered typed-in-lower-case (LLM).')
+    expect((await cli('unregister', '-t', 'llm', '-n', 'typed-in-lower-case')).exitCode).to.equal(0)
   })
 })
