@@ -15,9 +15,10 @@ A model version is named <model>--<size>B--<format>--<quantization>; \`servicect
   }
 
   async run(): Promise<CachedModel[]> {
-    const models = await this.client().cachedModels(this.flags['model-name'])
+    const name = this.flags['model-name']
+    const models = await this.client().cachedModels(name)
     if (models.length === 0) {
-      this.log('There are no cached models.')
+      this.log(name ? `No cached model version matches --model-name ${name}; \`servicectl cached\` lists them all.` : 'There are no cached models.')
       return models
     }
 

@@ -1,16 +1,9 @@
 import {Flags} from '@oclif/core'
 
-import {normalizeSize} from '../kernel/catalogue.js'
+import {ServiceError} from '../kernel/errors.js'
 import {ClientCommand} from '../cli/base-command.js'
 import {buildStatusLine} from '../cli/engine-build-status.js'
-
-interface EngineRow {
-  name: string
-  engine: string
-  format: string
-  size: string
-  quantization: string
-}
+import {engineCombinations, type EngineRow} from '../cli/engine-combinations.js'
 
 export default class Engine extends ClientCommand<typeof Engine> {
   static description = 'Show which engine, format, size and quantization combinations a model can be launched with.'
@@ -25,28 +18,11 @@ export default class Engine extends ClientCommand<typeof Engine> {
 
   async run(): Promise<EngineRow[]> {
     const {flags} = this
-    const engines = await this.client().engines(flags['model-name'])
-    const rows: EngineRow[] = []
-    const unavailable: string[] = []
-    for (const [engine, specs] of Object.entries(engines)) {
-      if (flags['model-engine'] && engine.toLowerCase() !== flags['model-engine'].toLowerCase()) continue
-      if (typeof specs === 'string') {
-        unavailable.push(`${engine}: ${specs}`)
-        continue
-      }
-
-      for (const spec of specs) {
-        if (flags['model-format'] && spec.model_format !== flags['model-format']) continue
-        if (flags['size-in-billions'] && spec.model_size_in_billions !== normalizeSize(flags['size-in-billions'])) continue
-        for (const quantization of spec.quantizations) {
-          if (flags.quantization && quantization.toLowerCase() !== flags.quantization.toLowerCase()) continue
-          rows.push({engine, format: spec.model_format, name: flags['model-name'], quantization, size: spec.model_size_in_billions})
-        }
-      }
-    }
-
-    if (rows.length === 0 && unavailable.length === 0)
-      this.error(`no engine can run ${flags['model-name']} with the options given; run without filters to see every combination.`, {exit: 1})
+    const model = flags['model-name']
+    const filters = {engine: flags['model-engine'], format: flags['model-format'], quantization: flags.quantization, size: flags['size-in-billions']}
+    const {rows, unavailable, unmatched} = engineCombinations(model, await this.client().engines(model), filters)
+    if (unmatched) throw new ServiceError(404, 'not_found', unmatched)
+    if (rows.length === 0 && unavailable.length === 0) throw new ServiceError(404, 'not_found', `no engine can run ${model}.`)
     if (rows.length > 0)
       this.table(['Name', 'Engine', 'Format', 'Size (in billions)', 'Quantization'], rows.map((r) => [r.name, r.engine, r.format, r.size, r.quantization]))
     for (const line of unavailable) this.logToStderr(`Unavailable here: ${line}`)

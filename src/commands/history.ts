@@ -14,9 +14,10 @@ export default class History extends ClientCommand<typeof History> {
   }
 
   async run(): Promise<LaunchRecord[]> {
-    const launches = await this.client().history(this.flags['model-name'])
+    const name = this.flags['model-name']
+    const launches = await this.client().history(name)
     if (launches.length === 0) {
-      this.log('No model has been launched yet.')
+      this.log(name ? `No launch matches --model-name ${name}; \`servicectl history\` lists them all.` : 'No model has been launched yet.')
       return launches
     }
 
