@@ -174,7 +174,7 @@ export function object<S extends Shape>(
       }
 
       for (const key of Object.keys(input)) {
-        if (key in shape) continue
+        if (Object.hasOwn(shape, key)) continue
         if (unknownKeys === 'reject') {
           const fieldPath = path ? `${path}.${key}` : key
           throw badRequest(

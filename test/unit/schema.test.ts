@@ -36,6 +36,13 @@ describe('schema', () => {
     expect(failure('text').message).to.equal('`body` must be a JSON object (got "text").')
   })
 
+  it('treats names an object inherits (constructor, toString) as the unknown fields they are', () => {
+    const body = JSON.parse('{"messages": [{"content": "hi", "role": "user"}], "model": "m", "constructor": 5}')
+    expect(failure(body)).to.include({code: 'unknown_parameter', param: 'constructor'})
+    const kept = s.object({model: s.string()}, {unknownKeys: 'keep'}).parse(JSON.parse('{"model": "m", "toString": "x"}'))
+    expect(Object.hasOwn(kept, 'toString')).to.equal(true)
+  })
+
   it('refuses numbers that are not finite, and integers that a JSON number does not hold exactly', () => {
     const count = s.integer({minimum: 1})
     expect(() => count.parse(Number.POSITIVE_INFINITY, 'max_tokens')).to.throw('`max_tokens` must be an integer >= 1 (got Infinity).')
