@@ -96,6 +96,9 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
     }
 
     expect(result.text).to.equal(result.segments!.map((segment) => segment.text).join('').trim())
+    // The words are the text's own, not those of another decode.
+    const letters = (text: string) => text.replaceAll(/\s/g, '')
+    expect(letters(result.words!.map((word) => word.word).join(''))).to.equal(letters(result.text))
   })
 
   it('answers text, srt and vtt as the subtitle formats are written', async () => {

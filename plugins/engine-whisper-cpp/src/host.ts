@@ -48,6 +48,8 @@ class ContextPool {
 
 const seconds = (ms: number) => Math.round(ms) / 1000
 
+type TokenSegment = {text: string; t0: number; t1: number}
+
 type TranscribeJob = ReturnType<WhisperContext['transcribeData']>
 
 /**
@@ -73,7 +75,7 @@ function settleOnAbort(job: TranscribeJob, signal: AbortSignal): TranscribeJob['
  * whisper.cpp with `max_len` 1 makes a segment of every token (its command line's word timestamps); a token that does
  * not begin with a space continues the word before it.
  */
-function wordsOf(segments: Array<{text: string; t0: number; t1: number}>, at: (ms: number) => number): TranscribedWord[] {
+function wordsOf(segments: TokenSegment[], at: (ms: number) => number): TranscribedWord[] {
   const words: TranscribedWord[] = []
   for (const {t0, t1, text} of segments) {
     const last = words.at(-1)
@@ -86,6 +88,24 @@ function wordsOf(segments: Array<{text: string; t0: number; t1: number}>, at: (m
   }
 
   return words
+}
+
+/**
+ * Segments from the token segments of a word-timestamped decode: a segment ends with a token that ends a sentence,
+ * since `max_len` 1 leaves no trace of where whisper.cpp's own segments ended.
+ */
+function sentencesOf(tokens: TokenSegment[]): TokenSegment[] {
+  const sentences: TokenSegment[] = []
+  let current: TokenSegment | undefined
+  for (const token of tokens) {
+    current = current ? {...current, t1: token.t1, text: current.text + token.text} : {...token}
+    if (/[.!?。！？]\s*$/u.test(token.text)) {
+      sentences.push(current)
+      current = undefined
+    }
+  }
+
+  return current ? [...sentences, current] : sentences
 }
 
 const host: EngineHost<WhisperOperations> = {
@@ -125,15 +145,17 @@ const host: EngineHost<WhisperOperations> = {
           const offset = start / SAMPLE_RATE
           const run = (extra: Record<string, unknown>) => settleOnAbort(context.transcribeData(window, {...options, language: language ?? 'auto', ...(prompt ? {prompt} : {}), ...extra}), signal)
 
-          const result = await run({})
+          // Words and segments come from one decode: a second one for the words could sample other text (Whisper
+          // falls back to sampling at a higher temperature where greedy decoding fails), and would cost as much again.
+          const result = await run(payload.words ? {maxLen: 1, tokenTimestamps: true} : {})
           // The first window decides the language for the rest, as Whisper does for a whole file.
           language ??= result.language
           // Whisper reads 30 s windows, padded with silence, and may place a time in the padding.
           const windowEnd = end / SAMPLE_RATE
           const at = (ms: number) => Math.min(offset + seconds(ms), windowEnd)
-          for (const segment of result.segments)
+          for (const segment of payload.words ? sentencesOf(result.segments) : result.segments)
             if (segment.text.trim() !== '') yield {end: at(segment.t1), start: at(segment.t0), text: segment.text, type: 'segment'}
-          if (payload.words) yield {type: 'words', words: wordsOf((await run({maxLen: 1, tokenTimestamps: true})).segments, at)}
+          if (payload.words) yield {type: 'words', words: wordsOf(result.segments, at)}
           prompt = result.result.slice(-200)
         }
       } finally {
