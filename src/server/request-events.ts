@@ -41,6 +41,10 @@ export function routeOf(ctx: Koa.Context): string {
   return isWebUiPath(ctx.path) ? WEB_UI_PATH : 'unmatched'
 }
 
+/** nginx's status for a request whose client closed its connection before any answer (Koa's would read 404). */
+const CLIENT_CLOSED_REQUEST = 499
+const closedByClient = (ctx: Koa.Context) => !ctx.res.headersSent && !ctx.res.writableFinished
+
 /** Middleware that reports the request once its response is closed, finished or not. */
 export function reportRequests(events: ServiceEvents): Koa.Middleware {
   return async (ctx, next) => {
@@ -57,7 +61,7 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
         method: ctx.method,
         path: ctx.path,
         route: routeOf(ctx),
-        status: ctx.status,
+        status: closedByClient(ctx) ? CLIENT_CLOSED_REQUEST : ctx.status,
         streamed: ctx.response.type === 'text/event-stream',
         ...(requestId ? {requestId} : {}),
         ...(observation.modelUid === undefined ? {} : {modelUid: observation.modelUid}),

@@ -70,6 +70,15 @@ describe('service events (service-local in process, openai client)', function ()
     expect((await finished('/v1/nowhere'))[0]).to.include({path: '/v1/nowhere', route: 'unmatched', status: 404})
   })
 
+  it('reports a request whose client left before any answer as 499, not as the 404 of a response never written', async () => {
+    const leaving = new AbortController()
+    const body = {ignore_eos: true, max_tokens: 100_000, messages: [{content: 'Hi', role: 'user'}], model: 'tiny'}
+    const answer = client.chat.completions.create(body as never, {signal: leaving.signal}).catch((error: Error) => error)
+    setTimeout(() => leaving.abort(), 300)
+    expect(await answer).to.be.instanceOf(Error)
+    expect((await finished('/v1/chat/completions', 4))[3]).to.include({completed: false, status: 499, streamed: false})
+  })
+
   it('reports a terminated model, and a failed launch as an error with its reason', async () => {
     expect((await callApi(service, 'DELETE', '/v1/models/tiny')).status).to.equal(200)
     const failed = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_uid: 'too-long', n_ctx: 1e9, n_threads: 1})
