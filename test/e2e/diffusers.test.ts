@@ -135,6 +135,24 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect(decode(((await painted.json()) as {data: Array<{b64_json: string}>}).data[0].b64_json).height).to.equal(32)
   })
 
+  it('makes edits and variations at the size asked, from a picture of another size', async () => {
+    const picture = new PNG({height: 64, width: 64})
+    picture.data.fill(128)
+    const sizeOf = async (path: string, fields: Record<string, string>) => {
+      const body = new FormData()
+      for (const [name, value] of Object.entries({model: 'tiny-random-image', prompt: 'smaller', seed: '1', steps: '2', ...fields})) body.append(name, value)
+      body.append('image', new Blob([PNG.sync.write(picture)]), 'image.png')
+      const answer = await fetch(`${service.url}${path}`, {body, method: 'POST'})
+      const json = (await answer.json()) as {data: Array<{b64_json: string}>}
+      expect(answer.status, JSON.stringify(json)).to.equal(200)
+      const image = decode(json.data[0].b64_json)
+      return [image.width, image.height]
+    }
+    expect(await sizeOf('/v1/images/edits', {size: '32x32'})).to.deep.equal([32, 32])
+    expect(await sizeOf('/v1/images/variations', {size: '32x48'})).to.deep.equal([32, 48])
+    expect(await sizeOf('/v1/images/edits', {kwargs: JSON.stringify({height: 32, width: 48})})).to.deep.equal([48, 32])
+  })
+
   it('makes an MP4 video from text', async () => {
     const {body, status} = await api('POST', '/v1/video/generations', {model: 'tiny-random-video', num_frames: 5, prompt: 'waves', response_format: 'b64_json', seed: 0, size: '32x32', steps: 2})
     expect(status, JSON.stringify(body)).to.equal(200)

@@ -15,6 +15,7 @@ import threading
 import time
 
 import torch
+from PIL import Image
 from service_http import BadRequest, JsonHandler, load_request, serve
 from service_images import read_mask, read_picture
 from service_sizes import size_field
@@ -135,6 +136,15 @@ def check_steps(scheduler, steps):
                      f"{config.num_train_timesteps} noise levels and offsets its steps by {config.get('steps_offset', 0)}; give fewer steps.", "steps")
 
 
+def at_size(picture, args, resample):
+    """The picture at the size the request asked for (the width and height of its arguments): an image-to-image
+    pipeline makes the picture's own size whatever width and height it is given, and the size asked is the output's."""
+    size = (args.get("width"), args.get("height"))
+    if not all(size) or picture.size == size:
+        return picture
+    return picture.resize((int(size[0]), int(size[1])), resample)
+
+
 class Handler(JsonHandler):
     model = None
 
@@ -194,9 +204,10 @@ class Handler(JsonHandler):
         args = arguments(self.model, payload)
         args["num_images_per_prompt"] = payload.get("n", 1)
         if task in ("image2image", "inpainting"):
-            args["image"] = read_picture(payload["images"][0]["data"], payload["images"][0]["field"])
+            args["image"] = at_size(read_picture(payload["images"][0]["data"], payload["images"][0]["field"]), args, Image.Resampling.LANCZOS)
         if task == "inpainting":
-            args["mask_image"] = read_mask(payload["mask"]["data"], payload["mask"]["field"])
+            # Nearest keeps the mask's edge where it was drawn rather than blurring it into a band half repainted.
+            args["mask_image"] = at_size(read_mask(payload["mask"]["data"], payload["mask"]["field"]), args, Image.Resampling.NEAREST)
         start = time.perf_counter()
         result = self.run(self.model.pipeline(task), args, size_field(payload), payload.get("progress", True))
         generated = time.perf_counter()
