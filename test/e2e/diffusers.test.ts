@@ -153,6 +153,27 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect(await sizeOf('/v1/images/edits', {kwargs: JSON.stringify({height: 32, width: 48})})).to.deep.equal([48, 32])
   })
 
+  it('refuses steps that leave an edit none to run, and pipeline arguments the service sets itself, naming the field', async () => {
+    const edit = async (fields: Record<string, string>) => {
+      const body = new FormData()
+      for (const [name, value] of Object.entries({model: 'tiny-random-image', prompt: 'few', ...fields})) body.append(name, value)
+      body.append('image', new Blob([PNG.sync.write(new PNG({height: 32, width: 32}))]), 'image.png')
+      const answer = await fetch(`${service.url}/v1/images/edits`, {body, method: 'POST'})
+      return {body: (await answer.json()) as {error: {message: string; param: string}}, status: answer.status}
+    }
+    // At the default strength, 0.8, one step runs int(1 × 0.8) = 0 of them.
+    const few = await edit({steps: '1'})
+    expect([few.status, few.body.error.param], JSON.stringify(few.body)).to.deep.equal([400, 'steps'])
+    expect(few.body.error.message).to.contain('steps must be at least 2 for this edit: at strength 0.8')
+    expect((await edit({kwargs: JSON.stringify({strength: 0.25}), steps: '3'})).body.error.message).to.contain('at least 4')
+    for (const kwargs of [{output_type: 'latent'}, {generator: 1}, {return_dict: false}, {callback_on_step_end: null}]) {
+      const refused = await api('POST', '/v1/images/generations', {kwargs, model: 'tiny-random-image', prompt: 'managed', size: '32x32', steps: 1})
+      expect([refused.status, refused.body.error?.param], JSON.stringify(refused.body)).to.deep.equal([400, 'kwargs'])
+      expect(refused.body.error.message).to.contain(`\`kwargs\` cannot set \`${Object.keys(kwargs)[0]}\``)
+    }
+    expect((await edit({seed: '1', steps: '2'})).status).to.equal(200)
+  })
+
   it('makes an MP4 video from text', async () => {
     const {body, status} = await api('POST', '/v1/video/generations', {model: 'tiny-random-video', num_frames: 5, prompt: 'waves', response_format: 'b64_json', seed: 0, size: '32x32', steps: 2})
     expect(status, JSON.stringify(body)).to.equal(200)

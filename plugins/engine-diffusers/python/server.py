@@ -21,6 +21,7 @@ from service_images import read_mask, read_picture
 from service_sizes import size_field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_checks import check_kwargs, check_strength_steps  # noqa: E402
 from pipeline_sizes import pipeline_size_refusal  # noqa: E402
 from tiny_pipelines import RECIPES  # noqa: E402
 
@@ -104,6 +105,7 @@ class Model:
 
 def arguments(model, payload):
     """The pipeline's keyword arguments: the family's defaults, then what the request says, then its kwargs."""
+    check_kwargs(payload.get("kwargs"))
     args = dict(model.defaults)
     width, height = payload.get("width") or model.default_size[0], payload.get("height") or model.default_size[1]
     if width and height:
@@ -208,8 +210,10 @@ class Handler(JsonHandler):
         if task == "inpainting":
             # Nearest keeps the mask's edge where it was drawn rather than blurring it into a band half repainted.
             args["mask_image"] = at_size(read_mask(payload["mask"]["data"], payload["mask"]["field"]), args, Image.Resampling.NEAREST)
+        pipe = self.model.pipeline(task)
+        check_strength_steps(pipe, args, payload)
         start = time.perf_counter()
-        result = self.run(self.model.pipeline(task), args, size_field(payload), payload.get("progress", True))
+        result = self.run(pipe, args, size_field(payload), payload.get("progress", True))
         generated = time.perf_counter()
         for index, image in enumerate(result.images):
             buffer = io.BytesIO()
