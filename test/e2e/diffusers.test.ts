@@ -174,6 +174,16 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect((await edit({seed: '1', steps: '2'})).status).to.equal(200)
   })
 
+  it('counts the steps an edit runs, its strength\'s share of those asked, in its progress', async () => {
+    const body = new FormData()
+    for (const [name, value] of Object.entries({model: 'tiny-random-image', prompt: 'progress', seed: '1', steps: '4', stream: 'true'})) body.append(name, value)
+    body.append('image', new Blob([PNG.sync.write(new PNG({height: 32, width: 32}))]), 'image.png')
+    const streamed = await fetch(`${service.url}/v1/images/edits`, {body, method: 'POST'})
+    const events = (await streamed.text()).split('\n\n').filter(Boolean).map((block) => JSON.parse(/^data: (.*)$/m.exec(block)![1]))
+    // int(4 × 0.8) = 3 steps run.
+    expect(events.map((event) => (event.step ? `${event.step}/${event.steps}` : event.type))).to.deep.equal(['1/3', '2/3', '3/3', 'image_edit.completed'])
+  })
+
   it('makes an MP4 video from text', async () => {
     const {body, status} = await api('POST', '/v1/video/generations', {model: 'tiny-random-video', num_frames: 5, prompt: 'waves', response_format: 'b64_json', seed: 0, size: '32x32', steps: 2})
     expect(status, JSON.stringify(body)).to.equal(200)

@@ -21,7 +21,7 @@ from service_images import read_mask, read_picture
 from service_sizes import size_field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_checks import check_kwargs, check_strength_steps  # noqa: E402
+from pipeline_checks import check_kwargs, check_strength_steps, steps_run  # noqa: E402
 from pipeline_sizes import pipeline_size_refusal  # noqa: E402
 from tiny_pipelines import RECIPES  # noqa: E402
 
@@ -174,8 +174,9 @@ class Handler(JsonHandler):
 
     def run(self, pipe, args, field, progress=True):
         """The pipeline's result; `field` is the request's field its size came from, named when the pipeline refuses the size."""
-        steps = args.get("num_inference_steps", 50)
-        check_steps(pipe.scheduler, steps)
+        check_steps(pipe.scheduler, args.get("num_inference_steps", 50))
+        # An edit runs only its strength's share of the steps asked: progress counts those that run.
+        steps = steps_run(pipe, args, args.get("num_inference_steps", 50))
         gone = []
 
         def on_step(pipe, step, timestep, tensors):
