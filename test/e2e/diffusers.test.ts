@@ -60,7 +60,7 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     for (const index of [1, 2]) expect(log).to.match(new RegExp(`image ${index} of 2: generated in [0-9.]+ s, PNG [0-9.]+ s, base64 [0-9.]+ s`))
   })
 
-  it('streams each step done, and stops the generation when the client goes away', async () => {
+  it('streams each step done, and stops the generation when the client goes away, decoding nothing', async () => {
     const streamed = await fetch(`${service.url}/v1/images/generations`, {
       body: JSON.stringify({model: 'tiny-random-image', prompt: 'steps', seed: 1, size: '32x32', steps: 3, stream: true}),
       headers: {'content-type': 'application/json'},
@@ -79,11 +79,11 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     await response.body!.getReader().read()
     controller.abort()
     const log = join(service.home, 'logs', 'models', 'tiny-random-image.log')
-    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 500/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
+    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 500: the client went away; the VAE decoder ran 0 times/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
     expect(Number(stoppedAt)).to.be.below(500)
   })
 
-  it('stops a generation whose client goes away before its answer, though no step is reported to it', async () => {
+  it('stops a generation whose client goes away before its answer, though no step is reported to it, decoding nothing', async () => {
     const controller = new AbortController()
     const answer = fetch(`${service.url}/v1/images/generations`, {
       body: JSON.stringify({model: 'tiny-random-image', prompt: 'unseen', size: '128x128', steps: 900}),
@@ -96,8 +96,24 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     controller.abort()
     expect(await answer).to.be.instanceOf(Error)
     const log = join(service.home, 'logs', 'models', 'tiny-random-image.log')
-    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 900/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
+    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 900: the client went away; the VAE decoder ran 0 times/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the generation to stop', 60_000)
     expect(Number(stoppedAt)).to.be.below(900)
+  })
+
+  it('stops a video whose client goes away before its frames are decoded', async () => {
+    const controller = new AbortController()
+    const answer = fetch(`${service.url}/v1/video/generations`, {
+      body: JSON.stringify({model: 'tiny-random-video', num_frames: 5, prompt: 'unseen', size: '32x32', steps: 1000}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+      signal: controller.signal,
+    }).catch((error: Error) => error)
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    controller.abort()
+    expect(await answer).to.be.instanceOf(Error)
+    const log = join(service.home, 'logs', 'models', 'tiny-random-video.log')
+    const stoppedAt = await until(async () => /generation stopped at step (\d+) of 1000: the client went away; the VAE decoder ran 0 times/.exec(await readFile(log, 'utf8').catch(() => ''))?.[1], 'the video to stop', 60_000)
+    expect(Number(stoppedAt)).to.be.below(1000)
   })
 
   it("refuses more steps than the model's scheduler has noise levels for, naming steps and its limit, and keeps serving", async () => {

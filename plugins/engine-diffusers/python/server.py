@@ -2,8 +2,10 @@
 kernel starts it in the model's virtual environment, waits for GET /health, and sends each operation as a POST of its
 payload. Answers stream as JSON lines: {"type": "progress", "step", "steps"} after each denoising step, then the
 results; a refusal before anything was made is a 400 {"error": {"message", "param"}}. A client that goes away stops the
-generation at its next step: the progress line written then fails, and the pipeline is told to stop."""
+generation at its next step (the progress line written then fails, or the closed connection is seen), before anything
+is decoded."""
 import base64
+import gc
 import io
 import json
 import os
@@ -138,6 +140,25 @@ def check_steps(scheduler, steps):
                      f"{config.num_train_timesteps} noise levels and offsets its steps by {config.get('steps_offset', 0)}; give fewer steps.", "steps")
 
 
+class ClientGone(Exception):
+    """Raised from the step-end callback when the client has gone: it leaves the pipeline at once. Setting the
+    pipeline's `_interrupt` would skip the remaining steps but still decode the latents and post-process every frame
+    (tens of seconds for a long video) for an answer nobody reads, the model held all the while."""
+
+    def __init__(self, step):
+        super().__init__(f"the client went away at step {step}")
+        self.step = step
+
+
+def free_memory(pipe):
+    """Gives back what a stopped generation held: a pipeline moves offloaded models off the GPU, and resets its
+    denoiser's cached state, at the end of a call it did not reach; torch keeps freed GPU memory cached for itself."""
+    gc.collect()
+    pipe.maybe_free_model_hooks()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def at_size(picture, args, resample):
     """The picture at the size the request asked for (the width and height of its arguments): an image-to-image
     pipeline makes the picture's own size whatever width and height it is given, and the size asked is the output's."""
@@ -177,7 +198,10 @@ class Handler(JsonHandler):
         check_steps(pipe.scheduler, args.get("num_inference_steps", 50))
         # An edit runs only its strength's share of the steps asked: progress counts those that run.
         steps = steps_run(pipe, args, args.get("num_inference_steps", 50))
-        gone = []
+        decodes = []
+        # The VAE decoder's runs during this generation, logged when it stops: the evidence that nothing was decoded.
+        decoder = getattr(getattr(pipe, "vae", None), "decoder", None)
+        hook = decoder.register_forward_pre_hook(lambda module, inputs: decodes.append(1)) if decoder is not None else None
 
         def on_step(pipe, step, timestep, tensors):
             try:
@@ -186,22 +210,27 @@ class Handler(JsonHandler):
                 elif self.client_gone():
                     raise BrokenPipeError
             except (BrokenPipeError, ConnectionResetError):
-                gone.append(step)
-                pipe._interrupt = True
+                raise ClientGone(step + 1) from None
             return tensors
 
         try:
             result = pipe(**args, callback_on_step_end=on_step)
+        except ClientGone as gone:
+            stopped = gone.step
         except ValueError as error:
             refusal = pipeline_size_refusal(error, field)
             if refusal is None:
                 raise
             raise refusal from error
-        if gone:
-            print(f"generation stopped at step {gone[0] + 1} of {steps}: the client went away", flush=True)
-            raise BrokenPipeError
-        return result
-
+        else:
+            return result
+        finally:
+            if hook is not None:
+                hook.remove()
+        # The exception that left the pipeline is gone, and with it the frames that held the latents and embeddings.
+        free_memory(pipe)
+        print(f"generation stopped at step {stopped} of {steps}: the client went away; the VAE decoder ran {len(decodes)} times", flush=True)
+        raise BrokenPipeError
     def generate_image(self, payload):
         task = payload["task"]
         args = arguments(self.model, payload)
