@@ -220,6 +220,18 @@ describe('diffusers engine (tiny random pipelines on the CPU, service-local)', f
     expect((await api('POST', '/v1/video/generations', {...video, response_format: 'b64_json', size: '32x32'})).status).to.equal(200)
   })
 
+  it('refuses a frame count the pipeline would change with a 400 naming the field and the nearest counts it makes', async () => {
+    // Wan makes 4·n+1 frames: it would make 5 of 4 and 1 of 2.
+    const video = {model: 'tiny-random-video', prompt: 'waves', size: '32x32', steps: 1}
+    const four = await api('POST', '/v1/video/generations', {...video, num_frames: 4})
+    expect([four.status, four.body.error?.param], JSON.stringify(four.body)).to.deep.equal([400, 'num_frames'])
+    expect(four.body.error.message).to.contain('this model makes videos of 4·n+1 frames (asked 4); try 1 or 5 as `num_frames`')
+    const kwargs = await api('POST', '/v1/video/generations', {...video, kwargs: {num_frames: 6}, num_frames: 5})
+    expect([kwargs.status, kwargs.body.error?.param], JSON.stringify(kwargs.body)).to.deep.equal([400, 'kwargs'])
+    expect(kwargs.body.error.message).to.contain('try 5 or 9 as `num_frames` in `kwargs`')
+    expect((await api('POST', '/v1/video/generations', {...video, num_frames: 1, response_format: 'b64_json'})).status).to.equal(200)
+  })
+
   it('refuses at launch a model that needs more GPU memory than the machine has, saying what it needs', async function () {
     const folder = join(await temporaryDirectory(), 'pipeline')
     await mkdir(folder)

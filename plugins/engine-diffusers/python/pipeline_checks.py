@@ -64,3 +64,17 @@ def check_strength_steps(pipe, args, payload):
     raise BadRequest(f"steps must be at least {least} for this edit: at strength {strength} the pipeline runs "
                      f"int(steps × strength) steps, none of {steps}.", steps_field(payload))
 
+
+
+def check_num_frames(pipe, args, payload):
+    """Refuses a frame count the pipeline would change: a video VAE that compresses time by k frames makes k·n+1 of
+    them, and Wan's pipelines and those built on them round any other count to one (4 to 5, 2 to 1) with only a
+    warning in the log. The nearest counts it makes are said, as the sizes a model makes are."""
+    k = getattr(pipe, "vae_scale_factor_temporal", None)
+    frames = args.get("num_frames")
+    if not isinstance(k, int) or k < 2 or frames is None or frames % k == 1:
+        return
+    below = (frames - 1) // k * k + 1
+    field = "kwargs" if "num_frames" in (payload.get("kwargs") or {}) else "num_frames"
+    where = "`num_frames`" if field == "num_frames" else "`num_frames` in `kwargs`"
+    raise BadRequest(f"this model makes videos of {k}·n+1 frames (asked {frames}); try {below} or {below + k} as {where}.", field)

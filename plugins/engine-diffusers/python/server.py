@@ -23,7 +23,7 @@ from service_images import read_mask, read_picture
 from service_sizes import size_field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_checks import check_kwargs, check_strength_steps, steps_run  # noqa: E402
+from pipeline_checks import check_kwargs, check_num_frames, check_strength_steps, steps_run  # noqa: E402
 from pipeline_sizes import pipeline_size_refusal  # noqa: E402
 from tiny_pipelines import RECIPES  # noqa: E402
 
@@ -268,6 +268,7 @@ class Handler(JsonHandler):
         if task == "firstlastframe2video":
             args["last_image"] = read_picture(payload["last_frame"]["data"], payload["last_frame"]["field"])
         pipe = self.model.pipeline(task)
+        check_num_frames(pipe, args, payload)
         for index in range(payload.get("n", 1)):
             frames = self.run(pipe, dict(args), size_field(payload)).frames[0]
             with tempfile.TemporaryDirectory() as folder:
