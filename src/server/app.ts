@@ -137,6 +137,9 @@ const announceArrival =
 /** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
 const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
 
+/** What writing to a client that went away fails with. */
+const CLIENT_GONE = new Set(['ECONNABORTED', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE'])
+
 export function createApp(options: AppOptions): Koa {
   const {access, clusterToken, log, models, routes, shutdown, uploadDir, version} = options
   const app = new Koa()
@@ -144,6 +147,12 @@ export function createApp(options: AppOptions): Koa {
   const guards = access ? accessGuards(access) : undefined
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
+  // Koa reports a failure to write an answer here, and would print it to stderr with its stack. A client that went
+  // away is no failure (the request's event says it did not complete); anything else goes to the service's log.
+  app.on('error', (error: NodeJS.ErrnoException, ctx?: Koa.Context) => {
+    if (error.code !== undefined && CLIENT_GONE.has(error.code)) return
+    log.error(`${ctx ? `${ctx.method} ${ctx.path}: ` : ''}writing the answer failed: ${error.stack ?? error.message}`)
+  })
 
   app.use(assignRequestIds())
   app.use(async (ctx, next) => {
