@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
-import {writeFile} from 'node:fs/promises'
+import {stat, writeFile} from 'node:fs/promises'
+import {dirname} from 'node:path'
 
 /** The flags `servicectl image` and `video` share, as the generation routes share their fields. */
 export const generationFlags = {
@@ -8,6 +9,18 @@ export const generationFlags = {
   seed: Flags.integer({description: 'Makes the result reproducible.', min: 0}),
   size: Flags.string({description: 'WIDTHxHEIGHT (default: the model\'s, or the picture\'s).'}),
   steps: Flags.integer({description: 'Denoising steps.', min: 1}),
+}
+
+/**
+ * Why files cannot be written at `path` (its folder is missing, or no folder), so that a command says so before it
+ * asks a model for minutes of work; undefined when they can.
+ */
+export async function unwritableOutput(path: string): Promise<string | undefined> {
+  const folder = dirname(path)
+  const found = await stat(folder).catch(() => undefined)
+  if (!found) return `the folder ${folder} does not exist; create it, or give another --output.`
+  if (!found.isDirectory()) return `${folder} is not a folder; give another --output.`
+  return undefined
 }
 
 /** Writes base64 results as PREFIX-1.EXT, PREFIX-2.EXT, …, and answers the names written. */

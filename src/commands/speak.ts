@@ -6,16 +6,20 @@ import {pipeline} from 'node:stream/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {numberFlag} from '../cli/flags.js'
+import {unwritableOutput} from '../cli/media.js'
 import {ServiceError} from '../kernel/errors.js'
 
 const FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const
+type Format = (typeof FORMATS)[number]
+/** The format a file's extension asks for: OpenAI's `opus` is Ogg Opus, so `.ogg` files take it too. */
+const BY_EXTENSION: Record<string, Format> = {aac: 'aac', flac: 'flac', mp3: 'mp3', oga: 'opus', ogg: 'opus', opus: 'opus', pcm: 'pcm', raw: 'pcm', wav: 'wav'}
 
 export default class Speak extends ClientCommand<typeof Speak> {
   // oclif reads a missing argument from stdin itself but drops what it read if the pipe has not ended within 10 ms.
   static args = {text: Args.string({description: 'What to say; read from stdin when absent.', ignoreStdin: true})}
   static description = `Speak a text with a running text2audio model, writing the audio to a file.
 
-The format follows the file's extension (mp3, opus, aac, flac, wav, pcm) unless --response-format says otherwise. The file appears only once the audio is complete.`
+The format follows the file's extension (mp3, ogg or opus, aac, flac, wav, pcm; mp3 for none) unless --response-format says otherwise. The file appears only once the audio is complete.`
   static examples = [
     '<%= config.bin %> speak -u mms-tts-eng --voice default -o hello.mp3 "Hello there."',
     'cat notes.txt | <%= config.bin %> speak -u mms-tts-eng --voice default -o notes.wav',
@@ -33,7 +37,11 @@ The format follows the file's extension (mp3, opus, aac, flac, wav, pcm) unless 
     const text = args.text ?? (await readStdin())
     if (text.trim() === '') throw new ServiceError(400, 'invalid_request', 'there is nothing to say: give the text as an argument or on stdin.')
     const extension = extname(flags.output).slice(1).toLowerCase()
-    const format = (flags['response-format'] ?? (FORMATS.includes(extension as 'mp3') ? extension : 'mp3')) as (typeof FORMATS)[number]
+    if (!flags['response-format'] && extension && !BY_EXTENSION[extension])
+      this.error(`--output ${flags.output}: .${extension} is no audio format this can write; name the file .mp3, .ogg, .opus, .aac, .flac, .wav or .pcm, or give --response-format.`, {exit: 2})
+    const format = (flags['response-format'] as Format | undefined) ?? (extension ? BY_EXTENSION[extension] : 'mp3')
+    const unwritable = await unwritableOutput(flags.output)
+    if (unwritable) this.error(`--output ${flags.output}: ${unwritable}`, {exit: 2})
     const audio = this.client().model(flags['model-uid']).speech(text, {response_format: format, speed: flags.speed, voice: flags.voice})
     // Written beside the file and renamed into place, so a failure halfway leaves no broken audio file behind.
     const partial = `${flags.output}.partial`

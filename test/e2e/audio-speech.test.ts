@@ -104,6 +104,13 @@ describe('audio: text to speech with the VITS engine (service-local, virtual env
     })())
     const piped = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'second', '-o', join(directory, 'piped.mp3')], lateStdin)
     expect(piped.exitCode, piped.stderr).to.equal(0)
+    // An .ogg file holds Ogg Opus, OpenAI's `opus`; an extension of no audio format is refused before anything is asked.
+    const ogg = join(directory, 'hello.ogg')
+    expect((await cli(['speak', '-u', 'tiny-random-vits', '-o', ogg, 'Hello.'])).exitCode).to.equal(0)
+    expect((await probe(ogg)).codec).to.equal('opus')
+    const unknown = await cli(['speak', '-u', 'tiny-random-vits', '-o', join(directory, 'hello.txt'), 'Hello.'])
+    expect(unknown.exitCode).to.equal(2)
+    expect(unknown.stderr.replaceAll(/\s+(›\s+)?/g, ' ')).to.contain('.txt is no audio format this can write')
     const refused = await cli(['speak', '-u', 'tiny-random-vits', '--voice', 'alloy', '-o', join(directory, 'refused.wav'), 'Hello.'])
     expect(refused.exitCode).to.not.equal(0)
     expect(refused.stderr).to.contain('`voice` "alloy" is not a voice of this model')

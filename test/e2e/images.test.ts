@@ -188,6 +188,8 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     expect(pixel(PNG.sync.read(await readFile(join(directory, 'made-1.png'))), 0, 0)).to.deep.equal(colourOf('cli|4|0'))
     const malformed = await servicectl(['image', '-e', service.url, '-u', MODEL, '--prompt', 'cli', '--guidance-scale', 'abc'])
     expect([malformed.exitCode, malformed.stderr]).to.satisfy(([code, stderr]: [number, string]) => code === 2 && stderr.includes('guidance-scale'))
+    const nowhere = await servicectl(['image', '-e', service.url, '-u', MODEL, '--prompt', 'cli', '-o', join(directory, 'missing', 'made')])
+    expect([nowhere.exitCode, nowhere.stderr]).to.satisfy(([code, stderr]: [number, string]) => code === 2 && stderr.replaceAll(/\s+(›\s+)?/g, ' ').includes(`the folder ${join(directory, 'missing')} does not exist`))
     await writeFile(join(directory, 'in.png'), solidPng(16, 16, [0, 0, 0, 255]))
     const ocr = await servicectl(['ocr', '-e', service.url, '-u', MODEL, '--image', join(directory, 'in.png')])
     expect(ocr.stdout.trim()).to.equal('image/png 16x16')
