@@ -18,16 +18,21 @@ export function useLoad<T>(load: () => Promise<T>, dependencies: unknown[] = [],
   const latest = useRef(load)
   latest.current = load
   const asked = useRef(0)
+  const shown = useRef(0)
   const reload = useCallback(async () => {
-    // Loads can overlap (a timer, a shown tab, a click): only the last one asked may set what the page shows.
+    // Loads can overlap (a timer, a shown tab, a click): one that answers after a later one is not shown, so an older
+    // answer never replaces a newer; every answer newer than what is shown is, so slow answers still arrive.
     const ask = ++asked.current
     try {
       const loaded = await latest.current()
-      if (ask !== asked.current) return
+      if (ask < shown.current) return
+      shown.current = ask
       setData(loaded)
       setError(undefined)
     } catch (failure) {
-      if (ask === asked.current) setError(describeError(failure))
+      if (ask < shown.current) return
+      shown.current = ask
+      setError(describeError(failure))
     }
   }, [])
   useEffect(() => {
