@@ -96,6 +96,13 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     expect(decode(events[3].b64_json).width).to.equal(16)
   })
 
+  it('answers a streamed request the engine refuses with the HTTP error, as without stream', async () => {
+    const refused = await openai.images.generate({model: MODEL, prompt: 'x', size: '24x24' as never, stream: true}).catch((error: unknown) => error)
+    expect(refused).to.be.instanceOf(OpenAI.BadRequestError)
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).to.equal('size')
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).message).to.match(/multiple of 16/)
+  })
+
   it('stops a generation when its client goes away', async () => {
     const controller = new AbortController()
     const response = await fetch(`${service.url}/v1/images/generations`, {

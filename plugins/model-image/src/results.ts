@@ -32,9 +32,9 @@ export function answerImages(
 
   const events = model.invoke('generate_image', {...payload, progress: stream}, request.signal)
   if (stream) {
-    return {
+    return started(events).then((started) => ({
       events: (async function* () {
-        for await (const event of events) {
+        for await (const event of started) {
           if (event.type === 'progress') yield {data: {created_at: created, step: event.step, steps: event.steps, type: `${eventPrefix}.progress`}, event: `${eventPrefix}.progress`}
           else {
             const data = {created_at: created, index: event.index, output_format: 'png', type: `${eventPrefix}.completed`, ...deliver(event.png)}
@@ -42,8 +42,8 @@ export function answerImages(
           }
         }
       })(),
-      kind: 'sse',
-    }
+      kind: 'sse' as const,
+    }))
   }
 
   return (async (): Promise<RouteResult> => {
@@ -51,6 +51,33 @@ export function answerImages(
     for await (const event of events) if (event.type === 'image') images[event.index] = event.png
     return {body: {created, data: images.map(deliver), output_format: 'png'}, kind: 'json'}
   })()
+}
+
+/**
+ * The events, once the first has come. An engine refuses a request (a size or a number of steps it cannot make) before
+ * its first step, so waiting for that step lets the refusal be the HTTP answer, a 400 as without `stream`, instead of
+ * an error event in a 200 stream that OpenAI's clients read without a status. Progress comes after each step, so the
+ * head goes out with the first of them.
+ */
+async function started<T>(events: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const iterator = events[Symbol.asyncIterator]()
+  const first = await iterator.next()
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        if (first.done) return
+        yield first.value
+        while (true) {
+          const next = await iterator.next()
+          if (next.done) return
+          yield next.value
+        }
+      } finally {
+        // A client that went away mid-stream stops the engine's work.
+        await iterator.return?.()
+      }
+    },
+  }
 }
 
 /** The running model a request names, checked to have the ability the route needs. */
