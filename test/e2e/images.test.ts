@@ -103,6 +103,24 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).message).to.match(/multiple of 16/)
   })
 
+  it('takes OpenAI\'s background, moderation, output_compression, partial_images and input_fidelity at values it can honour', async () => {
+    const made = await openai.images.generate({background: 'opaque', model: MODEL, moderation: 'low', output_compression: 80, partial_images: 0, prompt: 'x', size: '16x16' as never})
+    expect(decode(made.data![0].b64_json!).width).to.equal(16)
+    const picture = await toFile(solidPng(16, 16, [1, 2, 3, 255]), 'picture.png', {type: 'image/png'})
+    const edited = await openai.images.edit({background: 'auto', image: picture, input_fidelity: 'high', model: MODEL, output_compression: 50, partial_images: 0, prompt: 'x'})
+    expect(edited.data).to.have.length(1)
+    const refusals: Array<[Promise<{status: number; body: any}>, string]> = [
+      [api('POST', '/v1/images/generations', {background: 'transparent', model: MODEL, prompt: 'x'}), 'background'],
+      [api('POST', '/v1/images/generations', {model: MODEL, partial_images: 2, prompt: 'x', stream: true}), 'partial_images'],
+      [form('/v1/images/edits', {background: 'transparent', model: MODEL, prompt: 'x'}, {image: solidPng(16, 16, [1, 2, 3, 255])}), 'background'],
+    ]
+    for (const [reply, param] of refusals) {
+      const {body, status} = await reply
+      expect([status, body.error.param], JSON.stringify(body)).to.deep.equal([400, param])
+      expect(body.error.message).to.match(/is not supported/)
+    }
+  })
+
   it('stops a generation when its client goes away', async () => {
     const controller = new AbortController()
     const response = await fetch(`${service.url}/v1/images/generations`, {

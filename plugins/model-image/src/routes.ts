@@ -33,12 +33,16 @@ function generationFields({media, schema: s}: KernelApi, form: boolean) {
   const integer = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, {...options, integer: true})
   const number = (options: {description: string; minimum: number; maximum?: number}) => media.numberField(form, options)
   return {
+    background: s.optional(s.nullable(s.string({description: 'auto (default) or opaque: the images are opaque PNGs; transparent is not supported.', enum: ['transparent', 'opaque', 'auto']}))),
     guidance_scale: s.optional(s.nullable(number({description: 'How closely to follow the prompt (classifier-free guidance); the model\'s default when absent.', maximum: 100, minimum: 0}))),
     kwargs: s.optional(s.nullable(s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text', {description: 'Further keyword arguments for the pipeline (Xinference).'}))),
     model: s.optional(s.string({description: 'Uid of a running image model.', minLength: 1})),
+    moderation: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored: no content filter runs here.', enum: ['low', 'auto']}))),
     n: s.optional(s.nullable(integer({description: 'How many images to make (default 1).', maximum: media.limits.images, minimum: 1}))),
     negative_prompt: s.optional(s.nullable(s.string({description: 'What the image should not show.'}))),
+    output_compression: s.optional(s.nullable(integer({description: 'Compression of webp and jpeg images (0-100); images here are PNG, which it does not apply to, so it is accepted and changes nothing.', maximum: 100, minimum: 0}))),
     output_format: s.optional(s.nullable(s.string({description: 'Only png is made.', enum: ['png']}))),
+    partial_images: s.optional(s.nullable(integer({description: 'Partial images to stream: only 0 (the default) is supported; `stream` sends progress after each step instead.', maximum: 3, minimum: 0}))),
     quality: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients; steps set the quality here.'}))),
     response_format: s.optional(s.nullable(s.string({description: 'b64_json (default) or url: an address this service serves the image at for an hour.', enum: ['b64_json', 'url']}))),
     seed: s.optional(s.nullable(integer({description: 'Makes the result reproducible.', maximum: 2 ** 32 - 1, minimum: 0}))),
@@ -53,6 +57,11 @@ function generationFields({media, schema: s}: KernelApi, form: boolean) {
 type Fields = {[K in keyof ReturnType<typeof generationFields>]?: unknown} & {prompt?: string | null}
 
 function settingsOf(api: KernelApi, body: Fields) {
+  // OpenAI's values the engines cannot honour are refused rather than ignored, so a client does not get what it did not ask for.
+  if (body.background === 'transparent')
+    throw api.errors.badRequest('`background` transparent is not supported: the image models here make opaque pictures; send opaque or auto.', 'background')
+  if (typeof body.partial_images === 'number' && body.partial_images > 0)
+    throw api.errors.badRequest(`\`partial_images\` ${body.partial_images} is not supported: the image models here send no partial images; send 0 (\`stream\` sends progress after each step).`, 'partial_images')
   const size = api.media.parseSize(body.size as string | undefined)
   return {
     guidance_scale: (body.guidance_scale as number | null) ?? undefined,
@@ -107,7 +116,10 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   }
 
   const edits: RouteDefinition<Fields> = {
-    body: s.object({...generationFields(api, true), prompt}, {title: 'CreateImageEditRequest'}) as never,
+    body: s.object(
+      {...generationFields(api, true), input_fidelity: s.optional(s.nullable(s.string({description: 'Accepted for OpenAI clients and ignored: how closely the edit keeps the picture is up to the model and `guidance_scale`.', enum: ['high', 'low']}))), prompt},
+      {title: 'CreateImageEditRequest'},
+    ) as never,
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
