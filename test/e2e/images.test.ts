@@ -94,6 +94,29 @@ describe('image models (service-local, engine-image-pattern, openai client)', fu
     expect(events.map((event) => event.type)).to.deep.equal(['image_generation.progress', 'image_generation.progress', 'image_generation.progress', 'image_generation.completed'])
     expect(events.slice(0, 3).map((event) => [event.step, event.steps])).to.deep.equal([[1, 3], [2, 3], [3, 3]])
     expect(decode(events[3].b64_json).width).to.equal(16)
+    assertOpenAiSchema('ImageGenCompletedEvent', events[3])
+    expect(events[3]).to.include({background: 'auto', quality: 'auto', size: 'auto'})
+    expect(events[3].usage).to.deep.equal({input_tokens: 0, input_tokens_details: {image_tokens: 0, text_tokens: 0}, output_tokens: 0, total_tokens: 0})
+  })
+
+  it('sends the completed events OpenAI describes, with b64_json also for url answers (openai client)', async () => {
+    const generated = await openai.images.generate({background: 'opaque', model: MODEL, prompt: 'x', quality: 'high', response_format: 'url', size: '16x16' as never, stream: true})
+    const completed = []
+    for await (const event of generated) if (event.type === 'image_generation.completed') completed.push(event)
+    expect(completed).to.have.length(1)
+    assertOpenAiSchema('ImageGenCompletedEvent', completed[0])
+    expect(completed[0]).to.include({background: 'opaque', quality: 'high'})
+    expect(decode(completed[0].b64_json).width).to.equal(16)
+    expect((completed[0] as unknown as {url: string}).url).to.match(/\/v1\/images\/files\//)
+
+    const picture = await toFile(solidPng(16, 16, [1, 2, 3, 255]), 'picture.png', {type: 'image/png'})
+    const edits = await openai.images.edit({image: picture, model: MODEL, prompt: 'x', stream: true})
+    const types = []
+    for await (const event of edits) {
+      types.push(event.type)
+      if (event.type === 'image_edit.completed') assertOpenAiSchema('ImageEditCompletedEvent', event)
+    }
+    expect(types.at(-1)).to.equal('image_edit.completed')
   })
 
   it('answers a streamed request the engine refuses with the HTTP error, as without stream', async () => {

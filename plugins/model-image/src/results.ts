@@ -1,7 +1,7 @@
 /**
  * Runs a generation on a model and answers in OpenAI's images shape: `{created, data: [{b64_json} | {url}]}`, or with
  * `stream`, server-sent events: `image_generation.progress` for each step done (`step`, `steps`), then one
- * `image_generation.completed` per image. The request's signal reaches the engine, so a client that goes away stops
+ * `image_generation.completed` per image, with the fields OpenAI's event requires. The request's signal reaches the engine, so a client that goes away stops
  * the generation at its next step.
  */
 import type {ImageGenerationPayload, ImageOperations, KernelApi, MediaStore, ModelHandle, RouteRequest, RouteResult} from 'service-toolkit'
@@ -13,6 +13,32 @@ export interface Delivery {
   stream: boolean
   /** `image_generation` or `image_edit`: how the stream's events are named. */
   eventPrefix: string
+  /** The request's `background` and `quality`, which a completed event repeats. */
+  background?: string
+  quality?: string
+}
+
+/** The values OpenAI's completed events allow; its types (and so its SDKs') are enums. */
+const EVENT_SIZES = new Set(['1024x1024', '1024x1536', '1536x1024'])
+const EVENT_QUALITIES = new Set(['low', 'medium', 'high', 'auto'])
+
+/** A PNG's WIDTHxHEIGHT, from its IHDR chunk, which follows the 8-byte signature and the chunk's length and type. */
+function sizeOfPng(png: Buffer): string {
+  return `${png.readUInt32BE(16)}x${png.readUInt32BE(20)}`
+}
+
+/**
+ * The fields OpenAI's `*.completed` event requires beyond the image. A size outside its enum is `auto` (the event's
+ * type allows only its own sizes); the engines count no tokens, so `usage` is zeros.
+ */
+function completedFields(png: string, background: string | undefined, quality: string | undefined) {
+  const size = sizeOfPng(Buffer.from(png.slice(0, 44), 'base64'))
+  return {
+    background: background === 'opaque' ? 'opaque' : 'auto',
+    quality: quality && EVENT_QUALITIES.has(quality) ? quality : 'auto',
+    size: EVENT_SIZES.has(size) ? size : 'auto',
+    usage: {input_tokens: 0, input_tokens_details: {image_tokens: 0, text_tokens: 0}, output_tokens: 0, total_tokens: 0},
+  }
 }
 
 export function answerImages(
@@ -21,7 +47,7 @@ export function answerImages(
   store: MediaStore,
   model: ModelHandle<ImageOperations>,
   payload: ImageGenerationPayload,
-  {eventPrefix, responseFormat, stream}: Delivery,
+  {background, eventPrefix, quality, responseFormat, stream}: Delivery,
 ): Promise<RouteResult> | RouteResult {
   const created = Math.floor(Date.now() / 1000)
   const deliver = (png: string) => {
@@ -37,7 +63,9 @@ export function answerImages(
         for await (const event of started) {
           if (event.type === 'progress') yield {data: {created_at: created, step: event.step, steps: event.steps, type: `${eventPrefix}.progress`}, event: `${eventPrefix}.progress`}
           else {
-            const data = {created_at: created, index: event.index, output_format: 'png', type: `${eventPrefix}.completed`, ...deliver(event.png)}
+            // OpenAI's event requires b64_json, so a url answer carries both.
+            const image = responseFormat === 'url' ? {b64_json: event.png, ...deliver(event.png)} : deliver(event.png)
+            const data = {created_at: created, index: event.index, output_format: 'png', type: `${eventPrefix}.completed`, ...completedFields(event.png, background, quality), ...image}
             yield {data, event: `${eventPrefix}.completed`}
           }
         }

@@ -10,16 +10,30 @@ import {answerImages, imageModel, type ResponseFormat} from './results.js'
 
 /** Each server-sent event of a generation asked to `stream` (results.ts): a step done, then each image. */
 const STREAM_EVENT = {
-  description: '`<kind>.progress` after each step (`step` of `steps`), then `<kind>.completed` for each image, as `b64_json` or `url`; `<kind>` is image_generation, image_edit, image_variation or image_inpainting.',
+  description:
+    '`<kind>.progress` after each step (`step` of `steps`), then `<kind>.completed` for each image, with `b64_json` (and `url` when asked) and OpenAI\'s `size` (auto for a size outside its enum), `quality`, `background` and `usage` (zeros: the engines count no tokens); `<kind>` is image_generation, image_edit, image_variation or image_inpainting.',
   properties: {
     b64_json: {type: 'string'},
+    background: {enum: ['opaque', 'auto'], type: 'string'},
     created_at: {type: 'integer'},
     index: {type: 'integer'},
     output_format: {enum: ['png'], type: 'string'},
+    quality: {enum: ['low', 'medium', 'high', 'auto'], type: 'string'},
+    size: {enum: ['1024x1024', '1024x1536', '1536x1024', 'auto'], type: 'string'},
     step: {type: 'integer'},
     steps: {type: 'integer'},
     type: {type: 'string'},
     url: {type: 'string'},
+    usage: {
+      properties: {
+        input_tokens: {type: 'integer'},
+        input_tokens_details: {properties: {image_tokens: {type: 'integer'}, text_tokens: {type: 'integer'}}, required: ['text_tokens', 'image_tokens'], type: 'object'},
+        output_tokens: {type: 'integer'},
+        total_tokens: {type: 'integer'},
+      },
+      required: ['total_tokens', 'input_tokens', 'output_tokens', 'input_tokens_details'],
+      type: 'object',
+    },
   },
   required: ['created_at', 'type'],
   type: 'object',
@@ -76,7 +90,13 @@ function settingsOf(api: KernelApi, body: Fields) {
   }
 }
 
-const deliveryOf = (body: Fields, eventPrefix: string) => ({eventPrefix, responseFormat: ((body.response_format as string | null) ?? 'b64_json') as ResponseFormat, stream: body.stream === true})
+const deliveryOf = (body: Fields, eventPrefix: string) => ({
+  background: (body.background as string | null) ?? undefined,
+  eventPrefix,
+  quality: (body.quality as string | null) ?? undefined,
+  responseFormat: ((body.response_format as string | null) ?? 'b64_json') as ResponseFormat,
+  stream: body.stream === true,
+})
 
 function sameSize(api: KernelApi, image: InputImage, mask: InputImage, field: string) {
   if (image.width !== mask.width || image.height !== mask.height)
