@@ -65,6 +65,11 @@ describe('audio: transcript formats', () => {
     expect(segments).to.not.have.property('words')
     expect(segments.segments[1]).to.include({end: 3725.25, id: 1, start: 3723.004, text: ' Auf Wiedersehen.'})
   })
+
+  it('names english as a translation\'s language, whatever was spoken', () => {
+    const translated = renderTranscript(transcript, {format: 'verbose_json', granularities: new Set(['segment']), task: 'translate', temperature: 0}).body
+    expect(translated).to.include({language: 'english', task: 'translate'})
+  })
 })
 
 describe('audio: the random Whisper ggml file', () => {

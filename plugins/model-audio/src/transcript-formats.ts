@@ -70,7 +70,8 @@ export function renderTranscript(transcript: Transcript, {format, granularities,
       return {
         body: {
           duration: transcript.duration,
-          language: languageName(transcript.language),
+          // A translation's text is English whatever was spoken, and OpenAI's translation answer says so.
+          language: task === 'translate' ? 'english' : languageName(transcript.language),
           ...(granularities.has('segment')
             ? {
                 segments: transcript.segments.map((s, id) => ({
