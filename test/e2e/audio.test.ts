@@ -68,6 +68,9 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
   it('transcribes a wav upload into OpenAI\'s json shape', async () => {
     const result = await client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper', temperature: 0})
     assertOpenAiSchema('CreateTranscriptionResponseJson', result)
+    // The openai client writes 0.0000001 as 1e-7.
+    const tiny = await client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper', temperature: 0.0000001})
+    expect(tiny.text).to.be.a('string')
     expect(result.text).to.be.a('string')
     expect((result as unknown as {usage: {seconds: number}}).usage).to.deep.equal({seconds: 3, type: 'duration'})
   })
@@ -170,6 +173,12 @@ describe('audio: speech to text with whisper.cpp (service-local, servicectl, ope
 
     const format = await refusal(client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper', response_format: 'docx' as never}))
     expect(format).to.include({param: 'response_format', status: 400})
+
+    for (const temperature of [1.5, 'warm']) {
+      const refused = await refusal(client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper', temperature: temperature as number}))
+      expect(refused).to.include({param: 'temperature', status: 400})
+      expect(refused.message).to.match(/^`temperature` must be a number between 0 and 1/)
+    }
 
     // The service kept serving.
     expect((await client.audio.transcriptions.create({file: await upload(speech), model: 'tiny-random-whisper'})).text).to.be.a('string')

@@ -15,7 +15,7 @@ export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 const DEFAULT_MAX_SECONDS = 1500
 const GRANULARITIES = ['segment', 'word'] as const
 
-function transcriptionSchema(s: KernelApi['schema'], translation: boolean) {
+function transcriptionSchema({media, schema: s}: KernelApi, translation: boolean) {
   const granularity = s.string({enum: GRANULARITIES})
   const granularities = s.optional(s.union([granularity, s.array(granularity, {maxItems: 2})], '"segment", "word" or both'))
   return s.object(
@@ -30,7 +30,8 @@ function transcriptionSchema(s: KernelApi['schema'], translation: boolean) {
       model: s.string({description: 'Uid of a running audio2text model.', minLength: 1}),
       prompt: s.optional(s.string({description: 'Text that comes before the audio (spellings, names), in its language.', maxLength: 4000})),
       response_format: s.optional(s.string({description: 'json (default), text, srt, verbose_json or vtt.', enum: RESPONSE_FORMATS})),
-      temperature: s.optional(s.string({description: 'Sampling temperature, 0 to 1 (default: 0, raised by the engine when decoding fails).', pattern: /^\s*(0|1|0?\.\d+|1\.0*)\s*$/})),
+      // Multipart fields are text: read as JavaScript reads a number, so 1e-7 (as the openai client writes 0.0000001) is one.
+      temperature: s.optional(media.formNumber({description: 'Sampling temperature, 0 to 1 (default: 0, raised by the engine when decoding fails).', maximum: 1, minimum: 0})),
     },
     {title: translation ? 'CreateTranslationRequest' : 'CreateTranscriptionRequest', unknownKeys: 'strip'},
   )
@@ -45,7 +46,7 @@ const maxSeconds = () => {
 
 function transcriptionRoute(api: KernelApi, translation: boolean): RouteDefinition<TranscriptionRequest> {
   return {
-    body: transcriptionSchema(api.schema, translation) as never,
+    body: transcriptionSchema(api, translation) as never,
     async handler({body, files, models, signal}) {
       const model = models.get<AudioOperations>(body.model)
       api.requireAbility(model, 'audio2text', translation ? 'translate speech' : 'transcribe speech')
@@ -58,7 +59,7 @@ function transcriptionRoute(api: KernelApi, translation: boolean): RouteDefiniti
       const [file] = files.file
       if (file.size === 0) throw api.errors.badRequest('`file` is empty; send a recording.', 'file')
       const pcm = await decodeUpload(api, file.path, maxSeconds(), signal)
-      const temperature = body.temperature === undefined ? undefined : Number(body.temperature)
+      const {temperature} = body
       const payload = {
         language: body.language,
         pcm: pcm.toString('base64'),
