@@ -50,6 +50,32 @@ async function within(ms: number, check: () => boolean): Promise<boolean> {
   return check()
 }
 
+describe('audio: the speech route\'s input', () => {
+  const refusal = (input: unknown) => {
+    try {
+      speechRoute(api).body!.parse({input, model: 'voice', voice: 'default'})
+    } catch (error) {
+      return error as {message: string; param?: string; status?: number}
+    }
+  }
+
+  it('counts characters as OpenAI does, an emoji as one', () => {
+    expect(refusal('😀'.repeat(4096))).to.equal(undefined)
+    expect(refusal('😀'.repeat(4097))).to.include({param: 'input', status: 400})
+    expect(refusal('😀'.repeat(4097))!.message).to.equal('`input` must be at most 4096 characters long (got 4097).')
+    expect(refusal('a'.repeat(4097))).to.include({param: 'input', status: 400})
+  })
+
+  it('refuses text of only whitespace, which would be spoken as silence', () => {
+    for (const input of [' ', '\n\t ', '\u3000']) {
+      expect(refusal(input), JSON.stringify(input)).to.include({param: 'input', status: 400})
+      expect(refusal(input)!.message).to.match(/`input` has nothing to speak/)
+    }
+
+    expect(refusal(' Hello. ')).to.equal(undefined)
+  })
+})
+
 describe('audio: the speech route and FFmpeg', function () {
   this.timeout(20_000)
 

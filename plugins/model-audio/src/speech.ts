@@ -11,10 +11,35 @@ import {contentTypeOf, encodeSpeech, SPEECH_FORMATS, type SpeechFormat} from './
 /** OpenAI's limit on `input`. */
 export const MAX_SPEECH_INPUT = 4096
 
-function speechSchema(s: KernelApi['schema']) {
+/**
+ * `input`, its length counted in characters (code points) as OpenAI counts it and JSON Schema's maxLength means: a
+ * string's length counts UTF-16 units, two for an emoji. Text of only whitespace is refused: the engine would answer
+ * it with silence.
+ */
+function speechInput({errors, schema: s}: KernelApi) {
+  const documented = s.string({description: `The text to speak, at most ${MAX_SPEECH_INPUT} characters, not only whitespace.`, maxLength: MAX_SPEECH_INPUT, minLength: 1})
+  const text = s.string({minLength: 1})
+  return {
+    ...documented,
+    parse(value: unknown, path?: string) {
+      const input = text.parse(value, path)
+      // A string of at most MAX_SPEECH_INPUT UTF-16 units has no more characters than that: only longer ones are counted.
+      if (input.length > MAX_SPEECH_INPUT) {
+        const characters = [...input].length
+        if (characters > MAX_SPEECH_INPUT) throw errors.badRequest(`\`input\` must be at most ${MAX_SPEECH_INPUT} characters long (got ${characters}).`, 'input')
+      }
+
+      if (input.trim() === '') throw errors.badRequest('`input` has nothing to speak: it is only whitespace.', 'input')
+      return input
+    },
+  }
+}
+
+function speechSchema(api: KernelApi) {
+  const s = api.schema
   return s.object(
     {
-      input: s.string({description: `The text to speak, at most ${MAX_SPEECH_INPUT} characters.`, maxLength: MAX_SPEECH_INPUT, minLength: 1}),
+      input: speechInput(api),
       model: s.string({description: 'Uid of a running text2audio model.', minLength: 1}),
       response_format: s.optional(s.string({description: 'mp3 (default), opus, aac, flac, wav or pcm (16-bit 24 kHz mono).', enum: SPEECH_FORMATS})),
       speed: s.optional(s.number({description: 'Speaking speed, 0.25 to 4 (default 1).', maximum: 4, minimum: 0.25})),
@@ -43,7 +68,7 @@ async function* pcmOf(events: AsyncIterator<SpeechEvent>): AsyncGenerator<Buffer
 /** `ffmpeg`: FFmpeg's program, for the tests to name a missing one. */
 export function speechRoute(api: KernelApi, {ffmpeg}: {ffmpeg?: string} = {}): RouteDefinition<SpeechRequest> {
   return {
-    body: speechSchema(api.schema),
+    body: speechSchema(api),
     async handler({body, models, signal}) {
       const model = models.get<AudioOperations>(body.model)
       api.requireAbility(model, 'text2audio', 'speak text')
