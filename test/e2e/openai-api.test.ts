@@ -284,7 +284,7 @@ describe('OpenAI API (service-local, openai client)', function () {
         [{messages: [{content: 'hi', role: 'user'}], model: MODEL, temperature: 'hot'}, 'temperature', /number between 0 and 2/],
         [{max_tokens: 0, messages: [{content: 'hi', role: 'user'}], model: MODEL}, 'max_tokens', /integer between 1 and 2147483647/],
         [{max_token: 5, messages: [{content: 'hi', role: 'user'}], model: MODEL}, 'max_token', /not a known field/],
-        [{messages: [{content: 'hi', role: 'user'}], model: MODEL, n: 2}, 'n', /between 1 and 1/],
+        [{messages: [{content: 'hi', role: 'user'}], model: MODEL, n: 2}, 'n', /`n` is not supported: one choice is generated per request; leave it out or set it to 1, and send several requests/],
         [[1, 2], '', /must be a JSON object/],
       ]
       for (const [body, param, message] of cases) {

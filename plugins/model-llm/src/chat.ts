@@ -3,7 +3,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
-import {NO_LOGPROBS, notSupported, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -80,10 +80,11 @@ function chatSchema(s: KernelApi['schema']) {
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
 
 /**
- * Checks what the schema cannot express: no log probabilities are asked for, every message has content but an
+ * Checks what the schema cannot express: one choice and no log probabilities are asked for, every message has content but an
  * assistant's that calls tools, tool results answer earlier calls, the tool choice names a given tool.
  */
 function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
+  refuseSeveralChoices(api, body.n)
   if (body.logprobs) throw notSupported(api, 'logprobs', NO_LOGPROBS, 'leave it out or set it to false')
   if (body.top_logprobs) throw notSupported(api, 'top_logprobs', NO_LOGPROBS, 'leave it out or set it to 0')
   const called = new Set<string>()

@@ -6,7 +6,7 @@ import type {GenerationEvent, Infer, KernelApi, LlmOperations, RouteDefinition} 
 
 import {randomUUID} from 'node:crypto'
 
-import {NO_LOGPROBS, notSupported, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's default for this route, which differs from chat's "until the model stops". */
 const DEFAULT_MAX_TOKENS = 16
@@ -82,6 +82,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'generate', 'complete text')
       if (body.suffix) throw api.errors.badRequest('`suffix` (fill-in-the-middle) is not supported; put all the text in `prompt`.', 'suffix')
+      refuseSeveralChoices(api, body.n)
       if (body.logprobs !== null && body.logprobs !== undefined) throw notSupported(api, 'logprobs', NO_LOGPROBS, 'leave it out or set it to null')
       if ((body.best_of ?? 1) > 1) throw notSupported(api, 'best_of', 'one completion is generated per prompt', 'leave it out or set it to 1')
       const prompts = promptsOf(body.prompt)

@@ -20,7 +20,7 @@ export function samplingFields(s: KernelApi['schema']) {
     max_completion_tokens: tokenCount('Most tokens to generate; null or absent: until the model stops or the context is full.'),
     max_tokens: tokenCount('Older name of max_completion_tokens; the completions route defaults to 16.'),
     min_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
-    n: s.optional(s.nullable(s.integer({description: 'Only 1 is supported.', maximum: 1, minimum: 1}))),
+    n: s.optional(s.nullable(s.integer({description: 'Choices to generate, up to 128 as OpenAI allows; only 1 is supported here.', maximum: 128, minimum: 1}))),
     presence_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
     seed: s.optional(s.nullable(s.int64({description: 'Same seed, same request: same answer.'}))),
     // An empty stop string is found at once, so it would end every answer before its first token.
@@ -72,6 +72,11 @@ export const NO_LOGPROBS = 'the engines here return no log probabilities'
 /** A field of OpenAI's that asks for what no engine here gives: a 400 that names it and says how to do without. */
 export const notSupported = (api: KernelApi, field: string, why: string, instead: string) =>
   api.errors.badRequest(`\`${field}\` is not supported: ${why}; ${instead}.`, field)
+
+/** One choice a request: several are a 400 that says how to get them, rather than a range error. */
+export function refuseSeveralChoices(api: KernelApi, n: number | null | undefined): void {
+  if ((n ?? 1) > 1) throw notSupported(api, 'n', 'one choice is generated per request', 'leave it out or set it to 1, and send several requests for several choices')
+}
 
 /** OpenAI keys logit_bias by token id written as a string; anything else is a mistake worth naming. */
 function tokenBiases(api: KernelApi, biases: Record<string, number>): Record<number, number> {
