@@ -42,14 +42,24 @@ function make<T>(json: JsonSchema, parse: (value: unknown, path: string) => T): 
   return {json, optional: false, parse: (value, path = '') => parse(value, path)}
 }
 
+/**
+ * The characters (code points, as JSON Schema's lengths count them) of `text`, counted as far as `enough`: an emoji is
+ * one character, though JavaScript's length counts it as two. Stopping early keeps a long text's check cheap.
+ */
+function characters(text: string, enough: number): number {
+  let count = 0
+  for (const _ of text) if (++count >= enough) break
+  return count
+}
+
 export function string(options: Common & {enum?: readonly string[]; minLength?: number; maxLength?: number; pattern?: RegExp} = {}): Schema<string> {
   const {description, enum: allowed, maxLength, minLength, pattern} = options
   return make({description, enum: allowed, maxLength, minLength, pattern: pattern?.source, type: 'string'}, (value, path) => {
     if (typeof value !== 'string') return fail(path, 'a string', value)
     if (allowed && !allowed.includes(value)) return fail(path, `one of ${allowed.join(', ')}`, value)
-    if (minLength !== undefined && value.length < minLength)
+    if (minLength !== undefined && characters(value, minLength) < minLength)
       return fail(path, minLength === 1 ? 'a non-empty string' : `a string of at least ${minLength} characters`, value)
-    if (maxLength !== undefined && value.length > maxLength) return fail(path, `at most ${maxLength} characters long`, value)
+    if (maxLength !== undefined && characters(value, maxLength + 1) > maxLength) return fail(path, `at most ${maxLength} characters long`, value)
     if (pattern && !pattern.test(value)) return fail(path, `a string matching ${pattern.source}`, value)
     return value
   })

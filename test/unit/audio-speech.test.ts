@@ -62,7 +62,7 @@ describe('audio: the speech route\'s input', () => {
   it('counts characters as OpenAI does, an emoji as one', () => {
     expect(refusal('😀'.repeat(4096))).to.equal(undefined)
     expect(refusal('😀'.repeat(4097))).to.include({param: 'input', status: 400})
-    expect(refusal('😀'.repeat(4097))!.message).to.equal('`input` must be at most 4096 characters long (got 4097).')
+    expect(refusal('😀'.repeat(4097))!.message).to.match(/^`input` must be at most 4096 characters long/)
     expect(refusal('a'.repeat(4097))).to.include({param: 'input', status: 400})
   })
 

@@ -43,6 +43,13 @@ describe('schema', () => {
     expect(Object.hasOwn(kept, 'toString')).to.equal(true)
   })
 
+  it('counts a string\'s length in characters, as JSON Schema does, an emoji as one', () => {
+    const short = s.string({maxLength: 2, minLength: 2})
+    expect(short.parse('😀😀')).to.equal('😀😀')
+    expect(() => short.parse('😀😀😀')).to.throw('at most 2 characters long')
+    expect(() => short.parse('😀')).to.throw('at least 2 characters')
+  })
+
   it('refuses numbers that are not finite, and integers that a JSON number does not hold exactly', () => {
     const count = s.integer({minimum: 1})
     expect(() => count.parse(Number.POSITIVE_INFINITY, 'max_tokens')).to.throw('`max_tokens` must be an integer >= 1 (got Infinity).')

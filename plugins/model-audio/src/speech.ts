@@ -11,24 +11,13 @@ import {contentTypeOf, encodeSpeech, SPEECH_FORMATS, type SpeechFormat} from './
 /** OpenAI's limit on `input`. */
 export const MAX_SPEECH_INPUT = 4096
 
-/**
- * `input`, its length counted in characters (code points) as OpenAI counts it and JSON Schema's maxLength means: a
- * string's length counts UTF-16 units, two for an emoji. Text of only whitespace is refused: the engine would answer
- * it with silence.
- */
+/** `input`: at most MAX_SPEECH_INPUT characters, and not only whitespace, which the engine would answer with silence. */
 function speechInput({errors, schema: s}: KernelApi) {
   const documented = s.string({description: `The text to speak, at most ${MAX_SPEECH_INPUT} characters, not only whitespace.`, maxLength: MAX_SPEECH_INPUT, minLength: 1})
-  const text = s.string({minLength: 1})
   return {
     ...documented,
     parse(value: unknown, path?: string) {
-      const input = text.parse(value, path)
-      // A string of at most MAX_SPEECH_INPUT UTF-16 units has no more characters than that: only longer ones are counted.
-      if (input.length > MAX_SPEECH_INPUT) {
-        const characters = [...input].length
-        if (characters > MAX_SPEECH_INPUT) throw errors.badRequest(`\`input\` must be at most ${MAX_SPEECH_INPUT} characters long (got ${characters}).`, 'input')
-      }
-
+      const input = documented.parse(value, path)
       if (input.trim() === '') throw errors.badRequest('`input` has nothing to speak: it is only whitespace.', 'input')
       return input
     },
