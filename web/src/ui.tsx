@@ -23,17 +23,15 @@ export function useLoad<T>(load: () => Promise<T>, dependencies: unknown[] = [],
     // Loads can overlap (a timer, a shown tab, a click): one that answers after a later one is not shown, so an older
     // answer never replaces a newer; every answer newer than what is shown is, so slow answers still arrive.
     const ask = ++asked.current
-    try {
-      const loaded = await latest.current()
-      if (ask < shown.current) return
-      shown.current = ask
-      setData(loaded)
-      setError(undefined)
-    } catch (failure) {
-      if (ask < shown.current) return
-      shown.current = ask
-      setError(describeError(failure))
-    }
+    const outcome = await latest.current().then(
+      (loaded) => ({loaded}),
+      (failure: unknown) => ({failure}),
+    )
+    if (ask < shown.current) return
+    shown.current = ask
+    if ('failure' in outcome) return setError(describeError(outcome.failure))
+    setData(outcome.loaded)
+    setError(undefined)
   }, [])
   useEffect(() => {
     void reload()
