@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import {Errors, Flags} from '@oclif/core'
 import {stat, writeFile} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
@@ -12,15 +12,14 @@ export const generationFlags = {
 }
 
 /**
- * Why files cannot be written at `path` (its folder is missing, or no folder), so that a command says so before it
- * asks a model for minutes of work; undefined when they can.
+ * Stops the command (exit code 2) when files cannot be written at `path`, its folder missing or no folder, so that it
+ * says so before it asks a model for minutes of work.
  */
-export async function unwritableOutput(path: string): Promise<string | undefined> {
+export async function checkOutputFolder(path: string): Promise<void> {
   const folder = dirname(path)
   const found = await stat(folder).catch(() => undefined)
-  if (!found) return `the folder ${folder} does not exist; create it, or give another --output.`
-  if (!found.isDirectory()) return `${folder} is not a folder; give another --output.`
-  return undefined
+  const why = !found ? `the folder ${folder} does not exist; create it, or give another --output.` : found.isDirectory() ? undefined : `${folder} is not a folder; give another --output.`
+  if (why) throw new Errors.CLIError(`--output ${path}: ${why}`, {exit: 2})
 }
 
 /** Writes base64 results as PREFIX-1.EXT, PREFIX-2.EXT, …, and answers the names written. */

@@ -3,7 +3,7 @@ import {readFile} from 'node:fs/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {numberFlag} from '../cli/flags.js'
-import {generationFlags, unwritableOutput, writeGenerated} from '../cli/media.js'
+import {generationFlags, checkOutputFolder, writeGenerated} from '../cli/media.js'
 
 export default class Image extends ClientCommand<typeof Image> {
   static description = `Make images with a running image model and write them as PNG files: from a prompt, or from a picture (--image) edited by the prompt, or repainted where a mask (--mask, white) marks it.`
@@ -23,8 +23,7 @@ export default class Image extends ClientCommand<typeof Image> {
 
   async run(): Promise<{files: string[]}> {
     const {flags} = this
-    const unwritable = await unwritableOutput(flags.output)
-    if (unwritable) this.error(`--output ${flags.output}: ${unwritable}`, {exit: 2})
+    await checkOutputFolder(flags.output)
     const model = this.client().model(flags['model-uid'])
     const options = {
       guidance_scale: flags['guidance-scale'],

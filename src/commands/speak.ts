@@ -6,7 +6,7 @@ import {pipeline} from 'node:stream/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
 import {numberFlag} from '../cli/flags.js'
-import {unwritableOutput} from '../cli/media.js'
+import {checkOutputFolder} from '../cli/media.js'
 import {ServiceError} from '../kernel/errors.js'
 
 const FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const
@@ -40,8 +40,7 @@ The format follows the file's extension (mp3, ogg or opus, aac, flac, wav, pcm; 
     if (!flags['response-format'] && extension && !BY_EXTENSION[extension])
       this.error(`--output ${flags.output}: .${extension} is no audio format this can write; name the file .mp3, .ogg, .opus, .aac, .flac, .wav or .pcm, or give --response-format.`, {exit: 2})
     const format = (flags['response-format'] as Format | undefined) ?? (extension ? BY_EXTENSION[extension] : 'mp3')
-    const unwritable = await unwritableOutput(flags.output)
-    if (unwritable) this.error(`--output ${flags.output}: ${unwritable}`, {exit: 2})
+    await checkOutputFolder(flags.output)
     const audio = this.client().model(flags['model-uid']).speech(text, {response_format: format, speed: flags.speed, voice: flags.voice})
     // Written beside the file and renamed into place, so a failure halfway leaves no broken audio file behind.
     const partial = `${flags.output}.partial`

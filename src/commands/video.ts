@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 
 import {ClientCommand} from '../cli/base-command.js'
-import {generationFlags, unwritableOutput, writeGenerated} from '../cli/media.js'
+import {generationFlags, checkOutputFolder, writeGenerated} from '../cli/media.js'
 
 export default class Video extends ClientCommand<typeof Video> {
   static description = 'Make videos with a running video model and write them as MP4 files: from a prompt, from a picture (--image), or between a first and a last frame (--image and --last-frame).'
@@ -23,8 +23,7 @@ export default class Video extends ClientCommand<typeof Video> {
 
   async run(): Promise<{files: string[]}> {
     const {flags} = this
-    const unwritable = await unwritableOutput(flags.output)
-    if (unwritable) this.error(`--output ${flags.output}: ${unwritable}`, {exit: 2})
+    await checkOutputFolder(flags.output)
     const model = this.client().model(flags['model-uid'])
     const options = {fps: flags.fps, n: flags.n, negative_prompt: flags['negative-prompt'], num_frames: flags['num-frames'], seed: flags.seed, size: flags.size, steps: flags.steps}
     const picture = async (path: string) => new Blob([await readFile(path)])
