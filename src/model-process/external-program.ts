@@ -222,10 +222,11 @@ export class ExternalProgram {
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
 
     const output = this.program?.outputTail() ?? []
-    if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${how} before it was ready${this.lastLines()}.`)
-    else this.failure ??= new ServiceError(503, 'model_crashed', `model ${this.uid}'s program ${how}${this.lastLines(ownLines(output).slice(-REPORTED_LINES))}.`)
+    const ended = (lines: string[], when = '') => `model ${this.uid}'s program ${how}${when}${this.lastLines(lines)}.`
+    if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', ended(output.slice(-REPORTED_LINES), ' before it was ready'))
+    else this.failure ??= new ServiceError(503, 'model_crashed', ended(ownLines(output).slice(-REPORTED_LINES)))
     this.state = 'crashed'
     this.gone.abort(this.failure)
-    if (state === 'ready') this.onCrash(this.failure, `model ${this.uid}'s program ${how}${this.lastLines(output)}.`)
+    if (state === 'ready') this.onCrash(this.failure, ended(output))
   }
 }
