@@ -44,22 +44,26 @@ def strength_of(pipe, args):
     return args.get("strength", parameter.default)
 
 
-def steps_run(pipe, args, steps):
-    """The denoising steps the pipeline runs when given `steps` (diffusers' get_timesteps)."""
-    strength = strength_of(pipe, args)
+def steps_at(steps, strength):
+    """The denoising steps a pipeline runs when given `steps` at `strength` (diffusers' get_timesteps)."""
     return steps if strength is None else min(int(steps * strength), steps)
+
+
+def steps_run(pipe, args, steps):
+    """The denoising steps the pipeline runs when given `steps`."""
+    return steps_at(steps, strength_of(pipe, args))
 
 
 def check_strength_steps(pipe, args, payload):
     """Refuses steps that leave an image-to-image pipeline none to run: it would fail on an empty batch of latents."""
     strength = strength_of(pipe, args)
     steps = args.get("num_inference_steps")
-    if strength is None or steps is None or steps_run(pipe, args, steps) >= 1:
+    if strength is None or steps is None or steps_at(steps, strength) >= 1:
         return
     if not strength > 0:
         raise BadRequest(f"strength must be above 0 (asked {strength}): at 0 the pipeline runs no step.", "kwargs")
     least = max(1, math.ceil(1 / strength) - 1)
-    while min(int(least * strength), least) < 1:
+    while steps_at(least, strength) < 1:
         least += 1
     raise BadRequest(f"steps must be at least {least} for this edit: at strength {strength} the pipeline runs "
                      f"int(steps × strength) steps, none of {steps}.", steps_field(payload))

@@ -195,9 +195,10 @@ class Handler(JsonHandler):
 
     def run(self, pipe, args, field, progress=True):
         """The pipeline's result; `field` is the request's field its size came from, named when the pipeline refuses the size."""
-        check_steps(pipe.scheduler, args.get("num_inference_steps", 50))
+        asked = args.get("num_inference_steps", 50)
+        check_steps(pipe.scheduler, asked)
         # An edit runs only its strength's share of the steps asked: progress counts those that run.
-        steps = steps_run(pipe, args, args.get("num_inference_steps", 50))
+        steps = steps_run(pipe, args, asked)
         decodes = []
         # The VAE decoder's runs during this generation, logged when it stops: the evidence that nothing was decoded.
         decoder = getattr(getattr(pipe, "vae", None), "decoder", None)
@@ -269,8 +270,9 @@ class Handler(JsonHandler):
             args["last_image"] = read_picture(payload["last_frame"]["data"], payload["last_frame"]["field"])
         pipe = self.model.pipeline(task)
         check_num_frames(pipe, args, payload)
+        field = size_field(payload)
         for index in range(payload.get("n", 1)):
-            frames = self.run(pipe, dict(args), size_field(payload)).frames[0]
+            frames = self.run(pipe, dict(args), field).frames[0]
             with tempfile.TemporaryDirectory() as folder:
                 path = export_to_video(frames, os.path.join(folder, "video.mp4"), fps=fps)
                 with open(path, "rb") as file:
