@@ -10,6 +10,7 @@ import type {KernelApi, ModelDirectory, RouteRequest} from '../../src/kernel/con
 
 import {speechRoute} from '../../plugins/model-audio/src/speech.js'
 import {createKernelApi} from '../../src/kernel/kernel.js'
+import {until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const api: KernelApi = createKernelApi('0.0.0', quiet)
@@ -43,12 +44,6 @@ function waitingEngine() {
 
 const request = (models: ModelDirectory, responseFormat: string) =>
   ({body: {input: 'Hello.', model: 'voice', response_format: responseFormat, voice: 'default'}, models, signal: new AbortController().signal}) as unknown as RouteRequest<never>
-
-/** Whether `check` holds within `ms`. */
-async function within(ms: number, check: () => boolean): Promise<boolean> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await delay(20)) if (check()) return true
-  return check()
-}
 
 describe('audio: the speech route\'s input', () => {
   const refusal = (input: unknown) => {
@@ -102,7 +97,7 @@ describe('audio: the speech route and FFmpeg', function () {
     // As the HTTP app does when the client goes away, while the next chunk is still awaited.
     const pending = audio.next().catch(() => {})
     await Promise.race([audio.return!(), delay(5000)])
-    expect(await within(5000, () => engine.closed), 'the engine\'s stream was not closed').to.equal(true)
+    expect(await until(async () => engine.closed || undefined, "the engine's stream to close", 5000)).to.equal(true)
     expect(engine.aborted).to.equal(true)
     await Promise.race([pending, delay(5000)])
   })
