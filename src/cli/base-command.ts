@@ -9,6 +9,7 @@ import {checkedEndpoint} from './endpoint.js'
 import {httpFetch} from './http-fetch.js'
 import {JsonCommand, type JsonFailure} from './json-command.js'
 import {fileHistory, type LineHistory} from './repl.js'
+import {formatTable} from './table.js'
 
 /**
  * Base of every command that talks to a running service: the global flags, the endpoint rule
@@ -114,11 +115,6 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
 
   /** A fixed-width table; `--json` output comes from the command's return value instead. */
   protected table(headers: string[], rows: Array<Array<unknown>>): void {
-    const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined ? '' : Array.isArray(cell) ? cell.join(', ') : String(cell))))
-    const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i].length)))
-    const line = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd()
-    this.log(line(headers))
-    this.log(line(widths.map((w) => '-'.repeat(w))))
-    for (const row of cells) this.log(line(row))
+    for (const line of formatTable(headers, rows)) this.log(line)
   }
 }
