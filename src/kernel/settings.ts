@@ -6,7 +6,12 @@
 import {homedir} from 'node:os'
 import {delimiter, dirname, join, resolve} from 'node:path'
 
+import {ServiceError} from './errors.js'
 import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
+
+/** The hubs weights can come from; SERVICE_MODEL_SRC names one of them. */
+export const HUB_NAMES = ['huggingface', 'modelscope'] as const
+export type HubName = (typeof HUB_NAMES)[number]
 
 export interface ServiceSettings {
   home: string
@@ -51,13 +56,21 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
+  const modelSource = String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface')
+  // A misspelt hub would otherwise quietly mean Hugging Face, and downloads would go where the operator said not to.
+  if (!(HUB_NAMES as readonly string[]).includes(modelSource))
+    throw new ServiceError(
+      400,
+      'invalid_request',
+      `${env.SERVICE_MODEL_SRC === undefined ? `model_src in ${found?.filepath}` : 'SERVICE_MODEL_SRC'} is "${modelSource}", which is not a model hub; use one of: ${HUB_NAMES.join(', ')}.`,
+    )
   return {
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logFormat: format === 'json' ? 'json' : 'text',
     logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
-    modelSource: String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface'),
+    modelSource,
     port: Number(file.port ?? DEFAULT_PORT),
     restoreModels: !['0', 'false', 'no', 'off'].includes(String(env.SERVICE_RESTORE_MODELS ?? file.restore_models ?? 'true').toLowerCase()),
   }

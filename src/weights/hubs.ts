@@ -12,9 +12,9 @@
  *   point elsewhere, `MODELSCOPE_API_TOKEN` opens private repos.
  */
 import {ServiceError} from '../kernel/errors.js'
+import {HUB_NAMES, type HubName} from '../kernel/settings.js'
 
-export const HUB_NAMES = ['huggingface', 'modelscope'] as const
-export type HubName = (typeof HUB_NAMES)[number]
+export {HUB_NAMES, type HubName} from '../kernel/settings.js'
 
 export interface RemoteFile {
   path: string

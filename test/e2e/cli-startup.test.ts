@@ -9,7 +9,7 @@ import {execa} from 'execa'
 import {readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {type RunningService, SERVICECTL, startService, temporaryDirectory} from '../helpers/service.js'
+import {ROOT, type RunningService, SERVICECTL, startService, temporaryDirectory} from '../helpers/service.js'
 
 const PROBE = `
 import module from 'node:module'
@@ -60,3 +60,14 @@ describe('servicectl list start-up (real servicectl and service-local)', () => {
     expect(loads.loaded.filter((url) => url.includes('/node_modules/semver/'))).to.deep.equal([])
   })
 })
+
+describe('service-local with a model hub it does not know', () => {
+  it('refuses to start with one line naming the setting, rather than quietly using Hugging Face', async () => {
+    const home = await temporaryDirectory('bogus-hub-')
+    const started = await execa('node', [join(ROOT, 'bin/service-local.js'), '--port', '0'], {env: {SERVICE_HOME: home, SERVICE_MODEL_SRC: 'bogus'}, reject: false, timeout: 20_000})
+    expect(started.exitCode).to.equal(1)
+    expect(started.stdout).to.equal('')
+    expect(started.stderr).to.equal('service-local: SERVICE_MODEL_SRC is "bogus", which is not a model hub; use one of: huggingface, modelscope.')
+  })
+})
+

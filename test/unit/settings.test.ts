@@ -39,4 +39,13 @@ describe('settings', () => {
     expect((await loadSettings({SERVICE_HOME: home})).allowedModelDirs).to.deep.equal([join(home, 'models'), '/srv/weights'])
     expect((await loadSettings({SERVICE_ALLOWED_MODEL_DIRS: '/a:/b/c:', SERVICE_HOME: home})).allowedModelDirs).to.deep.equal(['/a', '/b/c'])
   })
+
+  it('refuses a model hub it does not know, from the environment or the config file, naming where it was set', async () => {
+    const home = await temporaryDirectory()
+    let refused = await loadSettings({SERVICE_HOME: home, SERVICE_MODEL_SRC: 'bogus'}).catch((error: Error) => error)
+    expect(refused).to.include({message: 'SERVICE_MODEL_SRC is "bogus", which is not a model hub; use one of: huggingface, modelscope.', status: 400})
+    await writeFile(`${home}/service.config.json`, JSON.stringify({model_src: 'hugginface'}))
+    refused = await loadSettings({SERVICE_HOME: home}).catch((error: Error) => error)
+    expect((refused as Error).message).to.equal(`model_src in ${home}/service.config.json is "hugginface", which is not a model hub; use one of: huggingface, modelscope.`)
+  })
 })
