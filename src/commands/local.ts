@@ -33,7 +33,7 @@ export default class Local extends ServiceProcessCommand {
       {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth, autoBuild: flags['auto-build']},
     )
-    this.log(`Service running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
+    this.log(`Service running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
     await this.untilStopped(service)
   }
 }

@@ -34,7 +34,7 @@ export default class Supervisor extends ServiceProcessCommand {
       {...settings, host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
-    this.log(`Supervisor running at ${service.url} (API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)
+    this.log(`Supervisor running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)
     await this.untilStopped(service)
   }
 }

@@ -55,6 +55,10 @@ describe('servicectl list start-up (real servicectl and service-local)', () => {
     expect(serviceLoads.internal.filter((name) => name.includes('undici'))).to.deep.equal([])
   })
 
+  it('names the web interface in its start line, beside the API and its reference', () => {
+    expect(service.output()).to.include(`Service running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs).`)
+  })
+
   it('leaves semver unloaded, the Node version being checked by the launcher', () => {
     expect(loads.loaded.some((url) => url.includes('/@oclif/core/'))).to.equal(true)
     expect(loads.loaded.filter((url) => url.includes('/node_modules/semver/'))).to.deep.equal([])
