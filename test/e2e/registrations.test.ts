@@ -157,6 +157,26 @@ describe('concurrent registrations', () => {
   })
 })
 
+describe('unregistering a running model', () => {
+  it('is refused with a 409 naming the running uid, and works once the model is terminated', async () => {
+    const service = await startService()
+    try {
+      const {family} = await writeTinyChatModel(await temporaryDirectory(), 'in-use')
+      expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: true})).status).to.equal(200)
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'in-use', model_uid: 'in-use-1', n_ctx: 512, n_threads: 1})
+      expect(launched.status).to.equal(200)
+      const refused = await callApi(service, 'DELETE', '/v1/model_registrations/LLM/in-use')
+      expect(refused.status).to.equal(409)
+      expect(refused.body.error).to.include({message: 'in-use is running as in-use-1; terminate it (servicectl terminate <uid>) before you unregister it.', param: 'model_name'})
+      expect((await callApi(service, 'GET', '/v1/model_registrations/LLM/in-use')).status).to.equal(200)
+      expect((await callApi(service, 'DELETE', '/v1/models/in-use-1')).status).to.equal(200)
+      expect((await callApi(service, 'DELETE', '/v1/model_registrations/LLM/in-use')).status).to.equal(200)
+    } finally {
+      await service.stop()
+    }
+  })
+})
+
 describe('servicectl registrations columns', () => {
   it("shows each model type's own columns, as its plugin declares them (registrationColumns), between Type and Is-built-in", async () => {
     const service = await startService()

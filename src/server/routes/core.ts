@@ -233,7 +233,14 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
-      async handler({params}) {
+      async handler({mayListModels, params}) {
+        // A running model would lose the registration its relaunches and restores read; Xinference refuses the same.
+        const running = supervisor.describeAll().filter((model) => model.model_type === params.model_type && model.model_name === params.model_name)
+        if (running.length > 0) {
+          const which = mayListModels ? ` as ${running.map((model) => model.id).join(', ')}` : ''
+          throw new ServiceError(409, 'conflict', `${params.model_name} is running${which}; terminate it (servicectl terminate <uid>) before you unregister it.`, 'model_name')
+        }
+
         await registry.unregister(params.model_type, params.model_name)
         return json(null)
       },
