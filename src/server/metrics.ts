@@ -19,6 +19,21 @@ const TOKEN_INTERVAL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 
 type ReportedWorker = Pick<WorkerStatus, 'id' | 'resources' | 'state'>
 
 
+/** Removes the series whose `model_name` is the uid, whatever their other labels (a histogram's `le` aside). */
+async function forgetModel(metrics: Array<Counter | Histogram>, uid: string): Promise<void> {
+  for (const metric of metrics) {
+    const seen = new Set<string>()
+    for (const {labels} of (await metric.get()).values) {
+      if (labels.model_name !== uid) continue
+      const {le: _bucket, ...series} = labels
+      const key = JSON.stringify(series)
+      if (seen.has(key)) continue
+      seen.add(key)
+      metric.remove(series as Record<string, string>)
+    }
+  }
+}
+
 export interface MetricsSources {
   events: ServiceEvents
   workers: () => ReportedWorker[]
@@ -52,7 +67,12 @@ export class ServiceMetrics implements MetricsExposition {
     const downloads = this.downloadSeries()
     this.workerSeries()
     usageSeries(this.registry, {instances: sources.instances ?? (() => []), workers: sources.workers})
-    this.listeners = {download: downloads, model: models, request: requests.finished, requestStarted: requests.started}
+    const model = (event: ModelStateChanged) => {
+      models(event)
+      if (event.state === 'terminated') void requests.forget(event.uid)
+    }
+
+    this.listeners = {download: downloads, model, request: requests.finished, requestStarted: requests.started}
     const {events} = sources
     events.on('request', this.listeners.request)
     events.on('requestStarted', this.listeners.requestStarted)
@@ -108,7 +128,13 @@ export class ServiceMetrics implements MetricsExposition {
     const duration = new Histogram({buckets: LATENCY_BUCKETS, help: 'Duration of HTTP requests in seconds, by route and the model they ran on (empty for none).', labelNames: ['method', 'route', ...model], name: 'service_request_duration_seconds', registers})
     const abandoned = new Counter({help: 'Requests whose client went away before the whole answer was sent.', labelNames: ['route', ...model], name: 'service_requests_abandoned_total', registers})
 
+    const perModel = [success, promptTokens, generationTokens, latency, ttft, interToken, total, duration, abandoned]
     return {
+      /** Drops every series of a terminated model, so a service that runs many models in turn does not grow its scrape without end. */
+      async forget(uid: string) {
+        inFlight.delete(uid)
+        await forgetModel(perModel, uid)
+      },
       finished(event: RequestFinished) {
         const modelName = event.modelUid ?? ''
         total.inc({method: event.method, model_name: modelName, route: event.route, status: String(event.status)})
@@ -150,7 +176,11 @@ export class ServiceMetrics implements MetricsExposition {
     const failures = new Counter({help: 'Models that failed to launch or whose process failed.', labelNames: ['model_name'], name: 'service_model_failures_total', registers: [this.registry]})
     const restarts = new Counter({help: 'Relaunches of models whose process crashed (self-healing).', labelNames: ['model_name'], name: 'service_model_restarts_total', registers: [this.registry]})
     return (event: ModelStateChanged) => {
-      if (event.state === 'terminated') states.delete(event.uid)
+      if (event.state === 'terminated') {
+        states.delete(event.uid)
+        void forgetModel([failures, restarts], event.uid)
+      }
+
       else states.set(event.uid, event.state)
       if (event.state === 'error') failures.inc({model_name: event.uid})
       if (event.state === 'restarting') restarts.inc({model_name: event.uid})

@@ -49,6 +49,22 @@ describe('service metrics (from the observability seam)', () => {
     expect(perToken?.value, 'the request spent 20 ms on 4 tokens after its first').to.equal(1)
   })
 
+  it("drops a terminated model's series, and keeps the others'", async () => {
+    const finished = {completed: true, durationMs: 40, method: 'POST', path: '/v1/chat/completions', route: '/v1/chat/completions', status: 200, streamed: false}
+    for (const modelUid of ['qwen', 'llama']) {
+      events.report('requestStarted', {method: 'POST', modelUid, route: '/v1/chat/completions'})
+      events.report('request', {...finished, completionTokens: 5, modelUid, promptTokens: 7, ttftMs: 20})
+      events.report('model', {modelName: modelUid, modelType: 'LLM', state: 'error', uid: modelUid})
+    }
+
+    events.report('model', {modelName: 'qwen', modelType: 'LLM', state: 'terminated', uid: 'qwen'})
+    await new Promise((resolve) => setImmediate(resolve))
+    for (const name of ['vllm:num_requests_running', 'vllm:request_success_total', 'vllm:prompt_tokens_total', 'vllm:e2e_request_latency_seconds', 'service_requests_total', 'service_request_duration_seconds', 'service_model_failures_total']) {
+      const uids = new Set((await samples(name)).map(({labels}) => labels.model_name))
+      expect([...uids], name).to.deep.equal(['llama'])
+    }
+  })
+
   it("counts a request waiting for one of its engine's sequences as waiting, not running, and the sequences in use", async () => {
     const reported: ReportedInstance[] = [
       {instance: 'qwen-rep0', model: 'qwen', usage: {requests_waiting: 2, sequences_in_use: 1, sequences_total: 1}, worker: 'a'},
