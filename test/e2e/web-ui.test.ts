@@ -136,7 +136,27 @@ describe('web interface (service-local, headless Chromium)', function () {
     await page.locator('.status.error').waitFor()
     expect(await page.getByRole('row', {name: /^tiny-random-llm/}).textContent()).to.match(/error.*(exit|signal|SIGKILL|died|crash)/i)
     await events.getByText('crash', {exact: true}).waitFor()
-    await page.getByRole('button', {name: 'Terminate tiny-random-llm'}).click()
+
+    // On a phone the row is a card: its actions are reached without scrolling sideways.
+    await page.setViewportSize({height: 844, width: 390})
+    const terminateButton = page.getByRole('button', {name: 'Terminate tiny-random-llm'})
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390)
+    expect(await page.locator('.table-scroll').evaluate((box) => box.scrollWidth - box.clientWidth)).to.equal(0)
+    const box = await terminateButton.boundingBox()
+    expect(box!.x + box!.width).to.be.at.most(390)
+    await page.setViewportSize({height: 800, width: 1280})
+
+    // Terminating asks first; declined, the model keeps running.
+    const asked: string[] = []
+    page.once('dialog', (dialog) => {
+      asked.push(dialog.message())
+      void dialog.dismiss()
+    })
+    await terminateButton.click()
+    expect(asked).to.deep.equal(['Terminate tiny-random-llm? Requests it is answering fail, and launching it again loads it anew.'])
+    expect((await callApi(service, 'GET', '/v1/models')).body.data).to.have.length(1)
+    page.once('dialog', (dialog) => void dialog.accept())
+    await terminateButton.click()
     await page.getByText('No model runs.').waitFor()
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
   })

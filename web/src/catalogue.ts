@@ -4,6 +4,7 @@
  * flattened into what the filters compare.
  */
 import {client} from './api.js'
+import {bySize} from './catalogue-filters.js'
 
 export interface EngineParameter {
   type?: string
@@ -63,7 +64,6 @@ export const specQuantizations = (spec: ModelSpec): string[] => [
 ]
 
 const unique = (values: string[]) => [...new Set(values)].sort()
-export const bySize = (a: string, b: string) => Number(a.replace('_', '.')) - Number(b.replace('_', '.'))
 
 export const familiesOf = (modelType: string) => client.request<Family[]>('GET', `/v1/model_registrations/${encodeURIComponent(modelType)}?detailed=true`)
 
@@ -82,27 +82,3 @@ export function catalogueOf(modelType: string, families: Family[], engines: Engi
     }
   })
 }
-
-export interface Filters {
-  text: string
-  ability: string
-  engine: string
-  format: string
-  size: string
-  quantization: string
-}
-
-export const NO_FILTERS: Filters = {ability: '', engine: '', format: '', quantization: '', size: '', text: ''}
-
-export function matches(entry: CatalogueEntry, filters: Filters): boolean {
-  const text = filters.text.trim().toLowerCase()
-  if (text && !`${entry.family.model_name} ${entry.family.model_description ?? ''}`.toLowerCase().includes(text)) return false
-  if (filters.ability && !entry.abilities.includes(filters.ability)) return false
-  if (filters.engine && !entry.engines.includes(filters.engine)) return false
-  if (filters.format && !entry.formats.includes(filters.format)) return false
-  if (filters.size && !entry.sizes.includes(filters.size)) return false
-  return !filters.quantization || entry.quantizations.includes(filters.quantization)
-}
-
-/** A size in billions as the catalogue writes it ("0_5") read by people (0.5 B). */
-export const sizeLabel = (size: string | number) => `${String(size).replace('_', '.')} B`

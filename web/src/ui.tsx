@@ -99,10 +99,18 @@ export function useAction() {
 }
 
 /** A table with column headings, scrolling sideways inside itself on a narrow screen rather than widening the page. */
+/**
+ * A table that a phone shows as one card a row (style.css): each cell is labelled with its column's heading, which
+ * the narrow layout prints before it, so no row needs scrolling sideways to reach its last cells (the actions).
+ */
 export function Table({children, headings}: {headings: string[]; children: ComponentChildren}) {
+  const table = useRef<HTMLTableElement>(null)
+  useEffect(() => {
+    for (const row of table.current?.tBodies[0]?.rows ?? []) for (const [index, cell] of [...row.cells].entries()) cell.dataset.label = headings[index] ?? ''
+  })
   return (
     <div class="table-scroll">
-      <table>
+      <table ref={table}>
         <thead>
           <tr>
             {headings.map((title, index) => (

@@ -1,6 +1,6 @@
 /** Cache: the model versions the workers hold, with size, hub and whether complete; delete one. */
 import {client} from '../api.js'
-import {sizeLabel} from '../catalogue.js'
+import {sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, formatBytes, Table, useAction, useLoad} from '../ui.js'
 
 export function CachePage() {

@@ -114,7 +114,7 @@ export function ImagePlayground({model}: {model: RunningModel}) {
       <div class="grid">
         <label>
           Size <small>WIDTHxHEIGHT; empty: {task.upload ? "the picture's" : "the model's default"}</small>
-          <input list="image-sizes" onInput={set('size')} placeholder="512x512" value={values.size} />
+          <input list="image-sizes" onInput={set('size')} placeholder={task.upload ? "the picture's" : "the model's default"} value={values.size} />
           <datalist id="image-sizes">
             {['256x256', '512x512', '768x768', '1024x1024'].map((size) => (
               <option key={size} value={size} />

@@ -6,7 +6,8 @@
 import {useEffect, useState} from 'preact/hooks'
 
 import {client, describeError} from '../api.js'
-import {type CatalogueEntry, type EngineInfo, sizeLabel} from '../catalogue.js'
+import {type CatalogueEntry, type EngineInfo} from '../catalogue.js'
+import {sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, formatBytes, useAction, useLoad} from '../ui.js'
 import {LaunchProgressView} from './launch-progress.js'
 

@@ -1,7 +1,8 @@
 /** Launch: the catalogue of every model type the service lists, searchable and filtered, and the launch form of the chosen model. */
 import {useMemo, useState} from 'preact/hooks'
 
-import {bySize, type CatalogueEntry, catalogueOf, familiesOf, type Filters, matches, NO_FILTERS, pluginsInfo, sizeLabel} from '../catalogue.js'
+import {type CatalogueEntry, catalogueOf, familiesOf, pluginsInfo} from '../catalogue.js'
+import {bySize, type Filters, matches, NO_FILTERS, quantizationKey, sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, Tabs, useLoad} from '../ui.js'
 import {EngineBuilds} from './engine-builds.js'
 import {LaunchForm} from './launch-form.js'
@@ -11,7 +12,7 @@ const FILTERS: Array<{key: keyof Filters; label: string; values: (entry: Catalog
   {key: 'engine', label: 'Engine', values: (entry) => entry.engines},
   {key: 'format', label: 'Format', values: (entry) => entry.formats},
   {key: 'size', label: 'Size', show: sizeLabel, values: (entry) => entry.sizes},
-  {key: 'quantization', label: 'Quantization', values: (entry) => entry.quantizations},
+  {key: 'quantization', label: 'Quantization', values: (entry) => entry.quantizations.map(quantizationKey)},
 ]
 
 export function LaunchPage() {

@@ -4,7 +4,7 @@ import {useState} from 'preact/hooks'
 import type {ModelEvent} from '../../../src/protocol/events.js'
 
 import {client} from '../api.js'
-import {sizeLabel} from '../catalogue.js'
+import {sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, Table, useAction, useLoad} from '../ui.js'
 
 const REFRESH_MS = 2000
@@ -53,7 +53,11 @@ export function ModelsPage() {
                   aria-label={`Terminate ${model.id}`}
                   class="danger"
                   disabled={terminate.busy}
-                  onClick={() => void terminate.run(() => client.terminate(model.id)).then(() => models.reload())}
+                  onClick={() => {
+                    // One stray click would otherwise end a model that may have taken minutes to load, and the requests it serves.
+                    if (!window.confirm(`Terminate ${model.id}? Requests it is answering fail, and launching it again loads it anew.`)) return
+                    void terminate.run(() => client.terminate(model.id)).then(() => models.reload())
+                  }}
                   type="button"
                 >
                   Terminate
