@@ -12,3 +12,8 @@ if [ "$(service_node_major)" -lt 22 ]; then
   export PATH="$service_node_dir/node_modules/.bin:$PATH"
 fi
 unset -f service_node_major
+# `npm link` puts servicectl and the service programs in npm's global bin folder, which is not on PATH when npm's
+# prefix is the private Node above (or one of the user's choosing): added at the end, so it shadows nothing.
+service_npm_bin="$(npm prefix -g 2>/dev/null)/bin"
+case ":$PATH:" in *":$service_npm_bin:"*) ;; *) export PATH="$PATH:$service_npm_bin" ;; esac
+unset service_npm_bin

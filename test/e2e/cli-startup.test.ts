@@ -75,3 +75,17 @@ describe('service-local with a model hub it does not know', () => {
   })
 })
 
+
+describe('set-up: . scripts/ensure-node.sh, then npm link', () => {
+  it('puts servicectl where PATH looks, so the README examples run by name', async () => {
+    const prefix = await temporaryDirectory('npm-prefix-')
+    const linked = await execa('bash', ['-c', '. scripts/ensure-node.sh && npm link --no-audit --no-fund --loglevel=error >/dev/null && command -v servicectl && servicectl --version'], {
+      cwd: ROOT,
+      env: {npm_config_prefix: prefix},
+      reject: false,
+    })
+    expect(linked.exitCode, linked.stderr).to.equal(0)
+    expect(linked.stdout.split('\n')[0]).to.equal(join(prefix, 'bin', 'servicectl'))
+    expect(linked.stdout).to.match(/service-toolkit\/\d/)
+  })
+})
