@@ -121,6 +121,11 @@ export class ModelTable {
     this.lost.set(uid, why)
   }
 
+  /** Why a model is unavailable because its worker is gone; undefined for any other uid. */
+  lostReason(uid: string): string | undefined {
+    return this.lost.get(uid)
+  }
+
   /** Where a launch is: its stage, overall fraction and download bytes; a failed one's error until relaunched. */
   progress(uid: string): LaunchProgress {
     const progress = this.records.get(uid)?.progress ?? this.ended.get(uid)

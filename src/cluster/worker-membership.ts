@@ -15,6 +15,7 @@ import type {WorkerApi} from './worker.js'
 import {ServiceError} from '../kernel/errors.js'
 import {failedProgress} from './launch-progress.js'
 import {noWorkerError} from './placement.js'
+import {RejoiningReplicas} from './worker-rejoin.js'
 
 export interface WorkerMembershipOptions {
   kernel: Kernel
@@ -26,6 +27,7 @@ export interface WorkerMembershipOptions {
 
 export class WorkerMembership {
   private readonly workers = new Map<string, WorkerApi>()
+  private readonly rejoining: RejoiningReplicas
 
   constructor(
     private readonly table: ModelTable,
@@ -33,14 +35,23 @@ export class WorkerMembership {
     workers: WorkerApi[],
   ) {
     for (const worker of workers) this.workers.set(worker.id, worker)
+    this.rejoining = new RejoiningReplicas(table, options)
   }
 
-  /** A worker joins, or joins again (after a restart of either side, or after it was lost), with the models it runs. */
+  /**
+   * A worker joins, or joins again (after a restart of either side, or after it was lost), with the models it runs;
+   * what its host ran before and did not bring back is relaunched on it.
+   */
   add(worker: WorkerApi, running: InstanceSummary[]): void {
     const previous = this.workers.get(worker.id)
-    if (previous && previous !== worker) this.table.detach(previous)
+    if (previous && previous !== worker) {
+      this.rejoining.setAside(previous)
+      for (const uid of this.table.detach(previous)) this.table.markLost(uid, `model ${uid} is unavailable: its worker ${previous.id} registered again without it.`)
+    }
+
     this.workers.set(worker.id, worker)
     for (const summary of running) this.adopt(worker, summary)
+    this.rejoining.bringBack(worker, running)
   }
 
   /** A worker stopped answering: its models leave the table, and requests to them fail at once with `why`. */
@@ -48,6 +59,7 @@ export class WorkerMembership {
     const worker = this.workers.get(id)
     if (!worker) return
     const held = this.table.on(worker)
+    this.rejoining.setAside(worker)
     for (const uid of this.table.detach(worker)) {
       this.table.markLost(uid, `model ${uid} is unavailable: ${why}`)
       this.options.changed?.(held.find((record) => record.uid === uid)!, 'error', `its worker ${id} was lost: ${why}`)

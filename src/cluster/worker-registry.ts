@@ -83,7 +83,7 @@ export class WorkerRegistry implements WorkerAdmission {
   check(): void {
     for (const remote of this.remotes.values()) {
       if (remote.status().state === 'lost' || remote.silentFor() <= this.options.timing.lostMs) continue
-      const why = `worker ${remote.id} stopped answering (no heartbeat for ${(remote.silentFor() / 1000).toFixed(1)} s); its models come back when it does.`
+      const why = `worker ${remote.id} stopped answering (no heartbeat for ${(remote.silentFor() / 1000).toFixed(1)} s); its models come back when it does, relaunched there if it restarted.`
       remote.markLost(why)
       this.options.supervisor.loseWorker(remote.id, why)
     }

@@ -156,6 +156,24 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     expect(body.list.find((w: any) => w.address === workers[1].url).state).to.equal('lost')
   })
 
+  it('relaunches what a killed worker ran when it is started again on its host, even on another port', async () => {
+    const {body: away} = await callApi(supervisor, 'GET', '/v1/models/solo')
+    expect(away.error.message).to.match(/its models come back when it does, relaunched there if it restarted\.$/)
+    workers[1] = await startWorker('127.0.0.3')
+    const back = await until(async () => {
+      const list = await models()
+      const solo = list.find((m) => m.id === 'solo')
+      const twin = list.find((m) => m.id === 'twin')
+      return solo?.status === 'ready' && twin?.replicas.length === 2 ? {solo, twin} : undefined
+    }, 'solo and both replicas of twin to be relaunched on the restarted worker')
+    const host = workers[1].url.replace('http://', '')
+    expect(back.solo.worker).to.equal(host)
+    expect(back.twin.replicas.map((r: any) => r.worker)).to.include(host)
+    for (const model of ['solo', 'twin', 'twin'])
+      expect((await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model})).status, model).to.equal(200)
+    expect(await readFile(join(supervisorHome, 'logs', 'service-supervisor.log'), 'utf8')).to.contain(`worker ${host} joined without solo of model solo, which ran on its host before: relaunching it there`)
+  })
+
   it('loses nothing when the supervisor restarts: the worker registers again with its models', async () => {
     await supervisor.stop()
     supervisor = await startSupervisor(['-p', String(port)])
@@ -163,7 +181,9 @@ describe('cluster (supervisor and two workers as real processes)', function () {
       const list = await models()
       return list.some((m) => m.id === 'twin') ? list : undefined
     }, 'twin to come back')
-    expect(back.find((m) => m.id === 'twin')).to.include({status: 'ready', worker: workers[0].url.replace('http://', '')})
+    const twin = back.find((m) => m.id === 'twin')!
+    expect(twin.status).to.equal('ready')
+    expect(twin.worker.split(', ')).to.include(workers[0].url.replace('http://', ''))
     const reply = await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})
     expect(reply.status).to.equal(200)
   })
