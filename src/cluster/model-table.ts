@@ -121,6 +121,11 @@ export class ModelTable {
     this.lost.set(uid, why)
   }
 
+  /** Forgets a model whose worker is gone (it was terminated): its uid is free again. */
+  forgetLost(uid: string): void {
+    this.lost.delete(uid)
+  }
+
   /** Why a model is unavailable because its worker is gone; undefined for any other uid. */
   lostReason(uid: string): string | undefined {
     return this.lost.get(uid)

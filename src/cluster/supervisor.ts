@@ -208,6 +208,14 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   /** Terminates a model; one still launching is cancelled. */
   async terminate(uid: string, lookup?: ModelLookup): Promise<void> {
     await this.table.arrivalOf(uid)
+    // A model whose worker is gone has no process to stop here; terminated, it is not relaunched when the worker comes back.
+    if (!this.table.get(uid) && this.table.lostReason(uid)) {
+      const record = this.membership.forgetLost(uid)
+      this.options.log.info(`terminated ${uid}, whose worker is gone: it will not be relaunched`)
+      if (record) this.changed(record, 'terminated')
+      return
+    }
+
     const record = this.table.require(uid, lookup)
     if (record.status === 'launching') return this.cancel(uid, lookup)
     await this.healer.stop(record)

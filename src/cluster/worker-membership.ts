@@ -67,6 +67,11 @@ export class WorkerMembership {
     this.options.log.warn(`worker ${id} lost: ${why}`)
   }
 
+  /** A model whose worker is gone was terminated: it is not relaunched when the worker comes back. */
+  forgetLost(uid: string): InstanceRecord | undefined {
+    return this.rejoining.forget(uid)
+  }
+
   /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
   describe(): Array<WorkerStatus & {models: string[]}> {
     return this.all().map((worker) => ({...worker.status(), models: this.table.on(worker).map((record) => record.uid)}))

@@ -42,6 +42,20 @@ export class RejoiningReplicas {
     if (kept.length > 0) this.away.set(host, kept)
   }
 
+  /** A model whose worker is gone was terminated: nothing of it is relaunched. Answers its record, if it was kept. */
+  forget(uid: string): InstanceRecord | undefined {
+    let record: InstanceRecord | undefined
+    for (const [host, kept] of this.away) {
+      record ??= kept.find((away) => away.record.uid === uid)?.record
+      const rest = kept.filter((away) => away.record.uid !== uid)
+      if (rest.length > 0) this.away.set(host, rest)
+      else this.away.delete(host)
+    }
+
+    this.table.forgetLost(uid)
+    return record
+  }
+
   /** A worker joined: what its host ran before and did not bring back is relaunched on it. */
   bringBack(worker: WorkerApi, running: InstanceSummary[]): void {
     const host = workerHost(worker.id)

@@ -11,6 +11,7 @@ import {ServiceError} from '../../src/kernel/errors.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {type ModelStateChanged, ServiceEvents} from '../../src/kernel/observability.js'
 import {ModelRegistry} from '../../src/kernel/registry.js'
+import {until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const halfDownloaded: LaunchStep = {download: {downloadedBytes: 50, files: [{downloadedBytes: 50, name: 'demo-q4_0.gguf', totalBytes: 100}], hub: 'huggingface', repo: 'org/demo', totalBytes: 100}, stage: 'downloading'}
@@ -294,4 +295,23 @@ describe('supervisor', () => {
     ])
     expect(seen[0]).to.include({modelName: 'demo', modelType: 'LLM'})
   })
+
+  it("relaunches a lost worker's models on it when it rejoins without them, and not a model terminated while it was away", async () => {
+    const events = new ServiceEvents()
+    const seen: ModelStateChanged[] = []
+    events.on('model', (event) => seen.push(event))
+    const {supervisor, worker} = await setup(events)
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'back'})
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'dropped'})
+    supervisor.loseWorker('fake', 'no heartbeat for 10 s')
+    await supervisor.terminate('dropped')
+    worker.running.clear()
+    supervisor.addWorker(worker, [])
+    await until(async () => (worker.running.has('back') && supervisor.describeAll().some((model) => model.id === 'back') ? true : undefined), 'back to be relaunched')
+    expect(worker.launches.map((launch) => launch.load.modelUid)).to.deep.equal(['back', 'dropped', 'back'])
+    expect(supervisor.describeModel('back')).to.include({status: 'ready'})
+    expect(() => supervisor.describeModel('dropped')).to.throw(/not running/)
+    expect(seen.map(({state, uid}) => `${uid} ${state}`).slice(4)).to.deep.equal(['back error', 'dropped error', 'dropped terminated', 'back ready'])
+  })
 })
+
