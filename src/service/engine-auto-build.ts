@@ -24,8 +24,15 @@ export function parseAutoBuildSetting(value: string | undefined): AutoBuildSetti
   return text.split(',').map((name) => name.trim()).filter(Boolean)
 }
 
-/** `--auto-build` or `--no-auto-build` when given, else SERVICE_AUTO_BUILD. */
-export const autoBuildSetting = (flag: boolean | undefined, env: NodeJS.ProcessEnv = process.env): AutoBuildSetting => flag ?? parseAutoBuildSetting(env.SERVICE_AUTO_BUILD)
+/**
+ * `--auto-build` or `--no-auto-build` when given, else SERVICE_AUTO_BUILD; unset, it is off where `CI` is set, so a
+ * pipeline that starts the service for its tests never spends its minutes compiling an engine it asked nothing of.
+ */
+export function autoBuildSetting(flag: boolean | undefined, env: NodeJS.ProcessEnv = process.env): AutoBuildSetting {
+  const ci = (env.CI ?? '').trim().toLowerCase()
+  if (flag === undefined && env.SERVICE_AUTO_BUILD === undefined && ci !== '' && !OFF.includes(ci)) return false
+  return flag ?? parseAutoBuildSetting(env.SERVICE_AUTO_BUILD)
+}
 
 export const autoBuildAllowed = (setting: AutoBuildSetting, engine: string): boolean =>
   typeof setting === 'boolean' ? setting : setting.includes(engine.toLowerCase())
@@ -37,7 +44,7 @@ export const autoBuildAllowed = (setting: AutoBuildSetting, engine: string): boo
 export function firstDecision(plan: EngineBuildPlan, setting: AutoBuildSetting): EngineBuildStatus | 'probe' {
   const {engine} = plan
   if (!autoBuildAllowed(setting, engine))
-    return {engine, reason: `the background build is turned off (SERVICE_AUTO_BUILD or --no-auto-build); \`servicectl engine build ${engine}\` builds by hand.`, state: 'off'}
+    return {engine, reason: `the background build is turned off (SERVICE_AUTO_BUILD, --no-auto-build, or CI set); \`servicectl engine build ${engine}\` builds by hand.`, state: 'off'}
   const missing = missingRequirementsError(plan)
   if (missing) return {engine, reason: missing.message, state: 'unavailable'}
   return 'probe'

@@ -227,7 +227,7 @@ export class EngineAutoBuilder {
     })
     this.set(plan, building())
     log.info(
-      `${plan.engine}: building it for this machine in the background at low priority (pid ${this.running.pid}), as ${why}; models launched before it ends use the current binaries. Progress: GET /v1/engines/${plan.engine}/build; output: ${logFile}`,
+      `${plan.engine}: building it for this machine in the background at low priority (pid ${this.running.pid}), as ${why}. ${plan.description} Models launched before it ends use the current binaries. Progress: GET /v1/engines/${plan.engine}/build; output: ${logFile}. It stops with the service and starts again with the next; --no-auto-build or SERVICE_AUTO_BUILD=0 turns it off.`,
     )
     const {exitCode, signal} = await this.running.exited
     this.running = undefined

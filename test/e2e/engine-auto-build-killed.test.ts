@@ -65,7 +65,8 @@ describe('background engine build of a service killed while it builds (stand-in 
     expect(failed.pid).to.equal(undefined)
 
     const third = await serviceFor(folder)
-    const again = await until(third, (body) => body.state === 'building' && body.pid !== building.pid)
+    // The new build is asked for again until its stand-in has printed its progress: a build starts without a percent.
+    const again = await until(third, (body) => body.state === 'building' && body.pid !== building.pid && body.percent !== undefined)
     expect(again.percent).to.equal(50)
     // Both stand-ins end: the killed service's, left running in its own process group, and the new one.
     await writeFile(join(folder, 'finish'), '0')

@@ -102,7 +102,7 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     expect(done).to.deep.include({binaries: 'Models launched now use the stand-in build.', percent: 100})
     expect((await until(second, (body) => body.state === 'succeeded')).binaries).to.equal('Models launched now use the stand-in build.')
     expect(await ran(folder), 'probed and built once, by the first service').to.deep.equal(['probe', 'build'])
-    expect(first.output()).to.match(/stand-in-build: building it for this machine in the background at low priority \(pid \d+\), as the stand-in engine has no build yet;/)
+    expect(first.output()).to.match(/stand-in-build: building it for this machine in the background at low priority \(pid \d+\), as the stand-in engine has no build yet\. .*It stops with the service and starts again with the next; --no-auto-build or SERVICE_AUTO_BUILD=0 turns it off\./)
     expect(first.output()).to.contain('stand-in-build: background build 50% (compiling)')
     expect(first.output()).to.contain('stand-in-build: built for this machine in the background in ')
     expect(await readFile(done.log_file, 'utf8')).to.contain('[100%] Linking CXX shared library stand-in.node\n')
