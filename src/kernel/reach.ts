@@ -107,7 +107,8 @@ export function launchReach(request: Record<string, unknown>, engine: Pick<Engin
   const items: ReachItem[] = []
   for (const [name, declared] of Object.entries(engine.parameters)) {
     const value = request[name]
-    if (!declared.reaches || value === undefined || value === null || value === false || value === 'false') continue
+    // A switch turned off asks for nothing, whether it came as JSON or, from the CLI, as text.
+    if (!declared.reaches || value === undefined || value === null || value === false || String(value).toLowerCase() === 'false') continue
     if (declared.reaches === 'repository-code') items.push({field: name, kind: 'repository-code', value: String(value)})
     // A template given inline is text for the engine's sandboxed Jinja; only a path reads a file.
     else if (declared.reaches !== 'template-or-file' || (typeof value === 'string' && !value.includes('{'))) items.push({field: name, kind: 'local-path', value: String(value)})
