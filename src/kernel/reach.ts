@@ -64,10 +64,10 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 const listOf = (value: unknown): unknown[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value])
 const present = (value: unknown) => value !== undefined && value !== null && value !== '' && !(Array.isArray(value) && value.length === 0) && !(isObject(value) && Object.keys(value).length === 0)
 
-/** The pip requirements of a list (`virtualenv.packages`, `virtual_env_packages`) that name a source of their own. */
+/** The pip requirements of a list (`virtualenv.packages`, `virtual_env_packages`) that name a source of their own, or are not text at all. */
 function requirementItems(packages: unknown, field: string): ReachItem[] {
   return listOf(packages).flatMap((requirement, index) =>
-    typeof requirement === 'string' && !isPlainRequirement(requirement) ? [{field: `${field}[${index}]`, kind: 'pip-source' as const, value: requirement.trim()}] : [],
+    typeof requirement === 'string' && isPlainRequirement(requirement) ? [] : [{field: `${field}[${index}]`, kind: 'pip-source' as const, value: String(requirement).trim()}],
   )
 }
 
