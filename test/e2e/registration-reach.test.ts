@@ -141,7 +141,7 @@ describe('what models:register and models:start can make the service run or read
   })
 })
 
-describe('the operator allow-lists with access control off', function () {
+describe('the operator allow-lists with access control off (service-local --allowed-…)', function () {
   let service: RunningService
   let models: string
   let home: string
@@ -150,7 +150,9 @@ describe('the operator allow-lists with access control off', function () {
     models = await temporaryDirectory()
     home = await temporaryDirectory()
     await writeFile(join(models, 'rows.csv'), 'a,b\n1,2\n')
-    service = await startService({env: {SERVICE_ALLOWED_MODEL_DIRS: models, SERVICE_ALLOWED_PIP_SOURCES: 'http://127.0.0.1:1/simple', SERVICE_ALLOWED_PYTHON_MODULES: 'my_models'}, home})
+    // As flags, which win over the environment.
+    const flags = ['--allowed-model-dirs', models, '--allowed-pip-sources', 'http://127.0.0.1:1/simple', '--allowed-python-modules', 'my_models,other_models']
+    service = await startService({args: flags, env: {SERVICE_ALLOWED_PYTHON_MODULES: 'pydoc'}, home})
   })
 
   after(async () => service?.stop())
@@ -166,7 +168,7 @@ describe('the operator allow-lists with access control off', function () {
       const answer = await callApi(service, 'POST', '/v1/model_registrations/flexible', {model})
       expect(answer.status).to.equal(403)
       expect(answer.body.error.param).to.equal(field)
-      expect(answer.body.error.message).to.contain(`${setting} does not allow it`)
+      expect(answer.body.error.message).to.contain(`${setting} does not allow it`).and.to.contain(setting === 'SERVICE_ALLOWED_PYTHON_MODULES' ? '(it allows my_models, other_models)' : '(it allows http://127.0.0.1:1/simple)')
     }
 
     // Outside the allowed folders, nothing is looked at: one answer whether the path exists or not.
