@@ -167,7 +167,6 @@ export class ModelRegistry {
       403,
       'quota_exceeded',
       `${who} already has ${held} registrations, the most a user without the admin permission may have (${MAX_REGISTRATIONS_SETTING}=${limit}); unregister some, or ask the operator to raise ${MAX_REGISTRATIONS_SETTING} (max_registrations_per_user in the config file).`,
-      'model_name',
     )
   }
 
