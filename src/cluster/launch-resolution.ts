@@ -10,6 +10,7 @@ import type {LaunchRequest} from '../protocol/launch.js'
 
 import {flattenFamily, matchSpec, type ResolvedSpec, type SpecQuery} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
+import {type Authority, checkLaunchReach, NO_ALLOW_LISTS, NO_AUTHORITY, type ReachSettings} from '../kernel/reach.js'
 import {engineParameters} from '../protocol/engine-parameters.js'
 
 export interface ResolvedLaunch {
@@ -24,10 +25,19 @@ export interface LaunchCatalogue {
   registry: ModelRegistry
   /** Hub used when a launch names none (SERVICE_MODEL_SRC). */
   defaultHub?: string
+  /** The operator's allow-lists for what launches may run and read; none when absent. */
+  reach?: ReachSettings
 }
 
-/** Resolves a launch; `needsEstimator` keeps to the engines that can estimate memory (for `POST /v1/models/memory`). */
-export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, request: LaunchRequest, {needsEstimator = false} = {}): ResolvedLaunch {
+/**
+ * Resolves a launch; `needsEstimator` keeps to the engines that can estimate memory (for `POST /v1/models/memory`).
+ * What the launch makes the service run or read is checked against `authority`, the caller's, before anything else.
+ */
+export function resolveLaunch(
+  {defaultHub, kernel, reach = NO_ALLOW_LISTS, registry}: LaunchCatalogue,
+  request: LaunchRequest,
+  {authority = NO_AUTHORITY, needsEstimator = false}: {authority?: Authority; needsEstimator?: boolean} = {},
+): ResolvedLaunch {
   const entry = registry.find(request.model_name, request.model_type)
   const engine = chooseEngine(kernel, entry, request.model_engine, needsEstimator)
   const size = request.size_in_billions ?? request.model_size_in_billions
@@ -37,6 +47,7 @@ export function resolveLaunch({defaultHub, kernel, registry}: LaunchCatalogue, r
     quantization: request.quantization,
     size_in_billions: size === undefined ? undefined : String(size),
   }
+  checkLaunchReach(request, engine, authority, reach)
   let spec: ResolvedSpec
   try {
     spec = matchSpec(entry.family, engine, query)

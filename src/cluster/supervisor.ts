@@ -9,11 +9,12 @@ import type {Logger, ModelDirectory, ModelHandle, ModelLookup} from '../kernel/c
 import type {Kernel} from '../kernel/kernel.js'
 import type {ModelState, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap, UntypedOperations} from '../kernel/operations.js'
+import type {ReachSettings} from '../kernel/reach.js'
 import type {ModelRegistry} from '../kernel/registry.js'
 import type {CachedModel} from '../protocol/cache.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
-import type {ModelService} from '../protocol/services.js'
+import type {LaunchOptions, ModelService} from '../protocol/services.js'
 import type {VirtualEnvironment, VirtualEnvironmentService} from '../protocol/virtualenvs.js'
 import type {InstanceLaunch, InstanceSummary, LaunchStep, ReportedInstance, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
 import type {WorkerApi} from './worker.js'
@@ -45,6 +46,8 @@ export interface SupervisorOptions {
   events?: ServiceEvents
   /** How a model whose process crashed is relaunched (restart-policy.ts); without one it stays failed. */
   restart?: RestartPolicy
+  /** The operator's allow-lists for what launches may run and read (reach.ts). */
+  reach?: ReachSettings
 }
 
 export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironmentService {
@@ -100,10 +103,10 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * once the model is ready, and a caller that goes away cancels the launch; without, it answers the uid at
    * once and the launch goes on, followed through `progress(uid)`.
    */
-  async launch(request: LaunchRequest, {signal, waitReady = true}: {signal?: AbortSignal; waitReady?: boolean} = {}): Promise<{model_uid: string}> {
+  async launch(request: LaunchRequest, {authority, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
     const placed = this.launchArriving()
     try {
-      return await this.start(request, {placed, signal, waitReady})
+      return await this.start(request, {authority, placed, signal, waitReady})
     } finally {
       placed()
     }
@@ -117,9 +120,9 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     return this.table.launchArriving()
   }
 
-  private async start(request: LaunchRequest, {placed, signal, waitReady}: {placed: () => void; signal?: AbortSignal; waitReady: boolean}): Promise<{model_uid: string}> {
+  private async start(request: LaunchRequest, {authority, placed, signal, waitReady}: LaunchOptions & {placed: () => void; waitReady: boolean}): Promise<{model_uid: string}> {
     if (this.closing) throw shuttingDown()
-    const {engine, entry, parameters, spec} = resolveLaunch(this.options, request)
+    const {engine, entry, parameters, spec} = resolveLaunch(this.options, request, {authority})
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.gpuHolder(worker)
@@ -252,9 +255,9 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * How much memory a launch with this request would need, from the GGUF header in the cache or on the hub.
    * `context_length` is the engine's n_ctx, as Xinference's cal-model-mem names it.
    */
-  async estimateMemory(request: LaunchEstimateRequest, signal?: AbortSignal): Promise<WorkerMemoryEstimate & {model_version: string}> {
+  async estimateMemory(request: LaunchEstimateRequest, {authority, signal}: Omit<LaunchOptions, 'waitReady'> = {}): Promise<WorkerMemoryEstimate & {model_version: string}> {
     const {context_length: contextLength, ...rest} = request
-    const {engine, entry, parameters, spec} = resolveLaunch(this.options, contextLength === undefined ? rest : {...rest, n_ctx: contextLength}, {needsEstimator: true})
+    const {engine, entry, parameters, spec} = resolveLaunch(this.options, contextLength === undefined ? rest : {...rest, n_ctx: contextLength}, {authority, needsEstimator: true})
     const [worker] = this.membership.ready()
     if (!worker) throw this.membership.noWorker()
     const estimate = await worker.estimateMemory({engine: engine.name, load: {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, modelUid: '', parameters, spec}}, signal)

@@ -14,6 +14,7 @@ import type {MediaKit} from './media-kit.js'
 import type {LocalPathCheck} from './model-files.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {PcmSpeechOperations} from './pcm-speech-program.js'
+import type {ParameterReach} from './reach.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {ModelHandle, RouteDefinition} from './route-contract.js'
 import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
@@ -68,6 +69,11 @@ export interface KernelApi {
      */
     localPath(value: unknown, check: LocalPathCheck): Promise<string>
   }
+  /** The operator's allow-lists that an engine's program enforces itself, in case a launch reaches it unchecked. */
+  policy: {
+    /** Modules the flexible launcher may import (SERVICE_ALLOWED_PYTHON_MODULES); empty: whatever the registration names. */
+    allowedPythonModules: readonly string[]
+  }
 }
 
 /**
@@ -110,12 +116,25 @@ export interface ModelTypeDefinition {
 
 // ------------------------------------------------------------------------------------------------- engines
 
+/** Who asks a registration or launch, as far as what it may make the service run or read (reach.ts). */
+export interface Authority {
+  admin: boolean
+  /** The user, for the messages and the registration quota; null with access control off. */
+  username: string | null
+}
+
 export interface EngineParameter {
   type: 'integer' | 'number' | 'string' | 'boolean'
   description: string
   minimum?: number
   maximum?: number
   enum?: string[]
+  /**
+   * What the parameter makes the service read or run beyond the request: a file or folder of its machine, a
+   * template that is a file's path unless given inline, or the model repository's own code (`trust_remote_code`).
+   * Such a parameter needs the admin permission or the operator's allow-list (see reach.ts).
+   */
+  reaches?: ParameterReach
 }
 
 export interface EngineDefinition {

@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   'login_failed',
   'token_expired',
   'forbidden',
+  'quota_exceeded',
   'auth_disabled',
   'invalid_auth_config',
   'request_aborted',

@@ -54,9 +54,11 @@ export interface KernelApiSettings {
    * launch parameters, and pass wherever the allowed folders are.
    */
   cacheDir?: string
+  /** Modules the flexible launcher may import (SERVICE_ALLOWED_PYTHON_MODULES); empty: whatever the registration names. */
+  allowedPythonModules?: readonly string[]
 }
 
-export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], cacheDir}: KernelApiSettings = {}): KernelApi {
+export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], allowedPythonModules = [], cacheDir}: KernelApiSettings = {}): KernelApi {
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
@@ -64,6 +66,7 @@ export function createKernelApi(version: string, log: Logger, {allowedModelDirs 
     files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs, ownDirs: cacheDir ? [cacheDir] : []})},
     log,
     media: mediaKit,
+    policy: {allowedPythonModules},
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
       throw badRequest(

@@ -21,7 +21,9 @@ import {parseFamily} from './catalogue.js'
 import {validateCompanionFiles} from './companions.js'
 import {badRequest, notFound, ServiceError} from './errors.js'
 import {familyProblem} from './kernel.js'
-import {checkModelUri} from './model-files.js'
+import {checkLocalPath, checkModelUri} from './model-files.js'
+import {type Authority, checkReach, NO_AUTHORITY, registrationReach, SERVICE_AUTHORITY} from './reach.js'
+import {MAX_REGISTRATIONS_SETTING} from './settings.js'
 import {checkVirtualEnv} from './virtualenv.js'
 
 export interface CatalogueEntry {
@@ -33,10 +35,28 @@ export interface CatalogueEntry {
 export interface RegistryOptions {
   /** Folders a `file://` model_uri must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
   allowedModelDirs?: readonly string[]
+  /** Python modules registrations may name (SERVICE_ALLOWED_PYTHON_MODULES); empty: admins decide. */
+  allowedPythonModules?: readonly string[]
+  /** Where virtual environments may install from beyond plain names (SERVICE_ALLOWED_PIP_SOURCES); empty: admins decide. */
+  allowedPipSources?: readonly string[]
+  /** Registrations a user without admin may have at once; unlimited when absent. */
+  maxRegistrationsPerUser?: number
 }
+
+export interface RegisterOptions {
+  /** Who registers: what the registration may run and read, and whose quota it counts against. No one's when absent. */
+  authority?: Authority
+  /** Keep it across restarts (default true). */
+  persist?: boolean
+}
+
+/** Beside `<name>.json`, the user who registered it, so that the quota counts the same after a restart. */
+const OWNER_SUFFIX = '.owner'
 
 export class ModelRegistry {
   private readonly custom = new Map<string, Map<string, ModelFamily>>()
+  /** The user who registered each custom model, by name (names are unique across types); none for the service's own. */
+  private readonly owners = new Map<string, string>()
   /** Keyed by model name, which is unique across types; every HTTP request waiting on a name is one entry. */
   private readonly names = new AsyncLock({maxPending: Number.POSITIVE_INFINITY})
   readonly problems: string[] = []
@@ -58,9 +78,12 @@ export class ModelRegistry {
         const path = join(this.directory, typeDir.name, file)
         try {
           const family = this.normalize(typeDir.name, parseFamily(await readFile(path, 'utf8'), 'the file'))
-          await this.validate(typeDir.name, family)
+          // Checked as the service's own: the allow-lists set since it was registered apply to it too.
+          await this.validate(typeDir.name, family, SERVICE_AUTHORITY)
           this.checkConflicts(family)
           this.customOf(this.typeName(typeDir.name)).set(family.model_name, family)
+          const owner = await readFile(path.replace(/\.json$/, OWNER_SUFFIX), 'utf8').catch(() => '')
+          if (owner) this.owners.set(family.model_name, owner)
           loaded++
         } catch (error) {
           const message = `skipped registration ${path}: ${(error as Error).message}`
@@ -106,19 +129,45 @@ export class ModelRegistry {
     )
   }
 
-  async register(modelType: string, submitted: ModelFamily, persist = true): Promise<void> {
+  async register(modelType: string, submitted: ModelFamily, {authority = NO_AUTHORITY, persist = true}: RegisterOptions = {}): Promise<void> {
     const type = this.typeName(modelType)
     const family = this.normalize(type, submitted)
-    await this.validate(type, family)
+    this.checkQuota(authority)
+    await this.validate(type, family, authority)
+    const owner = authority.admin ? undefined : (authority.username ?? undefined)
     await this.names.acquire(family.model_name, async () => {
       this.checkConflicts(family)
-      if (persist) {
-        await mkdir(join(this.directory, type), {recursive: true})
-        await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n')
+      // Again under the name's lock, which a burst of registrations of different names does not share.
+      this.checkQuota(authority)
+      // Counted at once, before the writes, so that registrations of other names waiting on the disk count it too.
+      if (owner) this.owners.set(family.model_name, owner)
+      try {
+        if (persist) {
+          await mkdir(join(this.directory, type), {recursive: true})
+          if (owner) await writeFileAtomic(this.fileOf(type, family.model_name, OWNER_SUFFIX), owner)
+          await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n')
+        }
+      } catch (error) {
+        this.owners.delete(family.model_name)
+        throw error
       }
 
       this.customOf(type).set(family.model_name, family)
     })
+  }
+
+  /** A user without admin may hold only so many registrations: each is a file on disk and an entry every listing reads. */
+  private checkQuota(authority: Authority) {
+    const limit = this.options.maxRegistrationsPerUser
+    if (authority.admin || limit === undefined) return
+    const held = [...this.owners.values()].filter((owner) => owner === authority.username).length
+    if (held < limit) return
+    const who = authority.username === null ? 'this caller' : `user "${authority.username}"`
+    throw new ServiceError(
+      403,
+      'quota_exceeded',
+      `${who} already has ${held} registrations, the most a user without the admin permission may have (${MAX_REGISTRATIONS_SETTING}=${limit}); unregister some, or ask the operator to raise ${MAX_REGISTRATIONS_SETTING} (max_registrations_per_user in the config file).`,
+    )
   }
 
   async unregister(modelType: string, name: string): Promise<void> {
@@ -129,12 +178,14 @@ export class ModelRegistry {
       if (!this.customOf(type).has(name))
         throw notFound(`no custom ${type} model named "${name}" is registered.`, 'registration_not_found')
       await rm(this.fileOf(type, name), {force: true})
+      await rm(this.fileOf(type, name, OWNER_SUFFIX), {force: true})
       this.customOf(type).delete(name)
+      this.owners.delete(name)
     })
   }
 
-  private fileOf(type: string, name: string): string {
-    return join(this.directory, type, `${name}.json`)
+  private fileOf(type: string, name: string, suffix = '.json'): string {
+    return join(this.directory, type, `${name}${suffix}`)
   }
 
   private typeName(modelType: string): string {
@@ -158,13 +209,18 @@ export class ModelRegistry {
     return normalizeFamily && typeof family === 'object' && family !== null ? normalizeFamily(family) : family
   }
 
-  private async validate(modelType: string, family: ModelFamily): Promise<void> {
+  private async validate(modelType: string, family: ModelFamily, authority: Authority): Promise<void> {
     const type = this.kernel.modelType(modelType)
     if (!type) throw badRequest(`model type "${modelType}" is not known.`, 'model_type')
     const problem = familyProblem(family)
     if (problem) throw badRequest(`the registration is invalid: ${problem}.`, 'model')
     type.definition.validateFamily?.(family)
     checkVirtualEnv(family.virtualenv)
+    // Before any path is looked at, so that a caller who may not name paths learns nothing about them.
+    const {allowedModelDirs = [], allowedPipSources = [], allowedPythonModules = []} = this.options
+    checkReach(registrationReach(family), authority, {allowedModelDirs, allowedPipSources, allowedPythonModules})
+    const launcherPath = (family.launcher_args as {path?: unknown} | undefined)?.path
+    if (launcherPath !== undefined && launcherPath !== null) await checkLocalPath(launcherPath, {allowedDirs: allowedModelDirs, kind: 'folder', param: 'launcher_args.path'})
     for (const [index, spec] of family.model_specs!.entries()) {
       const uris: Array<[string, unknown]> = [[`model_specs[${index}].model_uri`, spec.model_uri]]
       validateCompanionFiles(spec.companion_files, `model_specs[${index}].companion_files`)

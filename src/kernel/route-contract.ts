@@ -2,6 +2,7 @@
 import type {Logger} from './contracts.js'
 import type {ServiceError} from './errors.js'
 import type {OperationMap, UntypedOperations} from './operations.js'
+import type {Authority} from './reach.js'
 import type {JsonSchema, Schema} from './schema.js'
 import type {MultipartOptions, UploadedFiles} from './uploads.js'
 
@@ -48,6 +49,8 @@ export interface RouteRequest<Body = unknown> {
    * heeds it; a route that looks a uid up otherwise passes it on as `ModelLookup.listRunning`, so that its 404 names them only then.
    */
   mayListModels: boolean
+  /** Who calls, as far as what they may make the service run or read (reach.ts): every caller is admin when access control is off. */
+  authority: Authority
   log: Logger
 }
 

@@ -8,6 +8,7 @@ import {delimiter, dirname, join, resolve} from 'node:path'
 
 import {ServiceError} from './errors.js'
 import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
+import {ALLOWED_PIP_SOURCES_SETTING, ALLOWED_PYTHON_MODULES_SETTING} from './reach.js'
 
 /** The hubs weights can come from; SERVICE_MODEL_SRC names one of them. */
 export const HUB_NAMES = ['huggingface', 'modelscope'] as const
@@ -24,11 +25,19 @@ export interface ServiceSettings {
   modelSource: string
   /** Folders `file://` model URIs must resolve into (SERVICE_ALLOWED_MODEL_DIRS); empty: anywhere. */
   allowedModelDirs: string[]
+  /** Python modules registrations may have the flexible launcher import (SERVICE_ALLOWED_PYTHON_MODULES); empty: admins decide. */
+  allowedPythonModules: string[]
+  /** Package indexes, URLs and folders virtual environments may install from beyond plain names (SERVICE_ALLOWED_PIP_SOURCES); empty: admins decide. */
+  allowedPipSources: string[]
+  /** Registrations each user without `admin` may have (SERVICE_MAX_REGISTRATIONS_PER_USER, `max_registrations_per_user`). */
+  maxRegistrationsPerUser: number
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
   restoreModels: boolean
 }
 
 export const DEFAULT_PORT = 9997
+export const DEFAULT_MAX_REGISTRATIONS_PER_USER = 200
+export const MAX_REGISTRATIONS_SETTING = 'SERVICE_MAX_REGISTRATIONS_PER_USER'
 const CONFIG_FILES = ['service.config.json', '.servicerc', '.servicerc.json', '.servicerc.yaml', '.servicerc.yml', 'service.config.js', 'service.config.mjs']
 export const DEFAULT_HOST = '127.0.0.1'
 
@@ -53,7 +62,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   const modelSource = String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface')
@@ -66,10 +75,13 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
     )
   return {
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
+    allowedPipSources: commaList(env[ALLOWED_PIP_SOURCES_SETTING] ?? file.allowed_pip_sources),
+    allowedPythonModules: commaList(env[ALLOWED_PYTHON_MODULES_SETTING] ?? file.allowed_python_modules),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logFormat: format === 'json' ? 'json' : 'text',
     logLevel: (['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info') as ServiceSettings['logLevel'],
+    maxRegistrationsPerUser: registrationQuota(env[MAX_REGISTRATIONS_SETTING] ?? file.max_registrations_per_user),
     modelSource,
     port: Number(file.port ?? DEFAULT_PORT),
     restoreModels: !['0', 'false', 'no', 'off'].includes(String(env.SERVICE_RESTORE_MODELS ?? file.restore_models ?? 'true').toLowerCase()),
@@ -85,4 +97,15 @@ function allowedModelDirs(env: NodeJS.ProcessEnv, fromFile: unknown, fileFolder:
   if (fromEnv !== undefined) return fromEnv.split(delimiter).filter(Boolean).map((folder) => resolve(folder))
   const listed = Array.isArray(fromFile) ? fromFile.map(String) : typeof fromFile === 'string' ? fromFile.split(delimiter) : []
   return listed.filter(Boolean).map((folder) => resolve(fileFolder, folder))
+}
+
+/** A comma-separated string (environment) or a list (config file); URLs and module names hold no commas. */
+const commaList = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((item) => item.trim()).filter(Boolean)
+
+/** A quota that is not a whole number of at least 0 would be read as none, so it stops the service instead. */
+function registrationQuota(value: unknown): number {
+  if (value === undefined || value === '') return DEFAULT_MAX_REGISTRATIONS_PER_USER
+  const quota = Number(value)
+  if (!Number.isInteger(quota) || quota < 0) throw new Error(`${MAX_REGISTRATIONS_SETTING} (or max_registrations_per_user) must be a whole number, 0 or more; it is ${JSON.stringify(value)}.`)
+  return quota
 }

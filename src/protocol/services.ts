@@ -3,7 +3,7 @@
  * the server's routes are written against these, and src/service/ hands them the supervisor and the worker
  * registry, so the server never imports the cluster.
  */
-import type {ModelLookup} from '../kernel/contracts.js'
+import type {Authority, ModelLookup} from '../kernel/contracts.js'
 import type {CachedModel} from './cache.js'
 import type {WorkerAdmissionReply} from './cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
@@ -14,13 +14,20 @@ import type {InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
 /** A worker as `GET /v1/workers` lists it, with the uids of the models it runs. */
 export type WorkerDescription = WorkerStatus & {models: string[]}
 
+/** How a launch is made: for whom (what it may run and read; no one's authority when absent), and whether to wait. */
+export interface LaunchOptions {
+  authority?: Authority
+  signal?: AbortSignal
+  waitReady?: boolean
+}
+
 /** The models of the service: launched, followed, described, cached and stopped. */
 export interface ModelService {
   /** Runs a launch parsed at the edge; with `waitReady`, answers once the model is ready. */
-  launch(request: LaunchRequest, options?: {signal?: AbortSignal; waitReady?: boolean}): Promise<{model_uid: string}>
+  launch(request: LaunchRequest, options?: LaunchOptions): Promise<{model_uid: string}>
   /** Says a launch request has arrived whose uid is not known yet; the function answered says it is. */
   launchArriving(): () => void
-  estimateMemory(request: LaunchEstimateRequest, signal?: AbortSignal): Promise<MemoryEstimateReply>
+  estimateMemory(request: LaunchEstimateRequest, options?: Omit<LaunchOptions, 'waitReady'>): Promise<MemoryEstimateReply>
   progress(uid: string): LaunchProgress
   /** `lookup` says whether a 404 for a uid not running names the running models. */
   cancel(uid: string, lookup?: ModelLookup): Promise<void>

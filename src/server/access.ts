@@ -13,7 +13,8 @@ import type {AccessControl, Caller} from '../auth/access-control.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {ADMIN, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {type Authority, NO_AUTHORITY} from '../kernel/reach.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
 export const ANTHROPIC_PREFIX = '/anthropic'
@@ -85,7 +86,13 @@ export function accessGuards(access: AccessControl) {
     }
   }
 
-  return {allows, route, unrouted}
+  /** The admitted caller's authority over what the service runs and reads; none for a public route. */
+  const authorityOf = (ctx: Koa.Context): Authority => {
+    const caller = (ctx.state as AccessState).admitted
+    return caller ? {admin: access.allows(caller, ADMIN), username: caller.username} : NO_AUTHORITY
+  }
+
+  return {allows, authorityOf, route, unrouted}
 }
 
 /**

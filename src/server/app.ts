@@ -16,6 +16,7 @@ import {ServiceError, type ServiceErrorShape, toAnthropicErrorBody, toOpenAiErro
 import {describeJsonMistake} from '../kernel/json-text.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
+import {SERVICE_AUTHORITY} from '../kernel/reach.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {formatBytes} from '../util/format.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
@@ -201,6 +202,7 @@ export function createApp(options: AppOptions): Koa {
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
       const request: RouteRequest = {
+        authority: guards ? guards.authorityOf(ctx) : SERVICE_AUTHORITY,
         body,
         files: filesOf(ctx),
         headers: ctx.headers,

@@ -18,6 +18,7 @@ import {AccessControl} from '../auth/access-control.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
+import {SERVICE_AUTHORITY} from '../kernel/reach.js'
 import {ModelRegistry} from '../kernel/registry.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
@@ -75,8 +76,9 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   const version = config.version
-  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
-  const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
+  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache})
+  const reach = {allowedModelDirs: settings.allowedModelDirs, allowedPipSources: settings.allowedPipSources, allowedPythonModules: settings.allowedPythonModules}
+  const registry = new ModelRegistry(kernel, paths.registrations, log, {...reach, maxRegistrationsPerUser: settings.maxRegistrationsPerUser})
   const loaded = await registry.load()
   log.info(`${loaded} custom registrations`)
   // Requests and model state changes, for the log now and for metrics and the events API to subscribe to.
@@ -117,7 +119,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
   const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
-  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, restart: restartPolicyFrom(process.env), workers})
+  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()
@@ -158,7 +160,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   autoBuilds?.start()
   // In the background, once the service answers: a restored model is like any other launch, visible as it loads.
   // In a cluster, after the workers had the time to rejoin with the models they kept running (see desired-cluster.ts).
-  const relaunch = (request: LaunchRequest) => supervisor.launch(request, {signal: shutdown.signal})
+  // With the service's own authority: each was checked when it was first launched, and the allow-lists still apply.
+  const relaunch = (request: LaunchRequest) => supervisor.launch(request, {authority: SERVICE_AUTHORITY, signal: shutdown.signal})
   if (!settings.restoreModels) log.info(`restoring models is off: ${desired.list().length} desired model(s) left as they are`)
   else if (cluster) {
     const models = {anyWorkerReady: () => supervisor.describeWorkers().some((worker) => worker.state === 'ready'), launch: relaunch, running: () => supervisor.list().map((model) => model.uid)}

@@ -55,7 +55,7 @@ describe('companion files', () => {
     ])
     const registry = new ModelRegistry(kernel, join(await temporaryDirectory(), 'registrations'), quiet)
     const register = (spec: Record<string, unknown>) =>
-      registry.register('LLM', {model_ability: ['chat'], model_name: 'mine', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'q4_0', ...spec}]}, false).then(
+      registry.register('LLM', {model_ability: ['chat'], model_name: 'mine', model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'q4_0', ...spec}]}, {persist: false}).then(
         () => undefined,
         (error: ServiceError) => [error.status, error.param, error.message],
       )

@@ -6,11 +6,13 @@
  * a cached test environment that has NumPy, when there is one.
  */
 import {expect} from 'chai'
+import {execa} from 'execa'
 import {existsSync} from 'node:fs'
 import {readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {programSpawner, type RunningProgram} from '../../src/model-process/program-spawner.js'
+import {pythonPathWithHelpers} from '../../src/model-process/python-helpers.js'
 import {TEST_CACHE} from '../helpers/python-tools.js'
 import {closedPort, ROOT, temporaryDirectory, until} from '../helpers/service.js'
 
@@ -63,7 +65,7 @@ async function startLauncher(python: string, folder: string): Promise<Started> {
   const launcherArgs = JSON.stringify({function: 'load', module: 'launcher_test_model', path: folder})
   const spawn = await programSpawner()
   const program = spawn({
-    args: ['-u', LAUNCHER, '--port', String(port), '--model-uri', join(folder, 'unused'), '--launcher-args', launcherArgs],
+    args: ['-u', LAUNCHER, '--port', String(port), '--model-uri', join(folder, 'unused'), '--launcher-args', launcherArgs, '--allowed-modules', '["launcher_test_model"]'],
     env: {},
     file: python,
     logFile: join(folder, `launcher-${port}.log`),
@@ -121,6 +123,19 @@ describe('the flexible python launcher', function () {
     const answers = await Promise.all([1, 2, 3, 4].map((index) => infer(launcher.base, ['overlap', index])))
     expect(answers.map(({body}) => body.result)).to.deep.equal([1, 2, 3, 4])
     expect((await infer(launcher.base, ['most inside'])).body.result).to.equal(1)
+  })
+
+  it('refuses, before importing anything, a module the service did not allow, even within a package it allows', async () => {
+    const witness = join(folder, 'imported')
+    await writeFile(join(folder, 'planted.py'), `open(${JSON.stringify(witness)}, "w").close()\n`)
+    for (const [module, allowed] of [['pydoc', '["launcher_test_model"]'], ['planted', '["launcher_test_model"]'], ['launcher_test_modelx', '["launcher_test_model"]'], ['planted', '[]']]) {
+      const launcherArgs = JSON.stringify({function: 'pipepager', module, path: folder})
+      const run = await execa('python3', [LAUNCHER, '--port', '1', '--model-uri', '/unused', '--launcher-args', launcherArgs, '--allowed-modules', allowed], {env: {PYTHONPATH: pythonPathWithHelpers(undefined)}, reject: false})
+      expect(run.exitCode, module).to.equal(1)
+      expect(run.stderr, module).to.contain(`launcher_args.module '${module}' is not among the modules SERVICE_ALLOWED_PYTHON_MODULES allows`)
+    }
+
+    expect(existsSync(witness), 'the planted module ran').to.equal(false)
   })
 
   it('writes NumPy arrays and scalars, their non-finite values as null', async function () {

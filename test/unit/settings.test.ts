@@ -9,10 +9,35 @@ describe('settings', () => {
   it('reads a config file in SERVICE_HOME, lets the environment win over it, and defaults the rest', async () => {
     const home = await temporaryDirectory()
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
-    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'debug', modelSource: 'modelscope', port: 9998, restoreModels: true})
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({
+      allowedModelDirs: [],
+      allowedPipSources: [],
+      allowedPythonModules: [],
+      home,
+      host: '127.0.0.1',
+      logFormat: 'text',
+      logLevel: 'debug',
+      maxRegistrationsPerUser: 200,
+      modelSource: 'modelscope',
+      port: 9998,
+      restoreModels: true,
+    })
     const overridden = await loadSettings({SERVICE_HOME: home, SERVICE_LOG_LEVEL: 'warn', SERVICE_MODEL_SRC: 'huggingface'})
     expect(overridden).to.include({logLevel: 'warn', modelSource: 'huggingface'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory()})).to.include({logLevel: 'info', modelSource: 'huggingface', port: 9997})
+  })
+
+  it('reads the allow-lists of what registrations and launches may reach, and the registration quota, the environment over the config file', async () => {
+    const home = await temporaryDirectory()
+    await writeFile(
+      `${home}/service.config.json`,
+      JSON.stringify({allowed_pip_sources: ['https://pypi.org/simple'], allowed_python_modules: ['my_models', 'sklearn_models'], max_registrations_per_user: 5}),
+    )
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.include({allowedPipSources: ['https://pypi.org/simple'], allowedPythonModules: ['my_models', 'sklearn_models'], maxRegistrationsPerUser: 5})
+    const fromEnv = {SERVICE_ALLOWED_PIP_SOURCES: 'https://a.example/simple, /opt/wheels', SERVICE_ALLOWED_PYTHON_MODULES: 'other', SERVICE_HOME: home, SERVICE_MAX_REGISTRATIONS_PER_USER: '0'}
+    expect(await loadSettings(fromEnv)).to.deep.include({allowedPipSources: ['https://a.example/simple', '/opt/wheels'], allowedPythonModules: ['other'], maxRegistrationsPerUser: 0})
+    for (const bad of ['-1', '2.5', 'many'])
+      expect(await loadSettings({SERVICE_HOME: home, SERVICE_MAX_REGISTRATIONS_PER_USER: bad}).catch((error: Error) => error.message)).to.contain('SERVICE_MAX_REGISTRATIONS_PER_USER (or max_registrations_per_user) must be a whole number')
   })
 
   it('reads the log format from the config file, the environment over it, and defaults to text', async () => {

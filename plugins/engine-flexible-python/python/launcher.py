@@ -4,7 +4,11 @@ given), calls its `launcher_args.function` (default `launcher`) as Xinference ca
 model it returns: POST /infer with {"args": [...], "kwargs": {...}} calls `model.infer(*args, **kwargs)` (or the model
 itself when it is a plain function) and answers its result as JSON, NaN and ±Infinity as null. A TypeError or
 ValueError the call raises is the caller's mistake: a 400 with its message; a result JSON cannot write is the model's,
-a 500 naming its type. Calls reach the model one at a time, as Xinference makes them."""
+a 500 naming its type. Calls reach the model one at a time, as Xinference makes them.
+
+The service says which modules may be imported (`--allowed-modules`: the operator's SERVICE_ALLOWED_PYTHON_MODULES as a
+JSON list, or `*` where only admins could register a module); any other is refused before anything is imported, so a
+registration that reached this machine without the service's check still cannot run code of its choosing."""
 import argparse
 import importlib
 import json
@@ -65,17 +69,28 @@ class Handler(JsonHandler):
         return BadRequest(f"{type(error).__name__}: {error}") if isinstance(error, (TypeError, ValueError)) else None
 
 
+def module_allowed(module_name, allowed_modules):
+    """Whether the module, or a package it belongs to, is listed; `*` allows any."""
+    if allowed_modules == "*":
+        return True
+    return any(module_name == allowed or module_name.startswith(allowed + ".") for allowed in json.loads(allowed_modules))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model-uri", required=True)
     parser.add_argument("--description", default="")
     parser.add_argument("--launcher-args", default="{}", help="the registration's launcher_args, as JSON")
+    parser.add_argument("--allowed-modules", required=True, help='the modules it may import, as a JSON list, or "*" for any')
     options = parser.parse_args()
     launcher_args = dict(json.loads(options.launcher_args))
     module_name = launcher_args.pop("module", None)
     if not module_name:
         sys.exit("launcher_args.module is required for the python launcher: the module whose function loads the model.")
+    if not module_allowed(module_name, options.allowed_modules):
+        sys.exit(f"launcher_args.module {module_name!r} is not among the modules SERVICE_ALLOWED_PYTHON_MODULES allows "
+                 f"({', '.join(json.loads(options.allowed_modules))}); ask the operator to add it.")
     if launcher_args.get("path"):
         sys.path.insert(0, launcher_args.pop("path"))
     function = getattr(importlib.import_module(module_name), launcher_args.pop("function", "launcher"))

@@ -3,6 +3,8 @@ import type {ExternalEngine, FlexibleOperations, RegisterHook} from 'service-too
 import {fileURLToPath} from 'node:url'
 
 const LAUNCHER = fileURLToPath(new URL('../python/launcher.py', import.meta.url))
+/** What the launcher's `--allowed-modules` says when SERVICE_ALLOWED_PYTHON_MODULES is unset: only admins could name the module. */
+const ANY_MODULE = '*'
 
 /**
  * Flexible models whose launcher is `python`: the model's own module runs in a virtual environment made from the
@@ -12,7 +14,9 @@ const register: RegisterHook = async ({api}) => {
   const external: ExternalEngine<FlexibleOperations> = {
     command(request, {port, python}) {
       const args = ['-u', LAUNCHER, '--port', String(port), '--model-uri', request.modelPath, '--launcher-args', JSON.stringify(request.family.launcher_args ?? {})]
-      return {args: [...args, '--description', String(request.family.model_description ?? '')], file: python!.executable}
+      // The registration's module was checked when it was registered; the launcher checks it again against this machine's own list.
+      const allowed = api.policy.allowedPythonModules.length > 0 ? JSON.stringify(api.policy.allowedPythonModules) : ANY_MODULE
+      return {args: [...args, '--allowed-modules', allowed, '--description', String(request.family.model_description ?? '')], file: python!.executable}
     },
     health: {path: '/health', timeoutMs: 10 * 60 * 1000},
     info: () => ({abilities: ['infer']}),

@@ -7,12 +7,12 @@ import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} fr
 /** `mlx_lm.server`'s options that a launch may set (`--max_tokens 1024`), as mlx-lm names them. */
 export const MLX_PARAMETERS: Record<string, EngineParameter> = {
   chat_template: {description: 'A chat template to use instead of the model\'s own.', type: 'string'},
-  draft_model: {description: 'Path of a smaller MLX model for speculative decoding.', type: 'string'},
+  draft_model: {description: 'Path of a smaller MLX model for speculative decoding (or its hub repository, which mlx-lm takes for a path when a folder of that name exists).', reaches: 'folder', type: 'string'},
   max_tokens: {description: 'Tokens a reply may have when the request gives no max_tokens.', minimum: 1, type: 'integer'},
   num_draft_tokens: {description: 'Tokens the draft model proposes per step.', minimum: 1, type: 'integer'},
   temp: {description: 'Sampling temperature when the request gives none.', minimum: 0, type: 'number'},
   top_p: {description: 'Nucleus sampling when the request gives none.', maximum: 1, minimum: 0, type: 'number'},
-  trust_remote_code: {description: 'Run the Python code a model repository ships for its tokenizer.', type: 'boolean'},
+  trust_remote_code: {description: 'Run the Python code a model repository ships for its tokenizer.', reaches: 'repository-code', type: 'boolean'},
   use_default_chat_template: {description: 'Use the tokenizer\'s default chat template.', type: 'boolean'},
 }
 

@@ -10,7 +10,7 @@ import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} fr
  */
 export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   attention_backend: {description: 'Attention kernels (e.g. flashinfer, triton, torch_native).', type: 'string'},
-  chat_template: {description: 'Path of a chat template to use instead of the model\'s own.', type: 'string'},
+  chat_template: {description: 'Path of a chat template to use instead of the model\'s own (or a built-in template\'s name, which SGLang takes for a path when a file of that name exists).', reaches: 'file', type: 'string'},
   chunked_prefill_size: {description: 'Tokens of a long prompt prefilled per step.', minimum: 1, type: 'integer'},
   context_length: {description: 'Context length in tokens (default: the model\'s).', minimum: 16, type: 'integer'},
   device: {description: 'Device type to run on (default: cuda where there is a GPU).', enum: ['cuda', 'cpu', 'xpu', 'hpu', 'npu'], type: 'string'},
@@ -26,7 +26,7 @@ export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek-r1, qwen3).', type: 'string'},
   tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. qwen25, llama3); the model then has the tools ability.', type: 'string'},
   tp_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
-  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', type: 'boolean'},
+  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', reaches: 'repository-code', type: 'boolean'},
 }
 
 export interface ServerLaunch {

@@ -71,7 +71,7 @@ const register: RegisterHook = async ({api}) => {
         modelTypes: ['image'],
         name: 'stable-diffusion.cpp',
         parameters: {
-          ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, type: 'string' as const}])),
+          ...Object.fromEntries(Object.entries(COMPANIONS).map(([name, what]) => [name, {description: `Absolute path of ${what}, for a GGUF file holding only the diffusion model (overrides the file its spec downloads as a companion).`, reaches: 'file' as const, type: 'string' as const}])),
           cpu_threads: {description: 'Threads sd.cpp computes with (default: one per core).', minimum: 1, type: 'integer'},
         },
         python: {packages: PACKAGES},

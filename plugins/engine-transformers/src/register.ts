@@ -51,7 +51,7 @@ const register: RegisterHook = async ({api}) => {
           dtype: {description: "The weights' type in memory: auto (as saved, default), float32, float16 or bfloat16.", enum: ['auto', 'float32', 'float16', 'bfloat16'], type: 'string'},
           max_new_tokens: {description: 'Tokens a reply may have when its request gives no max_tokens (default 512).', minimum: 1, type: 'integer'},
           n_threads: {description: "CPU threads torch computes with (default: torch's own choice).", minimum: 1, type: 'integer'},
-          trust_remote_code: {description: "Run the model repository's own Python code (models transformers does not know); only for repositories you trust.", type: 'boolean'},
+          trust_remote_code: {description: "Run the model repository's own Python code (models transformers does not know); only for repositories you trust.", reaches: 'repository-code', type: 'boolean'},
         },
         python: {packages: TRANSFORMERS_PACKAGES},
       },

@@ -14,7 +14,7 @@ const DTYPES = ['auto', 'half', 'float16', 'bfloat16', 'float', 'float32']
  * config.
  */
 export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
-  chat_template: {description: 'Path of a Jinja chat template to use instead of the model\'s own.', type: 'string'},
+  chat_template: {description: 'Path of a Jinja chat template to use instead of the model\'s own, or the template itself.', reaches: 'template-or-file', type: 'string'},
   cpu_kvcache_space: {description: 'CPU backend only: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE; vLLM\'s default is 4).', minimum: 1, type: 'integer'},
   dtype: {description: 'Data type of the weights and activations (default auto: the model\'s, bfloat16 on CPU).', enum: DTYPES, type: 'string'},
   enable_auto_tool_choice: {description: 'Let the model call tools when it decides to (needs tool_call_parser); the model then has the tools ability.', type: 'boolean'},
@@ -32,7 +32,7 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   swap_space: {description: 'GiB of CPU memory per GPU for swapped-out KV cache.', minimum: 0, type: 'number'},
   tensor_parallel_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
   tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. hermes for Qwen, llama3_json for Llama).', type: 'string'},
-  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', type: 'boolean'},
+  trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', reaches: 'repository-code', type: 'boolean'},
 }
 
 /** Parameters vLLM's CPU backend reads from its environment, by the variable that carries each. */

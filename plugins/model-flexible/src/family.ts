@@ -20,6 +20,8 @@ export function normalizeFlexibleFamily(family: ModelFamily): ModelFamily {
   return {...family, model_specs: [spec]}
 }
 
+const PUBLIC_NAME = /^[A-Za-z]\w{0,99}$/
+
 const isPlainObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 export function validateFlexibleFamily(api: KernelApi, family: ModelFamily): void {
@@ -34,4 +36,9 @@ export function validateFlexibleFamily(api: KernelApi, family: ModelFamily): voi
     if (family[field] !== undefined && family[field] !== null && !isPlainObject(family[field]))
       throw api.errors.badRequest(`${field} must be a JSON object.`, field)
   }
+
+  // The launcher calls this attribute of the module: a public function's name, not a dunder that reaches the module's internals.
+  const launcherFunction = (family.launcher_args as {function?: unknown} | undefined)?.function
+  if (launcherFunction !== undefined && (typeof launcherFunction !== 'string' || !PUBLIC_NAME.test(launcherFunction)))
+    throw api.errors.badRequest('launcher_args.function must be the name of a function of the module, such as "load" (letters, digits and _, not starting with _).', 'launcher_args.function')
 }

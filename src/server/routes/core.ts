@@ -68,8 +68,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
   const routes: Array<RouteDefinition<any>> = [
     {
       body: launchSchema,
-      async handler({body, query, signal}) {
-        return json(await supervisor.launch(body, {signal, waitReady: flag(query, 'wait_ready', true)}))
+      async handler({authority, body, query, signal}) {
+        return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', true)}))
       },
       method: 'POST',
       onArrival: () => supervisor.launchArriving(),
@@ -83,8 +83,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: memoryEstimateSchema,
-      async handler({body, signal}) {
-        return json(await supervisor.estimateMemory(body, signal))
+      async handler({authority, body, signal}) {
+        return json(await supervisor.estimateMemory(body, {authority, signal}))
       },
       method: 'POST',
       path: '/v1/models/memory',
@@ -209,8 +209,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: registerSchema,
-      async handler({body, params}) {
-        await registry.register(params.model_type, familyOf(body.model), body.persist)
+      async handler({authority, body, params}) {
+        await registry.register(params.model_type, familyOf(body.model), {authority, persist: body.persist})
         return json(null)
       },
       method: 'POST',
