@@ -21,11 +21,21 @@ export interface ServiceSettings {
   allowedModelDirs: string[]
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
   restoreModels: boolean
+  /** Names the Host header may give besides the service's own (SERVICE_ALLOWED_HOSTS, `allowed_hosts`; see server/browser-guard.ts). */
+  allowedHosts: string[]
+  /** Origins of other sites whose pages may call the service (SERVICE_ALLOWED_ORIGINS, `allowed_origins`). */
+  allowedOrigins: string[]
 }
 
 export const DEFAULT_PORT = 9997
 const CONFIG_FILES = ['service.config.json', '.servicerc', '.servicerc.json', '.servicerc.yaml', '.servicerc.yml', 'service.config.js', 'service.config.mjs']
 export const DEFAULT_HOST = '127.0.0.1'
+export const ALLOWED_HOSTS_ENV = 'SERVICE_ALLOWED_HOSTS'
+export const ALLOWED_ORIGINS_ENV = 'SERVICE_ALLOWED_ORIGINS'
+
+/** A comma-separated setting (an environment variable, a flag, or a config file's string) as its entries; a config file's list as it is. */
+export const settingList = (value: unknown): string[] =>
+  (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((entry) => entry.trim()).filter(Boolean)
 
 export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.SERVICE_HOME || join(homedir(), '.service'))
@@ -48,11 +58,13 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'host' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   return {
+    allowedHosts: settingList(env[ALLOWED_HOSTS_ENV] ?? file.allowed_hosts),
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
+    allowedOrigins: settingList(env[ALLOWED_ORIGINS_ENV] ?? file.allowed_origins),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logFormat: format === 'json' ? 'json' : 'text',
