@@ -86,6 +86,22 @@ describe('pages of other sites against a default local service, in headless Chro
     })
   }
 
+  it('cannot show the web interface or /docs inside a frame of its own', async () => {
+    browser = await openBrowser(`http://localhost:${hostile.port}`, {interceptRequests: false})
+    await browser.page.goto(`http://localhost:${hostile.port}/`)
+    for (const path of ['/ui/', '/docs']) {
+      await browser.page.evaluate((source) => {
+        const frame = document.createElement('iframe')
+        frame.src = source
+        document.body.replaceChildren(frame)
+        return new Promise((resolve) => frame.addEventListener('load', resolve))
+      }, `${service.url}${path}`)
+      const framed = browser.page.frames().find((frame) => frame !== browser!.page.mainFrame())!
+      expect(framed.url(), path).to.not.equal(`${service.url}${path}`)
+      expect(await framed.locator('#app, #swagger-ui').count(), `${path} rendered in the frame`).to.equal(0)
+    }
+  })
+
   it('from a page whose name was pointed at this machine (DNS rebinding): the service answers none of its requests', async () => {
     const {port} = new URL(service.url)
     const rebound = `http://${REBOUND}:${port}`
