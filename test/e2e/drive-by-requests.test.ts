@@ -3,11 +3,12 @@
  * control): a page on another origin (another port of the same address, or another name for this machine) sends the
  * `no-cors` request that registers a model, which a browser sends without asking, and tries to read the model list;
  * a page whose own name was pointed at 127.0.0.1 (DNS rebinding, done here by Chromium's resolver rules) loads the
- * service's answers as its own. None of them changes anything or reads anything. A page of an origin the operator
- * allows (--allowed-origins) calls the API with credentials, preflight and all.
+ * service's answers as its own; a page framing /ui or /docs. None of them changes anything, reads anything or shows
+ * the service's pages. A page of an origin the operator allows (--allowed-origins) calls the API with credentials,
+ * preflight and all, and a name the operator allows (--allowed-hosts) is answered.
  */
 import {expect} from 'chai'
-import {createServer, type Server} from 'node:http'
+import {createServer, get, type Server} from 'node:http'
 
 import {type BrowserSession, checkAndClose, openBrowser} from '../helpers/browser.js'
 import {writeTinyChatModel} from '../helpers/models.js'
@@ -33,7 +34,7 @@ describe('pages of other sites against a default local service, in headless Chro
   before(async () => {
     ;[hostile, friendly] = await Promise.all([servePage(), servePage()])
     ;({family: registration} = await writeTinyChatModel(await temporaryDirectory(), 'drive-by'))
-    service = await startService({args: ['--allowed-origins', `http://localhost:${friendly.port}`]})
+    service = await startService({args: ['--allowed-origins', `http://localhost:${friendly.port}`, '--allowed-hosts', 'models.example']})
   })
 
   after(async () => {
@@ -120,6 +121,14 @@ describe('pages of other sites against a default local service, in headless Chro
     expect(result).to.include({listing: 403, registering: 403, webInterface: 403})
     expect(result.said).to.contain('Host header').and.to.not.contain('"data"')
     expect((await callApi(service, 'GET', '/v1/model_registrations/LLM/drive-by')).status).to.equal(404)
+  })
+
+  it('answers a name given with --allowed-hosts, and no other', async () => {
+    const {port} = new URL(service.url)
+    const statusFor = (host: string) =>
+      new Promise<number>((resolve, reject) => get({headers: {host}, host: '127.0.0.1', path: '/v1/models', port}, (response) => resolve(response.resume().statusCode!)).on('error', reject))
+    expect(await statusFor(`models.example:${port}`)).to.equal(200)
+    expect(await statusFor(`${REBOUND}:${port}`)).to.equal(403)
   })
 
   it('from an origin the operator allows: the page calls the API with a credential, asking first as CORS wants, and reads the answer', async () => {
