@@ -8,7 +8,7 @@ import {ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV, type ServiceSettings, settingLis
  */
 export const browserFlags = () => ({
   'allowed-hosts': Flags.string({
-    description: `More names the service answers to in the Host header, comma-separated: a proxy's or a Service's name, *.example.com, or * for any (also ${ALLOWED_HOSTS_ENV}) [default: loopback names, IP addresses, this machine's name and --host].`,
+    description: `More names the service answers to in the Host header, comma-separated: a proxy's or a Service's name, *.example.com for a domain and its subdomains, or * for any (also ${ALLOWED_HOSTS_ENV}) [default: loopback names, IP addresses, this machine's name and --host].`,
   }),
   'allowed-origins': Flags.string({
     description: `Origins of other sites whose web pages may call the API, comma-separated: https://chat.example.com, http://localhost:*, or * for any (also ${ALLOWED_ORIGINS_ENV}) [default: none but the service's own].`,

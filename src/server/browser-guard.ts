@@ -30,7 +30,7 @@ import {ANTHROPIC_REQUEST_ID_HEADER, REQUEST_ID_HEADER} from './request-id.js'
 export interface BrowserPolicy {
   /** The address the service listens on (`--host`), which is a name it answers to. */
   listenHost: string
-  /** More names `Host` may give: exact names, `*.example.com` for its subdomains, `*` for any. */
+  /** More names `Host` may give: exact names, `*.example.com` for the domain and its subdomains, `*` for any. */
   allowedHosts: string[]
   /** Origins of other sites whose pages may call the service: `https://app.example.com`, `http://localhost:*`, `*` for any. */
   allowedOrigins: string[]
@@ -47,18 +47,30 @@ const MAX_HEADER_LIST_LENGTH = 2000
 const HOST_HEADER = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?$/
 const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\s]+$/i
 
-/** A setting's entry as a test: `*`, `*.suffix`, or the exact (case-insensitive) value; `*` inside an origin matches any part of it. */
-const patternOf = (entry: string, anyPart: string) =>
-  entry === '*' ? /^/ : new RegExp(`^${entry.toLowerCase().split('*').map((part) => part.replaceAll(/[.+?^${}()|[\]\\]/g, '\\$&')).join(anyPart)}$`)
+/** An entry of --allowed-hosts as a test of a name: `*` any, `*.example.com` (or `.example.com`) the domain and its subdomains, else the name. */
+function hostPattern(entry: string): (name: string) => boolean {
+  const name = entry.toLowerCase().replace(/\.$/, '')
+  if (name === '*') return () => true
+  const domain = /^\*?\.(.+)$/.exec(name)?.[1]
+  return domain === undefined ? (candidate) => candidate === name : (candidate) => candidate === domain || candidate.endsWith(`.${domain}`)
+}
+
+/** An entry of --allowed-origins as a test of an origin: `*` any, else the origin, where `*` stands for any part (`http://localhost:*`). */
+function originPattern(entry: string): (origin: string) => boolean {
+  if (entry === '*') return () => true
+  const parts = entry.toLowerCase().replace(/\/+$/, '').split('*').map((part) => part.replaceAll(/[.+?^${}()|[\]\\]/g, '\\$&'))
+  const pattern = new RegExp(`^${parts.join('[^/]*')}$`)
+  return (origin) => pattern.test(origin.toLowerCase())
+}
 
 export function browserGuard({allowedHosts, allowedOrigins, listenHost}: BrowserPolicy): Koa.Middleware {
   const ownNames = new Set(['localhost', hostname().toLowerCase(), listenHost.toLowerCase().replaceAll(/^\[|\]$/g, '')])
-  const hostPatterns = allowedHosts.map((entry) => patternOf(entry.replace(/\.$/, ''), '[a-z0-9._-]*'))
-  const originPatterns = allowedOrigins.map((entry) => patternOf(entry.replace(/\/+$/, ''), '[^/]*'))
+  const hostPatterns = allowedHosts.map(hostPattern)
+  const originPatterns = allowedOrigins.map(originPattern)
 
   const hostAllowed = (name: string) => {
     const bare = name.replaceAll(/^\[|\]$/g, '').replace(/\.$/, '')
-    return isIP(bare) !== 0 || ownNames.has(bare) || bare.endsWith('.localhost') || hostPatterns.some((pattern) => pattern.test(bare))
+    return isIP(bare) !== 0 || ownNames.has(bare) || bare.endsWith('.localhost') || hostPatterns.some((allows) => allows(bare))
   }
 
   /** The request's own origin as `Host` names it, in the scheme of the origin that calls: a default port left out as browsers do. */
@@ -67,7 +79,7 @@ export function browserGuard({allowedHosts, allowedOrigins, listenHost}: Browser
     return URL.canParse(`${calling.protocol}//${host}`) && new URL(`${calling.protocol}//${host}`).host === calling.host
   }
 
-  const originAllowed = (origin: string) => originPatterns.some((pattern) => pattern.test(origin.toLowerCase()))
+  const originAllowed = (origin: string) => originPatterns.some((allows) => allows(origin))
 
   return async (ctx, next) => {
     // On every answer: no guessing a type from the bytes, and no page of the service inside another site's frame.

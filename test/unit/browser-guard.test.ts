@@ -132,8 +132,10 @@ describe('what a browser may do (browser-guard.ts)', () => {
       const allowing = await serve({allowedHosts: ['service-toolkit', '*.svc.cluster.local']})
       const anyHost = await serve({allowedHosts: ['*']})
       try {
-        for (const host of ['service-toolkit:9997', 'st.ns.svc.cluster.local']) expect((await send(allowing, '/v1/things', {headers: {host}})).status, host).to.equal(200)
-        expect((await send(allowing, '/v1/things', {headers: {host: 'svc.cluster.local.evil.example'}})).status).to.equal(403)
+        for (const host of ['service-toolkit:9997', 'st.ns.svc.cluster.local', 'a.b.svc.cluster.local', 'svc.cluster.local'])
+          expect((await send(allowing, '/v1/things', {headers: {host}})).status, host).to.equal(200)
+        for (const host of ['svc.cluster.local.evil.example', 'evilsvc.cluster.local', 'service-toolkit.evil.example'])
+          expect((await send(allowing, '/v1/things', {headers: {host}})).status, host).to.equal(403)
         expect((await send(anyHost, '/v1/things', {headers: {host: 'evil.example'}})).status).to.equal(200)
       } finally {
         await Promise.all([allowing.close(), anyHost.close()])
