@@ -23,7 +23,7 @@ export default class Local extends ServiceProcessCommand {
   }
   static hidden = true
   static program = 'service-local'
-  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>]'
+  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>] [--allowed-hosts <names>] [--allowed-origins <origins>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Local)

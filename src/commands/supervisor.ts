@@ -23,7 +23,7 @@ export default class Supervisor extends ServiceProcessCommand {
   }
   static hidden = true
   static program = 'service-supervisor'
-  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>] [--log-format text|json]'
+  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--allowed-hosts <names>] [--allowed-origins <origins>] [--log-level <level>] [--log-format text|json]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Supervisor)
