@@ -4,6 +4,7 @@ import {loadAuthConfig} from '../auth/config.js'
 import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
 import {autoBuildFlag} from '../cli/auto-build-flag.js'
+import {browserFlags, withBrowserFlags} from '../cli/browser-flags.js'
 import {logFormatFlag} from '../cli/log-format-flag.js'
 import {reachFlags, withReachFlags} from '../cli/reach-flags.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
@@ -12,6 +13,7 @@ export default class Local extends ServiceProcessCommand {
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
   static examples = ['service-local', 'service-local --host 0.0.0.0 --port 9997 --log-level debug', 'service-local --auth-config auth.json']
   static flags = {
+    ...browserFlags(),
     ...reachFlags(),
     'auto-build': autoBuildFlag(),
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); every call then needs an API key or a login.'}),
@@ -23,7 +25,7 @@ export default class Local extends ServiceProcessCommand {
   }
   static hidden = true
   static program = 'service-local'
-  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>]'
+  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>] [--allowed-hosts <names>] [--allowed-origins <origins>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Local)
@@ -32,7 +34,7 @@ export default class Local extends ServiceProcessCommand {
     const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
     const service = await startLocalService(
       this.config,
-      {...withReachFlags(settings, flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth, autoBuild: flags['auto-build']},
     )
     this.log(`Service running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)

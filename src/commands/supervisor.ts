@@ -4,6 +4,7 @@ import {loadAuthConfig} from '../auth/config.js'
 import {CLUSTER_TOKEN_ENV, clusterTiming} from '../service/cluster-settings.js'
 import {startLocalService} from '../service/local.js'
 import {DEFAULT_PORT, loadSettings} from '../kernel/settings.js'
+import {browserFlags, withBrowserFlags} from '../cli/browser-flags.js'
 import {logFormatFlag} from '../cli/log-format-flag.js'
 import {reachFlags, withReachFlags} from '../cli/reach-flags.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
@@ -12,6 +13,7 @@ export default class Supervisor extends ServiceProcessCommand {
   static description = 'The supervisor of a cluster: the HTTP API, docs and every model route; workers join it. This is what `service-supervisor` runs.'
   static examples = ['service-supervisor -H 10.0.0.1', 'service-supervisor -H 10.0.0.1 --auth-config auth.json --cluster-token "$(cat cluster.token)"']
   static flags = {
+    ...browserFlags(),
     ...reachFlags(),
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); workers then need --cluster-token.'}),
     'cluster-token': Flags.string({description: `Shared secret workers must present (also ${CLUSTER_TOKEN_ENV}); required with --auth-config.`, env: CLUSTER_TOKEN_ENV}),
@@ -23,7 +25,7 @@ export default class Supervisor extends ServiceProcessCommand {
   }
   static hidden = true
   static program = 'service-supervisor'
-  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--log-level <level>] [--log-format text|json]'
+  static usage = 'service-supervisor -H <host> [--port <port>] [--auth-config <file> --cluster-token <secret>] [--allowed-hosts <names>] [--allowed-origins <origins>] [--log-level <level>] [--log-format text|json]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Supervisor)
@@ -33,7 +35,7 @@ export default class Supervisor extends ServiceProcessCommand {
       this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
     const service = await startLocalService(
       this.config,
-      {...withReachFlags(settings, flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}},
     )
     this.log(`Supervisor running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)

@@ -5,6 +5,7 @@ import {startWorkerService} from '../service/worker-service.js'
 import {loadSettings} from '../kernel/settings.js'
 import {checkedEndpoint} from '../cli/endpoint.js'
 import {autoBuildFlag} from '../cli/auto-build-flag.js'
+import {browserFlags, withBrowserFlags} from '../cli/browser-flags.js'
 import {logFormatFlag} from '../cli/log-format-flag.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
 
@@ -12,6 +13,7 @@ export default class Worker extends ServiceProcessCommand {
   static description = 'A worker of a cluster: runs the models the supervisor places on it. This is what `service-worker` runs.'
   static examples = ['service-worker -e http://10.0.0.1:9997 -H 10.0.0.2', 'service-worker -e http://10.0.0.1:9997 -H 10.0.0.2 -p 30001 --cluster-token "$(cat cluster.token)"']
   static flags = {
+    ...browserFlags(),
     'auto-build': autoBuildFlag(),
     'cluster-token': Flags.string({description: `The cluster's shared secret (also ${CLUSTER_TOKEN_ENV}); needed when the supervisor has access control on.`, env: CLUSTER_TOKEN_ENV}),
     endpoint: Flags.string({char: 'e', description: 'The supervisor, e.g. http://10.0.0.1:9997.', required: true}),
@@ -30,7 +32,7 @@ export default class Worker extends ServiceProcessCommand {
     const settings = await loadSettings()
     const service = await startWorkerService(
       this.config,
-      {...settings, host: flags.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
+      {...withBrowserFlags(settings, flags), host: flags.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? 0},
       {autoBuild: flags['auto-build'], clusterToken: flags['cluster-token'], endpoint},
     )
     this.log(`Worker running at ${service.url}, joined the supervisor at ${endpoint}. Ctrl-C stops it and its models.`)

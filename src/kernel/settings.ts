@@ -33,6 +33,10 @@ export interface ServiceSettings {
   maxRegistrationsPerUser: number
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
   restoreModels: boolean
+  /** Names the Host header may give besides the service's own (SERVICE_ALLOWED_HOSTS, `allowed_hosts`; see server/browser-guard.ts). */
+  allowedHosts: string[]
+  /** Origins of other sites whose pages may call the service (SERVICE_ALLOWED_ORIGINS, `allowed_origins`). */
+  allowedOrigins: string[]
 }
 
 export const DEFAULT_PORT = 9997
@@ -40,6 +44,12 @@ export const DEFAULT_MAX_REGISTRATIONS_PER_USER = 200
 export const MAX_REGISTRATIONS_SETTING = 'SERVICE_MAX_REGISTRATIONS_PER_USER'
 const CONFIG_FILES = ['service.config.json', '.servicerc', '.servicerc.json', '.servicerc.yaml', '.servicerc.yml', 'service.config.js', 'service.config.mjs']
 export const DEFAULT_HOST = '127.0.0.1'
+export const ALLOWED_HOSTS_ENV = 'SERVICE_ALLOWED_HOSTS'
+export const ALLOWED_ORIGINS_ENV = 'SERVICE_ALLOWED_ORIGINS'
+
+/** A comma-separated setting (an environment variable, a flag, or a config file's string) as its entries; a config file's list as it is. */
+export const settingList = (value: unknown): string[] =>
+  (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((entry) => entry.trim()).filter(Boolean)
 
 export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.SERVICE_HOME || join(homedir(), '.service'))
@@ -62,7 +72,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_model_dirs' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   const modelSource = String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface')
@@ -74,9 +84,11 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
       `${env.SERVICE_MODEL_SRC === undefined ? `model_src in ${found?.filepath}` : 'SERVICE_MODEL_SRC'} is "${modelSource}", which is not a model hub; use one of: ${HUB_NAMES.join(', ')}.`,
     )
   return {
+    allowedHosts: settingList(env[ALLOWED_HOSTS_ENV] ?? file.allowed_hosts),
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
-    allowedPipSources: commaList(env[ALLOWED_PIP_SOURCES_SETTING] ?? file.allowed_pip_sources),
-    allowedPythonModules: commaList(env[ALLOWED_PYTHON_MODULES_SETTING] ?? file.allowed_python_modules),
+    allowedOrigins: settingList(env[ALLOWED_ORIGINS_ENV] ?? file.allowed_origins),
+    allowedPipSources: settingList(env[ALLOWED_PIP_SOURCES_SETTING] ?? file.allowed_pip_sources),
+    allowedPythonModules: settingList(env[ALLOWED_PYTHON_MODULES_SETTING] ?? file.allowed_python_modules),
     home,
     host: String(file.host ?? DEFAULT_HOST),
     logFormat: format === 'json' ? 'json' : 'text',
@@ -99,8 +111,6 @@ function allowedModelDirs(env: NodeJS.ProcessEnv, fromFile: unknown, fileFolder:
   return listed.filter(Boolean).map((folder) => resolve(fileFolder, folder))
 }
 
-/** A comma-separated string (environment) or a list (config file); URLs and module names hold no commas. */
-const commaList = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((item) => item.trim()).filter(Boolean)
 
 /** A quota that is not a whole number of at least 0 would be read as none, so it stops the service instead. */
 function registrationQuota(value: unknown): number {

@@ -1,7 +1,8 @@
 /**
  * `createApp` composes the Koa application from the kernel's routes (core and plugin alike); it never
- * listens. Order: request id → error boundary → request logging and version header → access control for requests no
- * route takes → routes (each guarded by its permission first) → method checks → 404.
+ * listens. Order: request id → error boundary → request logging and version header → what browsers may do (Host,
+ * Origin, CORS, security headers) → access control for requests no route takes → routes (each guarded by its
+ * permission first) → method checks → 404.
  */
 import {createRequire} from 'node:module'
 import {Readable} from 'node:stream'
@@ -20,6 +21,7 @@ import {SERVICE_AUTHORITY} from '../kernel/reach.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {formatBytes} from '../util/format.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
+import {browserGuard, type BrowserPolicy} from './browser-guard.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {answerCheck, failsUndeclaredAnswers} from './produces.js'
 import {checkQuery} from './query.js'
@@ -61,6 +63,8 @@ export interface AppOptions {
   uploadDir?: string
   /** Serve the web interface at /ui and redirect `/` to it (service-local and the supervisor; workers do not). */
   webUi?: boolean
+  /** Who may call from a browser (browser-guard.ts); without it, the service's own origin at loopback names and IP addresses only. */
+  browsers?: BrowserPolicy
   /** Fail a route's answer of a media type it does not declare, rather than log it (see produces.ts); by SERVICE_UNDECLARED_ANSWERS unless given. */
   failUndeclaredAnswers?: boolean
 }
@@ -89,15 +93,24 @@ function bodyError(error: unknown): ServiceError | undefined {
   return undefined
 }
 
+/** The media types a JSON route reads: JSON itself and its `+json` kinds. */
+const JSON_TYPES = ['application/json', '+json']
+
 /**
- * JSON routes read the body as JSON whatever Content-Type says: `curl -d '{…}'` sends form encoding by
- * default, and answering that with "model is required" would send the person looking in the wrong place.
- * Routes that also accept form encoding (the OAuth2 token request) read a body that says so as a form.
+ * A JSON route takes a body only of a JSON type, as FastAPI does since its CSRF fix: a web page can send any site
+ * a body of `text/plain` or a form without asking the browser first, but not one of `application/json`. Routes
+ * that also accept form encoding (the OAuth2 token request) take a form too; browser-guard.ts checks its Origin.
  */
-const treatBodyAsJson =
+const requireJsonBody =
   (acceptsForm: boolean): Koa.Middleware =>
   async (ctx, next) => {
-    if (!ctx.is('json') && !(acceptsForm && ctx.is('urlencoded')) && ctx.request.length !== 0) ctx.request.headers['content-type'] = 'application/json'
+    const accepted = acceptsForm ? [...JSON_TYPES, 'application/x-www-form-urlencoded'] : JSON_TYPES
+    // `is` answers null for a request without a body, which any route may send.
+    if (ctx.request.length !== 0 && ctx.is(accepted) === false) {
+      const sent = ctx.get('content-type') ? `Content-Type ${JSON.stringify(ctx.get('content-type').slice(0, 100))}` : 'no Content-Type'
+      throw new ServiceError(415, 'unsupported', `${ctx.method} ${ctx.path} takes a JSON body, and this one has ${sent}: send it with Content-Type: application/json${acceptsForm ? ' (or application/x-www-form-urlencoded)' : ''}.`)
+    }
+
     await next()
   }
 
@@ -114,7 +127,7 @@ const parseBody =
     let parser = bodyParsers.get(kind)
     if (!parser) {
       parser = import('koa-body').then(({koaBody}) =>
-        koaBody({encoding: 'utf-8', formLimit: limit, json: true, jsonLimit: limit, jsonStrict: false, multipart: false, text: false, urlencoded: acceptsForm}),
+        koaBody({encoding: 'utf-8', formLimit: limit, json: true, jsonLimit: limit, jsonStrict: false, jsonTypes: JSON_TYPES, multipart: false, text: false, urlencoded: acceptsForm}),
       )
       bodyParsers.set(kind, parser)
     }
@@ -175,6 +188,7 @@ export function createApp(options: AppOptions): Koa {
     }
   })
   app.use(reportRequests(events))
+  app.use(browserGuard(options.browsers ?? {allowedHosts: [], allowedOrigins: [], listenHost: 'localhost'}))
 
   app.use(async (ctx, next) => {
     if (shutdown?.aborted) {
@@ -257,7 +271,7 @@ export function createApp(options: AppOptions): Koa {
     const chain: Koa.Middleware[] = [
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [treatBodyAsJson(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

@@ -17,6 +17,14 @@ export const WEB_UI_PATH = '/ui'
 /** Vite names every asset with a hash of its content: a changed file gets a new name, so a cached one never goes stale. */
 const HASHED_ASSETS = `${WEB_UI_PATH}/assets/`
 const YEAR_MS = 365 * 24 * 3600 * 1000
+/**
+ * The app's scripts, styles and fonts are its own files; images and sounds may also be ones it made in the page
+ * (generated images as data: URLs, recordings and speech as blob: URLs); it calls only its own origin, and no
+ * other site may frame it. A model's reply rendered as Markdown therefore cannot load anything from elsewhere.
+ */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
 /** The service's root, and /v1/ui for whoever appends /ui to the address an OpenAI client is given. */
 const REDIRECTED = new Set(['/', WEB_UI_PATH, '/v1/ui'])
 
@@ -46,6 +54,7 @@ export function serveWebUi(root = WEB_UI_ROOT): Koa.Middleware {
       return
     }
 
+    ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY)
     await compressed(ctx, async () => {
       const file = ctx.path.slice(WEB_UI_PATH.length)
       if (ctx.path.startsWith(HASHED_ASSETS)) {

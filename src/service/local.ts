@@ -153,7 +153,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version, webUi: true})
+  const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
+  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

@@ -74,7 +74,8 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     definition,
     plugin: 'core',
   }))
-  const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
+  const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
+  const app = createApp({browsers, clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)

@@ -105,7 +105,7 @@ const register = async ({api}) => {
     routes: [inferRoute(api)],
     // The reference engine and its demo model; delete both once a real engine plugin serves this type.
     //   servicectl launch --model-name __SLUG__-demo
-    //   curl -d '{"model": "__SLUG__-demo", "input": "hello world"}' http://127.0.0.1:9997/v1/__SLUG__/infer
+    //   curl -H 'Content-Type: application/json' -d '{"model": "__SLUG__-demo", "input": "hello world"}' http://127.0.0.1:9997/v1/__SLUG__/infer
     engines: [
       {
         name: '__SLUG__-reference',

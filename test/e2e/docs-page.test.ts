@@ -57,6 +57,11 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
     )
     expect(loaded.filter((url) => !url.startsWith('data:') && /^(?:[a-z][\w+.-]*:|\/\/)/i.test(url)), 'addresses on another host').to.deep.equal([])
     expect(html).to.contain('SwaggerUIBundle(')
+    // Its own inline script and styles run by their hashes, nothing else does, and no other site may frame it.
+    const policy = response.headers.get('content-security-policy')!
+    expect(policy).to.match(/^default-src 'none'; script-src 'sha256-[\w+/=]+' 'sha256-[\w+/=]+'; style-src 'sha256-[\w+/=]+';/)
+    expect(policy).to.contain("frame-ancestors 'none'").and.to.contain("connect-src 'self'")
+    expect(response.headers.get('x-frame-options')).to.equal('DENY')
   })
 
   it('renders every operation with no console error and no request off the service, and "Try it out" lists the models', async function () {
@@ -89,9 +94,13 @@ describe('/docs: the interactive API reference, offline, in headless Chromium', 
       await bearer.getByRole('button', {name: 'Apply credentials'}).click()
       await page.locator('.modal-ux .btn-done').first().click()
       expect((await tryListingModels(page)).status).to.equal('200')
+      // Kept in localStorage, the key would outlast the page for whoever uses the browser next.
+      expect(await page.evaluate(() => Object.keys(localStorage)), 'nothing kept in localStorage').to.deep.equal([])
+      await page.reload()
+      await page.locator('.opblock').first().waitFor()
+      expect((await tryListingModels(page)).status, 'after a reload the key is gone').to.equal('401')
 
       await page.locator('button.authorize').first().click()
-      await bearer.getByRole('button', {name: 'Remove authorization'}).click()
       await page.locator('#oauth_username').fill('root')
       await page.locator('#oauth_password').fill(passwordOf('root'))
       const login = page.waitForResponse((response) => response.url().endsWith('/token'))

@@ -56,6 +56,8 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
   }
 
   const FULL = {
+    allowedHosts: ['models.internal.example'],
+    allowedOrigins: ['https://chat.example.com'],
     auth: {config: '{"auth_config": {}}'},
     clusterToken: {value: 's3cret'},
     env: {SERVICE_MODEL_SRC: 'modelscope'},
@@ -90,6 +92,12 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
     expect(supervisor.containers[0].livenessProbe.httpGet).to.deep.equal({path: '/health', port: 'http'})
     expect(supervisor.securityContext.runAsNonRoot).to.equal(true)
     expect(supervisor.volumes[0].persistentVolumeClaim.claimName).to.equal('demo-service-toolkit-supervisor')
+    // Workers and clients in the cluster call the supervisor by its Service's name, which its Host check must take.
+    const variable = (env: Array<{name: string; value?: string}>, name: string) => env.find((entry) => entry.name === name)?.value
+    expect(variable(supervisor.containers[0].env, 'SERVICE_ALLOWED_HOSTS')).to.equal(
+      'demo-service-toolkit,demo-service-toolkit.models,demo-service-toolkit.models.svc,demo-service-toolkit.models.svc.cluster.local',
+    )
+    expect(variable(supervisor.containers[0].env, 'SERVICE_ALLOWED_ORIGINS')).to.equal(undefined)
 
     const worker = find(objects, 'StatefulSet', 'demo-service-toolkit-worker').spec
     const container = worker.template.spec.containers[0]
@@ -127,6 +135,9 @@ describe('Helm chart: rendered offline by Helm and validated against the Kuberne
 
     const ingress = find(objects, 'Ingress', 'demo-service-toolkit').spec
     expect(ingress.rules[0].host).to.equal('models.example.com')
+    const setting = (name: string) => supervisor.containers[0].env.find((variable: {name: string}) => variable.name === name).value.split(',')
+    expect(setting('SERVICE_ALLOWED_HOSTS').slice(4), 'after the Service\'s names, the Ingress host and the chart value').to.deep.equal(['models.example.com', 'models.internal.example'])
+    expect(setting('SERVICE_ALLOWED_ORIGINS')).to.deep.equal(['https://chat.example.com'])
     expect(ingress.rules[0].http.paths[0].backend.service).to.deep.equal({name: 'demo-service-toolkit', port: {name: 'http'}})
   })
 

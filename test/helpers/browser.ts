@@ -52,9 +52,19 @@ export interface BrowserOptions {
   args?: string[]
   /** Paths whose requests the test makes fail on purpose: Chromium logs each failure as a console error. */
   failingPaths?: string[]
+  /** Console errors the test provokes on purpose (the page's Content-Security-Policy refusing what a hostile reply carries). */
+  expectedConsoleErrors?: RegExp[]
+  /**
+   * false leaves the browser's requests alone, unchecked: while Playwright intercepts requests it answers CORS
+   * preflights itself, so a test of the service's answers to them must go without.
+   */
+  interceptRequests?: boolean
 }
 
-export async function openBrowser(serviceUrl: string, {args = [], expectedStatuses = [], failingPaths = [], viewport = {height: 800, width: 1280}}: BrowserOptions = {}): Promise<BrowserSession> {
+export async function openBrowser(
+  serviceUrl: string,
+  {args = [], expectedConsoleErrors = [], expectedStatuses = [], failingPaths = [], interceptRequests = true, viewport = {height: 800, width: 1280}}: BrowserOptions = {},
+): Promise<BrowserSession> {
   await ensureChromium()
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'))
   const context = await chromium.launchPersistentContext(profile, {args: [...FLAGS, ...args], executablePath: CHROMIUM, headless: true, viewport})
@@ -62,16 +72,18 @@ export async function openBrowser(serviceUrl: string, {args = [], expectedStatus
   const problems: string[] = []
   const expected = new RegExp(`^Failed to load resource: the server responded with a status of (${expectedStatuses.join('|') || 'none'}) `)
 
-  await context.route('**/*', (route) => {
-    const url = route.request().url()
-    if (url.startsWith(`${origin}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue()
-    problems.push(`request to another host: ${url}`)
-    return route.abort('blockedbyclient')
-  })
+  if (interceptRequests)
+    await context.route('**/*', (route) => {
+      const url = route.request().url()
+      if (url.startsWith(`${origin}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue()
+      problems.push(`request to another host: ${url}`)
+      return route.abort('blockedbyclient')
+    })
   const page = context.pages()[0] ?? (await context.newPage())
   page.on('console', (message) => {
     const provoked = message.text().startsWith('Failed to load resource: net::') && failingPaths.some((path) => message.location().url === `${origin}${path}`)
-    if (message.type() === 'error' && !expected.test(message.text()) && !provoked) problems.push(`console error: ${message.text()} (${message.location().url})`)
+    const wanted = expected.test(message.text()) || expectedConsoleErrors.some((pattern) => pattern.test(message.text()))
+    if (message.type() === 'error' && !wanted && !provoked) problems.push(`console error: ${message.text()} (${message.location().url})`)
   })
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.stack ?? error.message}`))
 

@@ -10,7 +10,9 @@ describe('settings', () => {
     const home = await temporaryDirectory()
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
     expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({
+      allowedHosts: [],
       allowedModelDirs: [],
+      allowedOrigins: [],
       allowedPipSources: [],
       allowedPythonModules: [],
       home,
@@ -47,6 +49,13 @@ describe('settings', () => {
     expect(await loadSettings({SERVICE_HOME: home})).to.include({logFormat: 'json'})
     expect(await loadSettings({SERVICE_HOME: home, SERVICE_LOG_FORMAT: 'text'})).to.include({logFormat: 'text'})
     expect(await loadSettings({SERVICE_HOME: await temporaryDirectory(), SERVICE_LOG_FORMAT: 'JSON'})).to.include({logFormat: 'json'})
+  })
+
+  it('reads the hosts and origins browsers may use: comma-separated in the environment, a list or a string in the config file', async () => {
+    const home = await temporaryDirectory()
+    await writeFile(`${home}/service.config.json`, JSON.stringify({allowed_hosts: ['service-toolkit', '*.svc'], allowed_origins: 'https://a.example, https://b.example'}))
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.include({allowedHosts: ['service-toolkit', '*.svc'], allowedOrigins: ['https://a.example', 'https://b.example']})
+    expect(await loadSettings({SERVICE_ALLOWED_HOSTS: 'proxy.example,, *', SERVICE_ALLOWED_ORIGINS: '', SERVICE_HOME: home})).to.deep.include({allowedHosts: ['proxy.example', '*'], allowedOrigins: []})
   })
 
   it('restores models unless SERVICE_RESTORE_MODELS or restore_models in the config file turns it off, the environment winning', async () => {

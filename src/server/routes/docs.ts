@@ -7,6 +7,7 @@
 import type {RouteDefinition} from '../../kernel/contracts.js'
 import type {openApiDocument} from '../openapi.js'
 
+import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
@@ -42,18 +43,30 @@ function operationList(document: OpenApiDocument): string {
 
 /**
  * Swagger UI's own settings: the document from this service (relative, so a path prefix of a proxy still works), no
- * validator badge (it would call validator.swagger.io), and credentials kept across reloads once authorized.
+ * validator badge (it would call validator.swagger.io), and credentials forgotten with the page: kept, they would
+ * sit in localStorage, where any script of this origin, and anyone at the browser after the reader, finds them.
  */
-const SETTINGS = {deepLinking: true, displayOperationId: true, dom_id: '#swagger-ui', persistAuthorization: true, url: 'openapi.json', validatorUrl: null}
+const SETTINGS = {deepLinking: true, displayOperationId: true, dom_id: '#swagger-ui', persistAuthorization: false, url: 'openapi.json', validatorUrl: null}
+const START = `window.ui = SwaggerUIBundle(${JSON.stringify(SETTINGS)})`
 
-export async function docsPage(document: OpenApiDocument): Promise<string> {
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`
+
+/**
+ * The page runs its own two scripts and style sheet, named by their hashes, and nothing else: no script a
+ * document's description could slip in, no other host, and no other site's frame around it.
+ */
+const contentSecurityPolicy = (script: string, styles: string) =>
+  `default-src 'none'; script-src ${sha256(script)} ${sha256(START)}; style-src ${sha256(styles)}; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
+
+export async function docsPage(document: OpenApiDocument): Promise<{html: string; contentSecurityPolicy: string}> {
   const [script, styles] = await Promise.all([swaggerUiFile('swagger-ui-bundle.js'), swaggerUiFile('swagger-ui.css')])
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(document.info.title)} ${escape(document.info.version)}</title><link rel="icon" href="data:,"><style>${styles}</style></head>
 <body><div id="swagger-ui"></div>
 <noscript><h1>${escape(document.info.title)} ${escape(document.info.version)}</h1><p>Machine-readable: <a href="openapi.json">/openapi.json</a>.</p><ul>${operationList(document)}</ul></noscript>
 <script>${script}</script>
-<script>window.ui = SwaggerUIBundle(${JSON.stringify(SETTINGS)})</script></body></html>`
+<script>${START}</script></body></html>`
+  return {contentSecurityPolicy: contentSecurityPolicy(script, styles), html}
 }
 
 export function docsRoutes(document: () => OpenApiDocument): RouteDefinition[] {
@@ -77,7 +90,8 @@ export function docsRoutes(document: () => OpenApiDocument): RouteDefinition[] {
     },
     {
       async handler() {
-        return {body: await docsPage(document()), headers: {'Content-Type': 'text/html; charset=utf-8'}, kind: 'json'}
+        const {contentSecurityPolicy, html} = await docsPage(document())
+        return {body: html, headers: {'Content-Security-Policy': contentSecurityPolicy, 'Content-Type': 'text/html; charset=utf-8'}, kind: 'json'}
       },
       method: 'GET',
       path: '/docs',

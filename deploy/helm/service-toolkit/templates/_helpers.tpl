@@ -57,6 +57,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
+{{/*
+The names the supervisor answers to in the Host header besides IP addresses and loopback names (see the README's
+Access control): its Service's names inside the cluster, the Ingress host, and the chart's `allowedHosts`.
+*/}}
+{{- define "service-toolkit.allowedHosts" -}}
+{{- $fullname := include "service-toolkit.fullname" . -}}
+{{- $names := list $fullname (printf "%s.%s" $fullname .Release.Namespace) (printf "%s.%s.svc" $fullname .Release.Namespace) (printf "%s.%s.svc.%s" $fullname .Release.Namespace .Values.clusterDomain) -}}
+{{- if and .Values.ingress.enabled .Values.ingress.host }}{{ $names = append $names .Values.ingress.host }}{{ end -}}
+{{- concat $names .Values.allowedHosts | join "," -}}
+{{- end -}}
+
 {{- define "service-toolkit.volumeClaimSpec" -}}
 accessModes: {{ toJson .accessModes }}
 {{- if .storageClass }}
