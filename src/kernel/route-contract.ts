@@ -67,7 +67,8 @@ export type RouteResult =
    */
   | {kind: 'bytes'; contentType: string; body: AsyncIterable<Uint8Array>}
 
-export type ErrorStyle = 'openai' | 'anthropic'
+/** The error body a route's clients read: OpenAI's envelope, Anthropic's, or Ollama's `{"error": "…"}`. */
+export type ErrorStyle = 'openai' | 'anthropic' | 'ollama'
 
 export interface QueryParameter {
   description: string

@@ -24,3 +24,5 @@ export const anthropicErrorSchema = s.object(
   },
   {description: "Anthropic's error shape, under /anthropic.", title: 'AnthropicErrorResponse'},
 )
+
+export const ollamaErrorSchema = s.object({error: s.string()}, {description: "Ollama's error shape, under /api/.", title: 'OllamaErrorResponse'})

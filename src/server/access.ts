@@ -18,6 +18,8 @@ import {type Authority, NO_AUTHORITY} from '../kernel/reach.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
 export const ANTHROPIC_PREFIX = '/anthropic'
+/** Routes under this prefix speak Ollama's API, whose errors are `{"error": "…"}`. */
+export const OLLAMA_PREFIX = '/api/'
 
 interface AccessState {
   caller?: Promise<Caller>

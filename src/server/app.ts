@@ -20,7 +20,7 @@ import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
 import {SERVICE_AUTHORITY} from '../kernel/reach.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 import {formatBytes} from '../util/format.js'
-import {accessGuards, ANTHROPIC_PREFIX, clusterGuard} from './access.js'
+import {accessGuards, ANTHROPIC_PREFIX, clusterGuard, OLLAMA_PREFIX} from './access.js'
 import {browserGuard, type BrowserPolicy} from './browser-guard.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {answerCheck, failsUndeclaredAnswers} from './produces.js'
@@ -69,7 +69,9 @@ export interface AppOptions {
   failUndeclaredAnswers?: boolean
 }
 
-const errorBody = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? toAnthropicErrorBody(error) : toOpenAiErrorBody(error))
+/** Ollama's clients read `error` as the message itself. */
+const errorBody = (style: ErrorStyle, error: ServiceErrorShape) =>
+  style === 'anthropic' ? toAnthropicErrorBody(error) : style === 'ollama' ? {error: error.message} : toOpenAiErrorBody(error)
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
@@ -157,7 +159,7 @@ const CLIENT_GONE = new Set(['ECONNABORTED', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_
 export function createApp(options: AppOptions): Koa {
   const {access, clusterToken, log, models, routes, shutdown, uploadDir, version} = options
   const app = new Koa()
-  const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')
+  const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : path.startsWith(OLLAMA_PREFIX) ? 'ollama' : 'openai')
   const guards = access ? accessGuards(access) : undefined
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)

@@ -7,8 +7,8 @@ import type {JsonSchema} from '../kernel/schema.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 
 import {CLUSTER, PUBLIC, requiredPermission} from '../kernel/permissions.js'
-import {anthropicErrorSchema, openAiErrorSchema} from '../protocol/errors.js'
-import {ANTHROPIC_PREFIX} from './access.js'
+import {anthropicErrorSchema, ollamaErrorSchema, openAiErrorSchema} from '../protocol/errors.js'
+import {ANTHROPIC_PREFIX, OLLAMA_PREFIX} from './access.js'
 import {multipartSchema} from './multipart.js'
 
 type Routes = Array<{definition: RouteDefinition; plugin: string}>
@@ -37,7 +37,9 @@ const SECURITY_SCHEMES = {
 
 const openApiPath = (path: string) => path.replaceAll(/:(\w+)/g, '{$1}')
 const bodyTypes = (definition: RouteDefinition) => (definition.acceptsForm ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json'])
-const isAnthropic = (definition: RouteDefinition) => (definition.errorStyle ?? (definition.path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : 'openai')) === 'anthropic'
+const styleOf = (definition: RouteDefinition) => definition.errorStyle ?? (definition.path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : definition.path.startsWith(OLLAMA_PREFIX) ? 'ollama' : 'openai')
+const isAnthropic = (definition: RouteDefinition) => styleOf(definition) === 'anthropic'
+const ERROR_RESPONSES = {anthropic: '#/components/responses/AnthropicError', ollama: '#/components/responses/OllamaError', openai: '#/components/responses/Error'}
 
 /** `GET /v1/models/:model_uid/progress` → `getV1ModelsByModelUidProgress`: unique, stable, and readable as a method name. */
 function operationId(definition: RouteDefinition): string {
@@ -91,7 +93,7 @@ function operation(definition: RouteDefinition, plugin: string) {
     requestBody: requestBody(definition),
     responses: {
       200: success(definition),
-      default: {$ref: isAnthropic(definition) ? '#/components/responses/AnthropicError' : '#/components/responses/Error'},
+      default: {$ref: ERROR_RESPONSES[styleOf(definition)]},
     },
     security: security(definition),
     summary: definition.summary,
@@ -112,6 +114,7 @@ export function openApiDocument(routes: Routes, version: string) {
   const responses = {
     AnthropicError: errorResponse('An error in Anthropic\'s shape: {type: "error", error: {type, message}}.', anthropicErrorSchema.json),
     Error: errorResponse('An error in the OpenAI envelope: {error: {message, type, param, code}}.', openAiErrorSchema.json),
+    OllamaError: errorResponse('An error in Ollama\'s shape: {error: message}.', ollamaErrorSchema.json),
   }
   const tags = [...new Set(routes.map(({definition, plugin}) => definition.tag ?? plugin))].map((name) => ({name}))
   return {

@@ -27,6 +27,7 @@ import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {coreRoutes} from '../server/routes/core.js'
+import {ollamaRoutes} from '../server/routes/ollama.js'
 import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {engineModelRoutes} from '../server/routes/engine-models.js'
 import {eventRoutes} from '../server/routes/events.js'
@@ -148,6 +149,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
+    ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
     ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]

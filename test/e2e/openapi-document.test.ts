@@ -186,6 +186,19 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(400, 'POST', '/anthropic/v1/messages', {body: {...message, max_tokens: 0}})
   })
 
+  it("answers Ollama's routes as documented, streamed (NDJSON) and whole, and errors in Ollama's shape", async () => {
+    for (const path of ['/api/version', '/api/tags', '/api/ps']) await ok('GET', path)
+    await ok('POST', '/api/show', {body: {model: LLM}})
+    const chat = {messages: [{content: 'Hello!', role: 'user'}], model: LLM, options: {num_predict: 4}}
+    await ok('POST', '/api/chat', {body: {...chat, stream: false}})
+    await ok('POST', '/api/chat', {body: chat})
+    await ok('POST', '/api/generate', {body: {model: LLM, options: {num_predict: 4}, prompt: 'Once', stream: false}})
+    await ok('POST', '/api/generate', {body: {model: LLM, options: {num_predict: 4}, prompt: 'Once'}})
+    await ok('POST', '/api/embed', {body: {input: ['a', 'b'], model: 'tiny-random-embedding'}})
+    await ok('POST', '/api/embeddings', {body: {model: 'tiny-random-embedding', prompt: 'a'}})
+    expect((await refused(404, 'POST', '/api/show', {body: {model: 'ghost'}})).body).to.have.all.keys('error')
+  })
+
   it('answers the cache routes and terminations as documented', async () => {
     await ok('GET', '/v1/cache/models')
     await ok('GET', '/v1/cache/models', {query: {model_name: LLM}})
@@ -263,7 +276,7 @@ ${lines.join('\n')}
     const error = local.document.components.responses.Error.content!['application/json'].schema as {required: string[]; properties: {error: {required: string[]}}}
     expect(error.required).to.include.members(openAiRequired('ErrorResponse'))
     expect(error.properties.error.required).to.include.members(openAiRequired('Error'))
-    for (const [key, body] of local.errors) if (!key.includes(' /anthropic/')) assertOpenAiSchema('ErrorResponse', body)
+    for (const [key, body] of local.errors) if (!key.includes(' /anthropic/') && !key.includes(' /api/')) assertOpenAiSchema('ErrorResponse', body)
   })
 
   it('has called every route of every document, with an answer that matched', () => {

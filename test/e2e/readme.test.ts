@@ -47,7 +47,7 @@ describe('README examples', () => {
     return result.stdout
   }
 
-  it('runs the quickstart (tiny-random-llm, made on first launch), the client, Anthropic, tools, custom-model and embedding examples as written', async () => {
+  it('runs the quickstart (tiny-random-llm, made on first launch), the client, Anthropic, tools, Ollama, custom-model and embedding examples as written', async () => {
     const quickstart = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('quickstart')], {cwd: directory, env, reject: false})
     expect(quickstart.exitCode, quickstart.stderr).to.equal(0)
     expect(quickstart.stdout).to.contain('Model uid: tiny-random-llm')
@@ -58,6 +58,7 @@ describe('README examples', () => {
     expect((await runNode('openai-client')).length).to.be.greaterThan(0)
     expect(await runNode('anthropic-client')).to.match(/^[\s\S]+\nmax_tokens 32\n\d+$/)
     expect(await runNode('tools')).to.match(/^get_weather \{ city: (['"`]).*\1 \}\n\{ name: (['"`]).*\2, indoor: (true|false) \}$/)
+    expect(await runNode('ollama-client')).to.match(/^\[ 'tiny-random-llm' \]\n[\s\S]* 16$/)
 
     const model = join(directory, 'model.gguf')
     await writeRandomLlamaGguf(model)

@@ -3,6 +3,7 @@ import type {KernelApi, ModelFamily, RegisterHook} from 'service-toolkit'
 import {readFile} from 'node:fs/promises'
 
 import {embeddingsRoute} from './embeddings.js'
+import {ollamaEmbeddingRoutes} from './ollama.js'
 
 const positiveInteger = (value: unknown) => Number.isInteger(value) && (value as number) > 0
 
@@ -32,7 +33,7 @@ const register: RegisterHook = async ({api}) => {
         validateFamily: (family) => validateFamily(api, family),
       },
     ],
-    routes: [embeddingsRoute(api)],
+    routes: [embeddingsRoute(api), ...ollamaEmbeddingRoutes(api)],
   }
 }
 

@@ -5,6 +5,7 @@ import {readFile} from 'node:fs/promises'
 import {anthropicRoutes} from './anthropic.js'
 import {chatRoute} from './chat.js'
 import {completionsRoute} from './completions.js'
+import {ollamaRoutes} from './ollama.js'
 
 const register: RegisterHook = async ({api}) => {
   const families = JSON.parse(await readFile(new URL('../catalogue/llm-families.json', import.meta.url), 'utf8')) as ModelFamily[]
@@ -33,7 +34,7 @@ const register: RegisterHook = async ({api}) => {
         },
       },
     ],
-    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api)],
+    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api), ...ollamaRoutes(api)],
   }
 }
 
