@@ -32,7 +32,7 @@ function chatSchema(s: KernelApi['schema']) {
     function: s.object({
       description: s.optional(s.string()),
       name: s.string({pattern: TOOL_NAME}),
-      parameters: s.optional(s.record(s.unknown(), {description: 'JSON Schema of the arguments.'})),
+      parameters: s.optional(s.jsonSchema({description: 'JSON Schema of the arguments.'})),
       strict: s.optional(s.nullable(s.boolean())),
     }),
     type: s.literal('function'),
@@ -46,7 +46,7 @@ function chatSchema(s: KernelApi['schema']) {
       s.object({
         description: s.optional(s.string()),
         name: s.string({pattern: TOOL_NAME}),
-        schema: s.optional(s.record(s.unknown())),
+        schema: s.optional(s.jsonSchema()),
         strict: s.optional(s.nullable(s.boolean())),
       }),
     ),
