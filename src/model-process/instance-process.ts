@@ -15,6 +15,7 @@ import type {FromInstance, ToInstance} from './messages.js'
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
 import {type LogFile, openPrivateLogFile} from '../util/logger.js'
+import {checkChannelNesting} from './messages.js'
 import {outputLog, ownLines} from './output-log.js'
 
 export interface SpawnedProcess {
@@ -171,6 +172,7 @@ export class InstanceProcess {
   /** One operation as a stream of events; aborting the signal aborts the work in the model process. */
   async *invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncGenerator<unknown> {
     if (this.state !== 'ready') throw this.notServing()
+    checkChannelNesting(payload, 'the request', 400)
     const id = this.nextId++
     const queue: unknown[] = []
     let finished = false
