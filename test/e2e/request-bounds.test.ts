@@ -96,4 +96,26 @@ describe('request bounds on a llama.cpp model (service-local, openai and @anthro
     expect(described).to.include({status: 'ready'})
     expect(described.restarts ?? 0).to.equal(0)
   })
+
+  it('checks the model of an upload route before reading its files: pictures that are not pictures still get the 404 or 400 on `model`', async () => {
+    const garbage = () => new Blob([Buffer.alloc(64 * 1024, 7)], {type: 'image/png'})
+    const routes: Array<[path: string, files: string[]]> = [
+      ['/v1/images/edits', ['image', 'mask']],
+      ['/v1/images/variations', ['image']],
+      ['/v1/images/inpainting', ['image', 'mask_image']],
+      ['/v1/images/ocr', ['image']],
+      ['/v1/video/generations/image', ['image']],
+      ['/v1/video/generations/flf', ['first_frame', 'last_frame']],
+    ]
+    for (const [path, files] of routes)
+      for (const [model, status] of [['no-such-model', 404], [MODEL, 400]] as const) {
+        const form = new FormData()
+        form.append('model', model)
+        if (!path.endsWith('/ocr')) form.append('prompt', 'a cat')
+        for (const field of files) form.append(field, garbage(), `${field}.png`)
+        const response = await fetch(`${service.url}${path}`, {body: form, method: 'POST'})
+        const {error} = (await response.json()) as {error: {param: string; message: string}}
+        expect([response.status, error.param], `${path} with ${model}: ${error.message}`).to.deep.equal([status, 'model'])
+      }
+  })
 })
