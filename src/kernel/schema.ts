@@ -153,8 +153,8 @@ export function nestedPast(value: unknown, limit: number, path = ''): string | u
   return undefined
 }
 
-/** Refuses a free-form value nested past MAX_NESTING, naming where it does. */
-function checkNesting(value: unknown, path: string): void {
+/** Refuses a free-form value nested past MAX_NESTING, naming where it does; for values a route parses itself (JSON text). */
+export function checkNesting(value: unknown, path: string): void {
   const deep = nestedPast(value, MAX_NESTING, path)
   if (deep === undefined) return
   const where = deep.length > 120 ? `${deep.slice(0, 120)}…` : deep

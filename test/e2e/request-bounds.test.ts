@@ -63,6 +63,17 @@ describe('request bounds on a llama.cpp model (service-local, openai and @anthro
       expect(input.message).to.include('`tools[0].input_schema` nests objects and arrays more than 64 levels deep')
     }
 
+    const history = chatBody({
+      messages: [
+        {content: 'Hi', role: 'user'},
+        {content: null, role: 'assistant', tool_calls: [{function: {arguments: '{"a":'.repeat(3000) + '1' + '}'.repeat(3000), name: 'deep'}, id: 'call_1', type: 'function'}]},
+        {content: 'done', role: 'tool', tool_call_id: 'call_1'},
+      ],
+    })
+    const calls = await callApi(service, 'POST', '/v1/chat/completions', history)
+    expect(calls.status, JSON.stringify(calls.body)).to.equal(400)
+    expect(calls.body.error.param).to.equal('messages[1].tool_calls[0].function.arguments')
+
     const bottomless = await callApi(service, 'POST', '/v1/chat/completions', `{"model":"${MODEL}","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"deep","parameters":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}}]}`)
     expect(bottomless.status, JSON.stringify(bottomless.body)).to.equal(400)
 
