@@ -5,6 +5,7 @@
  */
 import {expect} from 'chai'
 
+import {parseFamily} from '../../src/kernel/catalogue.js'
 import {MAX_SCHEMA_MINIMUM, MAX_SCHEMA_VALUES} from '../../src/kernel/json-schema-bounds.js'
 import * as s from '../../src/kernel/schema.js'
 
@@ -42,6 +43,12 @@ describe('schema bounds on free-form values', () => {
     const launch = s.object({model_uid: s.string()}, {unknownKeys: 'keep'})
     expect(refusal(() => launch.parse({model_uid: 'm', n_ctx: nestedJson(3000)}))).to.include({param: 'n_ctx', status: 400})
     expect(launch.parse({model_uid: 'm', n_ctx: {a: [1]}})).to.deep.equal({model_uid: 'm', n_ctx: {a: [1]}})
+  })
+
+  it('bounds JSON text parsed outside a schema too: a registration sent as a string', () => {
+    const error = refusal(() => parseFamily(`{"model_name":"m","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, '`model` is a string but', 'model'))
+    expect(error).to.include({param: 'model', status: 400})
+    expect(error.message).to.match(/^`model` nests objects and arrays more than 64 levels deep \(at `model\.x\[0\]/)
   })
 
   it('refuses a JSON Schema nested 3,000 deep, as a client sends it in a response format or a tool', () => {
