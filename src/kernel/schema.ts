@@ -265,13 +265,17 @@ export function nullable<T>(schema: Schema<T>): Schema<T | null> {
   return make({anyOf: [schema.json, {type: 'null'}]}, (value, path) => (value === null ? null : schema.parse(value, path)))
 }
 
-/** Tries each alternative in turn; the error names every accepted form rather than the last failure. */
+/**
+ * Tries each alternative in turn; the error names every accepted form rather than the last failure. A value nested too
+ * deeply is refused as that first, since every alternative would fail on it and the forms would not say why.
+ */
 export function union<const T extends readonly Schema<unknown>[]>(
   alternatives: T,
   expected: string,
   options: Common = {},
 ): Schema<Infer<T[number]>> {
   return make({anyOf: alternatives.map((a) => a.json), description: options.description}, (value, path) => {
+    checkNesting(value, path)
     for (const alternative of alternatives) {
       try {
         return alternative.parse(value, path) as Infer<T[number]>

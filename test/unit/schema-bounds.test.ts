@@ -39,6 +39,13 @@ describe('schema bounds on free-form values', () => {
     expect(refusal(() => body.parse({metadata: arrays}))).to.include({param: 'metadata', status: 400})
   })
 
+  it('says a value is too deep rather than that it is none of the forms a union takes', () => {
+    const kwargs = s.union([s.string(), s.record(s.unknown())], 'a JSON object, or its text')
+    const error = refusal(() => kwargs.parse(nestedJson(3000), 'kwargs'))
+    expect(error).to.include({param: 'kwargs', status: 400})
+    expect(error.message).to.include('more than 64 levels deep')
+  })
+
   it('bounds the fields an object keeps unchecked too', () => {
     const launch = s.object({model_uid: s.string()}, {unknownKeys: 'keep'})
     expect(refusal(() => launch.parse({model_uid: 'm', n_ctx: nestedJson(3000)}))).to.include({param: 'n_ctx', status: 400})
