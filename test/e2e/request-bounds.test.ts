@@ -100,9 +100,15 @@ describe('request bounds on a llama.cpp model (service-local, openai and @anthro
       expect(body.error.message).to.include(reason)
     }
 
-    const forced = await callApi(service, 'POST', '/v1/chat/completions', chatBody({tool_choice: 'required', tools: [{function: {name: 'many', parameters: {properties: {list: {items: {type: 'integer'}, minItems: 5000, type: 'array'}}, type: 'object'}}, type: 'function'}]}))
-    expect(forced.status, JSON.stringify(forced.body)).to.equal(400)
-    expect(forced.body.error.message).to.include('repeats a value more than about 2,000 times')
+    const many = {function: {name: 'many', parameters: {properties: {list: {items: {type: 'integer'}, minItems: 5000, type: 'array'}}, type: 'object'}}, type: 'function'}
+    for (const choice of ['required', 'auto']) {
+      // In auto mode the grammar would be compiled only once the model called the tool, mid-reply.
+      const called = await callApi(service, 'POST', '/v1/chat/completions', chatBody({tool_choice: choice, tools: [{function: {name: 'few', parameters: {type: 'object'}}, type: 'function'}, many]}))
+      expect(called.status, JSON.stringify(called.body)).to.equal(400)
+      expect(called.body.error.param).to.equal('tools[1].function.parameters')
+      expect(called.body.error.message).to.include('repeats a value more than about 2,000 times')
+    }
+
     const {body: described} = await callApi(service, 'GET', `/v1/models/${MODEL}`)
     expect(described).to.include({status: 'ready'})
     expect(described.restarts ?? 0).to.equal(0)

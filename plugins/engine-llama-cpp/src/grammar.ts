@@ -65,11 +65,27 @@ export async function jsonGrammar(llama: Llama, schema: GbnfJsonSchema, param: s
   return llama.createGrammar({grammar: boundJsonGrammar(gbnf)})
 }
 
+/** A count large enough that llama.cpp's grammar compiler may refuse it (see jsonGrammar). */
+const LARGE_COUNT = /"(?:min|max)(?:Items|Length)":\d{3,}/
+
+/**
+ * Compiles the grammar of each tool whose schema has a large count, so that one llama.cpp refuses is a 400 naming that
+ * tool's parameters. In `auto` mode node-llama-cpp would compile it only when the model calls the tool, mid-reply.
+ */
+async function checkToolGrammars(llama: Llama, tools: ToolDefinition[]): Promise<void> {
+  for (const [index, tool] of tools.entries()) {
+    if (!tool.parameters || !LARGE_COUNT.test(JSON.stringify(tool.parameters))) continue
+    const param = tool.param ?? `tools[${index}].parameters`
+    await jsonGrammar(llama, toGrammarSchema(tool.parameters, param), param)
+  }
+}
+
 /** The grammar a chat reply is held to, if any: a forced call to one of `plan.tools`, or the response format. */
 export async function chatGrammar(llama: Llama, request: ChatPayload, plan: {mode: 'none' | 'auto' | 'forced'; tools: ToolDefinition[]}): Promise<LlamaGrammar | undefined> {
   const format = request.responseFormat ?? {type: 'text'}
   if (format.type !== 'text' && plan.mode !== 'none')
     throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
+  if (plan.mode !== 'none') await checkToolGrammars(llama, plan.tools)
   if (plan.mode === 'forced') {
     const all = request.tools ?? []
     return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)), 'tools')
