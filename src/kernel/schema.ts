@@ -141,13 +141,23 @@ export const MAX_NESTING = 64
  * own stack: JSON.parse reads a body nested 100,000 deep, and a recursive check would overflow on it.
  */
 export function nestedPast(value: unknown, limit: number, path = ''): string | undefined {
-  const pending: Array<[value: unknown, path: string, depth: number]> = [[value, path, 0]]
+  if (typeof value !== 'object' || value === null) return undefined
+  // Only objects and arrays are walked into, so a long list of numbers or strings costs one pass over it.
+  const pending: Array<[value: object, path: string, depth: number]> = [[value, path, 0]]
   while (pending.length > 0) {
     const [current, at, depth] = pending.pop()!
-    if (typeof current !== 'object' || current === null) continue
     if (depth >= limit) return at
-    if (Array.isArray(current)) for (const [index, element] of current.entries()) pending.push([element, `${at}[${index}]`, depth + 1])
-    else for (const [key, element] of Object.entries(current)) pending.push([element, at ? `${at}.${key}` : key, depth + 1])
+    if (Array.isArray(current)) {
+      for (let index = 0; index < current.length; index++) {
+        const element: unknown = current[index]
+        if (typeof element === 'object' && element !== null) pending.push([element, `${at}[${index}]`, depth + 1])
+      }
+    } else {
+      for (const key in current) {
+        const element: unknown = (current as Record<string, unknown>)[key]
+        if (typeof element === 'object' && element !== null) pending.push([element, at ? `${at}.${key}` : key, depth + 1])
+      }
+    }
   }
 
   return undefined

@@ -212,7 +212,8 @@ export class ExternalProgram {
 
     const output = this.program?.outputTail() ?? []
     const ended = `model ${this.uid}'s program ${how}${state === 'loading' ? ' before it was ready' : ''}${recognisedCause(output)}`
-    this.failure ??= state === 'loading' ? new ServiceError(500, 'launch_failed', `${ended}; ${outputIsInLog(this.uid)}.`) : new ServiceError(503, 'model_crashed', `${ended}; ${outputIsInLog(this.uid)}.`)
+    const said = `${ended}; ${outputIsInLog(this.uid)}.`
+    this.failure ??= state === 'loading' ? new ServiceError(500, 'launch_failed', said) : new ServiceError(503, 'model_crashed', said)
     this.state = 'crashed'
     this.gone.abort(this.failure)
     if (state === 'ready') this.onCrash(this.failure, `${ended}; its last output: ${output.join(' | ')}.`)
