@@ -33,14 +33,11 @@ const PYTHON_EXCEPTIONS = new Set([
 /** How programs say their port was taken: Python (errno 98), Node, uvicorn, llama-server. */
 export const PORT_TAKEN = /address already in use|EADDRINUSE|errno 98|could ?n[o']t bind/i
 
-/** Failures of native code and of Python installers, recognised by a line of their output, each said in the service's words. */
+/** Failures of native code, recognised by a line of their output, each said in the service's words. */
 const NATIVE_CAUSES: Array<[pattern: RegExp, cause: string]> = [
   [/GGML_ASSERT/, 'a llama.cpp assertion failed'],
   [/out of memory|cudaErrorMemoryAllocation|std::bad_alloc|failed to allocate/i, 'it ran out of memory'],
   [PORT_TAKEN, 'its port was taken'],
-  // uv's and pip's words for a package that is not on the index, or versions that cannot go together.
-  [/No matching distribution found|No solution found when resolving|not found in the package registry|ResolutionImpossible/, 'a package could not be found or resolved on the package index'],
-  [/Failed to fetch|Could not fetch URL|ConnectionError|Network is unreachable|Temporary failure in name resolution/, 'the package index could not be reached'],
 ]
 
 /** A traceback's last line: `ModuleNotFoundError: No module named 'x'`, or a qualified `torch.OutOfMemoryError: …`. */

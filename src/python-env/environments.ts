@@ -19,7 +19,6 @@ import type {SpawnProgram} from '../model-process/program-spawner.js'
 import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
 import {conflict, notFound, ServiceError} from '../kernel/errors.js'
-import {recognisedCause} from '../model-process/failure-cause.js'
 import {programSpawner} from '../model-process/program-spawner.js'
 import {installSteps, type InstallStep} from './install-steps.js'
 import {readPipSources} from './pip-config.js'
@@ -32,8 +31,7 @@ const TEMPORARY = '.creating-'
 const REMOVING = '.removing-'
 /** What `environmentName` makes: nothing else in the folder is an environment (or may be removed as one). */
 const NAME = /^py\d+\.\d+\.\d+-[\da-f]{16}$/
-/** The last lines of an installer's output a failure's cause is looked for in (failure-cause.ts). */
-const CAUSE_LINES = 5
+const REPORTED_LINES = 5
 const STOP_GRACE_MS = 3000
 
 export interface EnvironmentRecord {
@@ -206,7 +204,7 @@ export class PythonEnvironments {
     return environmentOf(envDir)
   }
 
-  /** Runs one step with its output in the log; a failure says which step, and a cause recognised in the output. */
+  /** Runs one step with its output in the log; a failure says which step and quotes its last lines. */
   private async run(step: InstallStep, logFile: string, signal: AbortSignal, what: string): Promise<void> {
     if (signal.aborted) throw cancelled()
     const spawn = this.options.spawn ?? (await programSpawner())
@@ -221,9 +219,12 @@ export class PythonEnvironments {
     if (signal.aborted) throw cancelled()
     if (exit.exitCode === 0) return
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
-    const cause = recognisedCause(program.outputTail().slice(-CAUSE_LINES))
-    // The installer's output can quote a file a package spec pointed it at (`-r FILE`), so it stays in the log.
-    throw new ServiceError(500, 'launch_failed', `could not create the Python environment for ${what}: ${step.title} ${how}${cause}; its output is in the model's log.`)
+    const lines = program.outputTail().slice(-REPORTED_LINES)
+    throw new ServiceError(
+      500,
+      'launch_failed',
+      `could not create the Python environment for ${what}: ${step.title} ${how}${lines.length > 0 ? `; its last output: ${lines.join(' | ')}` : ''}.`,
+    )
   }
 
   /** Temporary folders of services that died while making an environment. */
