@@ -7,6 +7,7 @@
 import type {CompanionFile} from './companions.js'
 
 import {badRequest} from './errors.js'
+import {checkNesting} from './schema.js'
 
 export interface HubSource {
   model_id?: string
@@ -83,12 +84,16 @@ export function normalizeSize(size: number | string): string {
  * of a file that was never meant to be a registration.
  */
 export function parseFamily(text: string, what: string, param?: string): ModelFamily {
+  let family: ModelFamily
   try {
-    return JSON.parse(text) as ModelFamily
+    family = JSON.parse(text) as ModelFamily
   } catch (error) {
     const at = /at position \d+ \((line \d+ column \d+)\)/.exec((error as Error).message)?.[1]
     throw badRequest(`${what} is not valid JSON${at ? ` (the mistake is at ${at})` : ''}.`, param)
   }
+
+  checkNesting(family, param ?? what)
+  return family
 }
 
 export function flattenFamily(family: ModelFamily): ResolvedSpec[] {

@@ -229,6 +229,7 @@ export function parseKwargs(kwargs: unknown): Record<string, unknown> {
   }
 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('`kwargs` must be a JSON object.', 'kwargs')
+  schema.checkNesting(value, 'kwargs')
   checkKwargBounds(value as Record<string, unknown>)
   return value as Record<string, unknown>
 }

@@ -5,6 +5,7 @@
  * because the person reading them is usually looking at their own request body.
  */
 import {badRequest} from './errors.js'
+import {checkJsonSchemaBounds} from './json-schema-bounds.js'
 
 export type JsonSchema = Record<string, unknown>
 
@@ -127,8 +128,55 @@ export function literal<const T extends string | number | boolean>(expected: T, 
   )
 }
 
+/**
+ * How deep a free-form value (a JSON Schema, tool parameters, engine parameters) may nest: 64 levels holds 30 levels
+ * of nested objects in a JSON Schema (each takes two: `properties`, then the name), three times what OpenAI allows in
+ * its structured outputs, while every consumer after the schema layer — the model processes' message channel (whose
+ * decoder overflows its stack near 1,700), grammar compilers, JSON.stringify — stays far from its recursion limit.
+ */
+export const MAX_NESTING = 64
+
+/**
+ * The path of the first place where `value` nests deeper than `limit` levels below `path`, if any. The walk keeps its
+ * own stack: JSON.parse reads a body nested 100,000 deep, and a recursive check would overflow on it.
+ */
+export function nestedPast(value: unknown, limit: number, path = ''): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  // Only objects and arrays are walked into, so a long list of numbers or strings costs one pass over it.
+  const pending: Array<[value: object, path: string, depth: number]> = [[value, path, 0]]
+  while (pending.length > 0) {
+    const [current, at, depth] = pending.pop()!
+    if (depth >= limit) return at
+    if (Array.isArray(current)) {
+      for (let index = 0; index < current.length; index++) {
+        const element: unknown = current[index]
+        if (typeof element === 'object' && element !== null) pending.push([element, `${at}[${index}]`, depth + 1])
+      }
+    } else {
+      for (const key in current) {
+        const element: unknown = (current as Record<string, unknown>)[key]
+        if (typeof element === 'object' && element !== null) pending.push([element, at ? `${at}.${key}` : key, depth + 1])
+      }
+    }
+  }
+
+  return undefined
+}
+
+/** Refuses a free-form value nested past MAX_NESTING, naming where it does; for values a route parses itself (JSON text). */
+export function checkNesting(value: unknown, path: string): void {
+  const deep = nestedPast(value, MAX_NESTING, path)
+  if (deep === undefined) return
+  const where = deep.length > 120 ? `${deep.slice(0, 120)}…` : deep
+  throw badRequest(`\`${path || 'body'}\` nests objects and arrays more than ${MAX_NESTING} levels deep (at \`${where}\`); flatten it.`, path || undefined)
+}
+
+/** Any JSON value, nested at most MAX_NESTING levels. */
 export function unknown(options: Common = {}): Schema<unknown> {
-  return make({description: options.description}, (value) => value)
+  return make({description: options.description}, (value, path) => {
+    checkNesting(value, path)
+    return value
+  })
 }
 
 export function array<T>(item: Schema<T>, options: Common & {minItems?: number; maxItems?: number} = {}): Schema<T[]> {
@@ -139,6 +187,16 @@ export function array<T>(item: Schema<T>, options: Common & {minItems?: number; 
       return fail(path, minItems === 1 ? 'a non-empty array' : `an array of at least ${minItems} items`, value)
     if (maxItems !== undefined && value.length > maxItems) return fail(path, `an array of at most ${maxItems} items`, value)
     return value.map((element, index) => item.parse(element, `${path}[${index}]`))
+  })
+}
+
+/** A JSON Schema object a grammar compiler will read, held to json-schema-bounds.ts's bounds as well as to MAX_NESTING. */
+export function jsonSchema(options: Common = {}): Schema<Record<string, unknown>> {
+  return make({additionalProperties: true, description: options.description, type: 'object'}, (value, path) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail(path, 'a JSON Schema object', value)
+    checkNesting(value, path)
+    checkJsonSchemaBounds(value as Record<string, unknown>, path)
+    return value as Record<string, unknown>
   })
 }
 
@@ -194,7 +252,10 @@ export function object<S extends Shape>(
           )
         }
 
-        if (unknownKeys === 'keep') out[key] = input[key]
+        if (unknownKeys === 'keep') {
+          checkNesting(input[key], path ? `${path}.${key}` : key)
+          out[key] = input[key]
+        }
       }
 
       return out as InferShape<S>
@@ -214,13 +275,17 @@ export function nullable<T>(schema: Schema<T>): Schema<T | null> {
   return make({anyOf: [schema.json, {type: 'null'}]}, (value, path) => (value === null ? null : schema.parse(value, path)))
 }
 
-/** Tries each alternative in turn; the error names every accepted form rather than the last failure. */
+/**
+ * Tries each alternative in turn; the error names every accepted form rather than the last failure. A value nested too
+ * deeply is refused as that first, since every alternative would fail on it and the forms would not say why.
+ */
 export function union<const T extends readonly Schema<unknown>[]>(
   alternatives: T,
   expected: string,
   options: Common = {},
 ): Schema<Infer<T[number]>> {
   return make({anyOf: alternatives.map((a) => a.json), description: options.description}, (value, path) => {
+    checkNesting(value, path)
     for (const alternative of alternatives) {
       try {
         return alternative.parse(value, path) as Infer<T[number]>

@@ -1,9 +1,9 @@
 /**
  * The worker's side of a model instance served by an external engine's program (see kernel/external-engine.ts), the
  * counterpart of InstanceProcess for Node engines, with the same states and the same answers: the launch waits for
- * the program's health check and fails with its last lines of output if it exits or never becomes healthy first; a
- * program that dies after it was ready fails every request in flight and later ones with a 503 saying why; a stop
- * is SIGTERM, a grace period, then SIGKILL.
+ * the program's health check and fails saying so if it exits or never becomes healthy first; a program that dies
+ * after it was ready fails every request in flight and later ones with a 503 saying why. Neither quotes the program's
+ * output, which is the model's log's (failure-cause.ts). A stop is SIGTERM, a grace period, then SIGKILL.
  */
 import {delimiter} from 'node:path'
 import {setTimeout as delay} from 'node:timers/promises'
@@ -16,7 +16,7 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {ownLines} from './output-log.js'
+import {outputIsInLog, PORT_TAKEN, recognisedCause} from './failure-cause.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
@@ -41,15 +41,12 @@ const DEFAULT_INTERVAL_MS = 250
 const DEFAULT_STOP_GRACE_MS = 10_000
 /** How long a request whose connection broke waits to learn whether the program died, to answer with why. */
 const EXIT_NOTICE_MS = 2000
-const REPORTED_LINES = 5
 /**
  * Ports tried before a launch gives up: a free port is only free when it is picked, and another process may bind it
  * before the program does. get-port keeps a port it handed out from this service's later launches; a program that
  * still finds its port taken exits saying so, and is started again on a fresh one.
  */
 const PORT_ATTEMPTS = 3
-/** How programs say their port was taken: Python (errno 98), Node, uvicorn, llama-server. */
-const PORT_TAKEN = /address already in use|EADDRINUSE|errno 98|could ?n[o']t bind/i
 
 /** Waits `ms`, or less when `signal` aborts first; never throws. */
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, {signal}).catch(() => {})
@@ -179,19 +176,11 @@ export class ExternalProgram {
 
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
     if (this.failure) throw this.failure
-    throw new ServiceError(
-      500,
-      'launch_failed',
-      `model ${this.uid}'s program (${file}) did not answer GET ${path} with success within ${timeoutMs / 1000} s${this.lastLines()}.`,
-    )
+    throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s program (${file}) did not answer GET ${path} with success within ${timeoutMs / 1000} s; ${outputIsInLog(this.uid)}.`)
   }
 
   private cancelled(): ServiceError {
     return this.failure ?? new ServiceError(499, 'request_aborted', `the launch of ${this.uid} was cancelled while its program was starting.`)
-  }
-
-  private lastLines(lines = (this.program?.outputTail() ?? []).slice(-REPORTED_LINES)): string {
-    return lines.length > 0 ? `; its last output: ${lines.join(' | ')}` : '; it wrote nothing'
   }
 
   /** A request's failure as the client should read it: the program's crash when that is what broke it. */
@@ -222,11 +211,11 @@ export class ExternalProgram {
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
 
     const output = this.program?.outputTail() ?? []
-    const ended = (lines: string[], when = '') => `model ${this.uid}'s program ${how}${when}${this.lastLines(lines)}.`
-    if (state === 'loading') this.failure ??= new ServiceError(500, 'launch_failed', ended(output.slice(-REPORTED_LINES), ' before it was ready'))
-    else this.failure ??= new ServiceError(503, 'model_crashed', ended(ownLines(output).slice(-REPORTED_LINES)))
+    const ended = `model ${this.uid}'s program ${how}${state === 'loading' ? ' before it was ready' : ''}${recognisedCause(output)}`
+    const said = `${ended}; ${outputIsInLog(this.uid)}.`
+    this.failure ??= state === 'loading' ? new ServiceError(500, 'launch_failed', said) : new ServiceError(503, 'model_crashed', said)
     this.state = 'crashed'
     this.gone.abort(this.failure)
-    if (state === 'ready') this.onCrash(this.failure, ended(output))
+    if (state === 'ready') this.onCrash(this.failure, `${ended}; its last output: ${output.join(' | ')}.`)
   }
 }

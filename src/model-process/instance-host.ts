@@ -12,6 +12,7 @@ import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
+import {checkChannelNesting} from './messages.js'
 import {Outbox, streamInterval} from './outbox.js'
 
 const send = (message: FromInstance) =>
@@ -86,7 +87,11 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw errorFactory.create(400, 'unsupported', `this model does not support "${message.operation}"`)
-    for await (const event of operation(message.payload, controller.signal)) outbox.post({event, id: message.id, type: 'event'})
+    for await (const event of operation(message.payload, controller.signal)) {
+      checkChannelNesting(event, `the model's answer to ${message.operation}`, 500)
+      outbox.post({event, id: message.id, type: 'event'})
+    }
+
     outbox.post({id: message.id, type: 'end'})
   } catch (error) {
     if (toServiceError(error).status === 500) log.error(`${message.operation} failed: ${(error as Error)?.stack ?? error}`)

@@ -1,8 +1,8 @@
 /**
  * The worker's side of one model instance: a child process (spawned with execa) that loads the model once
  * and serves many concurrent requests over IPC. If the process dies, every request in flight fails at once
- * with a 503 that says why (exit code or signal, and the last lines it wrote other than those about requests,
- * which belong to other clients), and later requests get the same answer until the model is terminated or
+ * with a 503 that says why (exit code or signal, and a cause recognised in its output, which itself stays in the
+ * model's log: failure-cause.ts), and later requests get the same answer until the model is terminated or
  * relaunched: a crash is reported, never a hung request.
  */
 import type {InstanceState} from '../protocol/worker.js'
@@ -15,6 +15,8 @@ import type {FromInstance, ToInstance} from './messages.js'
 import {ServiceError, type ServiceErrorShape} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
 import {type LogFile, openPrivateLogFile} from '../util/logger.js'
+import {checkChannelNesting} from './messages.js'
+import {outputIsInLog, recognisedCause} from './failure-cause.js'
 import {outputLog, ownLines} from './output-log.js'
 
 export interface SpawnedProcess {
@@ -36,8 +38,8 @@ export type SpawnInstance = (options: SpawnOptions) => SpawnedProcess
 
 const HOST_ENTRY = fileURLToPath(new URL('instance-host.js', import.meta.url))
 const STDERR_TAIL_LINES = 20
-/** Lines of its own output a crash's message quotes. */
-const REPORTED_LINES = 3
+/** The last lines of its own output a crash's cause is looked for in (failure-cause.ts). */
+const CAUSE_LINES = 3
 
 /**
  * The real spawner: a Node child process running instance-host.js, its output appended to the model's log, every line
@@ -171,6 +173,7 @@ export class InstanceProcess {
   /** One operation as a stream of events; aborting the signal aborts the work in the model process. */
   async *invoke(operation: string, payload: unknown, signal: AbortSignal): AsyncGenerator<unknown> {
     if (this.state !== 'ready') throw this.notServing()
+    checkChannelNesting(payload, 'the request', 400)
     const id = this.nextId++
     const queue: unknown[] = []
     let finished = false
@@ -301,13 +304,13 @@ export class InstanceProcess {
     const wasDisposing = this.state === 'disposing'
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
     const lines = this.process.stderrTail().split('\n').filter((line) => line.trim() !== '')
-    const said = (output: string[]) => `model ${this.uid}'s process ${how}${output.length > 0 ? ` (last output: ${output.join(' | ')})` : ''}.`
-    this.failure ??= new ServiceError(503, 'model_crashed', said(ownLines(lines).slice(-REPORTED_LINES)))
+    const ended = `model ${this.uid}'s process ${how}${recognisedCause(ownLines(lines).slice(-CAUSE_LINES))}`
+    this.failure ??= new ServiceError(503, 'model_crashed', `${ended}; ${outputIsInLog(this.uid)}.`)
     this.state = wasDisposing ? 'disposed' : 'crashed'
     this.readyWaiter?.reject(this.failure)
     this.readyWaiter = undefined
     for (const pending of this.pending.values()) pending.fail(this.failure)
     this.pending.clear()
-    if (!wasDisposing) this.onCrash(this.failure, said(lines))
+    if (!wasDisposing) this.onCrash(this.failure, `${ended}; its last output: ${lines.join(' | ')}.`)
   }
 }

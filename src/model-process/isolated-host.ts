@@ -5,6 +5,7 @@
 import {pathToFileURL} from 'node:url'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
+import {checkChannelNesting} from './messages.js'
 
 export interface IsolatedCall {
   module: string
@@ -20,7 +21,9 @@ process.once('message', async ({input, module}: IsolatedCall) => {
     const loaded = await import(module.startsWith('file:') ? module : pathToFileURL(module).href)
     const run = loaded.default as (input: unknown, context: {errors: typeof errorFactory}) => Promise<unknown>
     if (typeof run !== 'function') throw new Error(`${module} has no default export to run`)
-    await answer({result: await run(input, {errors: errorFactory}), type: 'result'})
+    const result = await run(input, {errors: errorFactory})
+    checkChannelNesting(result, `the answer of ${module}`, 500)
+    await answer({result, type: 'result'})
   } catch (error) {
     const shaped = toServiceError(error)
     // A plain Error here is the plugin's own explanation (a file it cannot parse, a hub it cannot reach).

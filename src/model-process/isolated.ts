@@ -4,10 +4,12 @@ import {fileURLToPath} from 'node:url'
 import type {IsolatedAnswer} from './isolated-host.js'
 
 import {ServiceError} from '../kernel/errors.js'
+import {checkChannelNesting} from './messages.js'
 
 const HOST_ENTRY = fileURLToPath(new URL('isolated-host.js', import.meta.url))
 
 export async function runIsolated<T>(module: string, input: unknown, {signal, timeoutMs = 120_000}: {signal?: AbortSignal; timeoutMs?: number} = {}): Promise<T> {
+  checkChannelNesting(input, `the input to ${module}`, 400)
   const {execaNode} = await import('execa')
   const child = execaNode(HOST_ENTRY, [], {cancelSignal: signal, ipc: true, reject: false, serialization: 'advanced', stderr: 'pipe', stdin: 'ignore', stdout: 'ignore', timeout: timeoutMs})
   try {

@@ -16,7 +16,7 @@ const REQUEST_LINE = /\brequest_id=|"request_id":/
 
 /**
  * The lines of a child's output that are its own rather than about a request. A crash's message goes to every client
- * with a request in flight, so it quotes only these: the others name other clients' requests and their token counts.
+ * with a request in flight, so its cause is looked for only in these: the others name other clients' requests.
  */
 export const ownLines = (lines: readonly string[]): string[] => lines.filter((line) => !REQUEST_LINE.test(line))
 

@@ -273,7 +273,7 @@ export function createApp(options: AppOptions): Koa {
     const chain: Koa.Middleware[] = [
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.multipart ? [parseMultipart(definition, uploadDir)] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

@@ -4,6 +4,7 @@
  * whatever its outcome; formidable's refusals become the service's 400 and 413 answers.
  */
 import type Koa from 'koa'
+import type {Readable} from 'node:stream'
 
 import {unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -78,11 +79,24 @@ function checkFiles(route: RouteDefinition, files: Record<string, FormidableFile
   return uploaded
 }
 
+/** A part of a multipart body as formidable hands it over: a text field has no media type. */
+interface FormidablePart extends Readable {
+  name?: string | null
+  mimetype?: string | null
+}
+
+/** Longer than any model uid: a `model` field past it is left to the route's own check. */
+const MODEL_FIELD_BYTES = 1024
+
 /**
  * Parses a multipart route's body into `ctx.request.body` (text fields) and the files `filesOf` gives. koa-body is
  * loaded by the first upload, as the JSON parser is by the first JSON body.
+ *
+ * `checkModel` hears of the `model` field as soon as it has arrived: clients send their text fields before their files
+ * (OpenAI's and Xinference's do), so a request for a model that is not running is answered then, without writing its
+ * files anywhere.
  */
-export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir()): Koa.Middleware {
+export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir(), checkModel?: (ctx: Koa.Context, uid: string) => void): Koa.Middleware {
   const {files, maxFileBytes, maxTotalBytes = maxFileBytes * Object.keys(files).length} = route.multipart!
   return async (ctx, next) => {
     if (!ctx.is('multipart'))
@@ -96,12 +110,38 @@ export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir()): Ko
       over = true
       void removeAll()
     })
+    let refuse: (error: unknown) => void = () => {}
+    const refused = new Promise<never>((_resolve, reject) => (refuse = reject))
+    refused.catch(() => {})
+    const onPart = (part: FormidablePart, delegate: (part: FormidablePart) => void) => {
+      if (checkModel && !part.mimetype && part.name === 'model') {
+        const chunks: Buffer[] = []
+        let size = 0
+        part.on('data', (chunk: Buffer) => (size += chunk.length) <= MODEL_FIELD_BYTES && chunks.push(chunk))
+        part.on('end', () => {
+          const uid = Buffer.concat(chunks).toString()
+          try {
+            if (uid !== '' && size <= MODEL_FIELD_BYTES) checkModel(ctx, uid)
+          } catch (error) {
+            // The rest of the body is read and dropped rather than written to disk; closing the connection instead
+            // would end a client's upload with EPIPE before it could read the answer.
+            ctx.req.removeAllListeners('data')
+            ctx.req.resume()
+            refuse(error)
+          }
+        })
+      }
+
+      delegate(part)
+    }
+
     // Made per request, since the file list its onFileBegin fills is this request's.
     const parse = (await (koaBodyModule ??= import('koa-body'))).koaBody({
       formidable: {
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxTotalBytes,
         onFileBegin: (_name: string, file: {filepath: string}) => written.add(file.filepath),
+        onPart: onPart as never,
         uploadDir,
       },
       json: false,
@@ -110,7 +150,10 @@ export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir()): Ko
       urlencoded: false,
     })
     try {
-      await parse(ctx, async () => {})
+      const parsing = parse(ctx, async () => {})
+      // Refused early, the parse is left to fail at the body's end, which it no longer sees whole.
+      parsing.catch(() => {})
+      await Promise.race([parsing, refused])
     } catch (error) {
       await removeAll()
       throw refusal(error, route, maxTotalBytes)

@@ -125,22 +125,29 @@ describe('an engine that runs its models as external programs (engine-external-e
     expect(await modelLog('echo-stop')).to.contain('stopping on SIGTERM')
   })
 
-  it('a program that never becomes healthy fails the launch within its timeout, quoting its last output', async () => {
+  it('a program that never becomes healthy fails the launch within its timeout, its output left to the log', async () => {
     const launched = await launch('echo-unhealthy', {mode: 'never-healthy'})
     expect(launched.status).to.equal(500)
     expect(launched.body.error.code).to.equal('launch_failed')
-    expect(launched.body.error.message).to.contain('did not answer GET /health with success within 3 s').and.contain('still loading the weights...')
+    expect(launched.body.error.message).to.contain('did not answer GET /health with success within 3 s').and.contain("its output is in the model's log, logs/models/echo-unhealthy.log")
+    expect(launched.body.error.message).to.not.contain('still loading the weights...')
+    expect(await modelLog('echo-unhealthy')).to.contain('still loading the weights...')
     expect((await api('GET', '/v1/models')).body.data.map((model: {id: string}) => model.id)).to.not.include('echo-unhealthy')
     expect(await modelLog('echo-unhealthy'), 'the program is stopped once its launch failed').to.contain('stopping on SIGTERM')
   })
 
-  it('a program that exits at start fails the launch with its exit code and last output', async () => {
+  it('a program that exits at start fails the launch with its exit code; what it wrote is in the log, not the answer, status or events', async () => {
     const launched = await launch('echo-exits', {mode: 'exit-at-start'})
     expect(launched.status).to.equal(500)
     expect(launched.body.error.code).to.equal('launch_failed')
     expect(launched.body.error.message)
       .to.contain("echo-exits's program exited with code 3 before it was ready")
-      .and.contain('cannot load the model: these weights are not an echo model')
+      .and.contain("its output is in the model's log, logs/models/echo-exits.log")
+    const written = 'cannot load the model: these weights are not an echo model'
+    expect(await modelLog('echo-exits')).to.contain(written)
+    const seen = JSON.stringify([launched.body, (await api('GET', '/v1/models/echo-exits/events')).body, (await api('GET', '/v1/launch_history')).body])
+    expect(seen).to.contain('exited with code 3')
+    expect(seen).to.not.contain(written)
   })
 
   it('leaves no program behind when the service stops', async () => {

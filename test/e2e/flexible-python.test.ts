@@ -4,7 +4,7 @@
  * registration's `virtualenv` (cached outside the repository), and `/v1/flexible/infers` calls its `infer`.
  */
 import {expect} from 'chai'
-import {rm, writeFile} from 'node:fs/promises'
+import {readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {Client} from '../../src/client/index.js'
@@ -28,6 +28,19 @@ def load(model_uri, model_description, C=1.0):
         rows = [[float(value) for value in row] for row in csv.reader(file)]
     return Classifier(LogisticRegression(C=C).fit([row[:-1] for row in rows], [int(row[-1]) for row in rows]))
 `
+/** A loader that prints what it should not (a secret file, the service's environment), then fails to import a module. */
+const LEAKY_MODULE = `import os
+import sys
+
+
+def launcher(model_uri, model_description):
+    with open(os.path.join(os.path.dirname(model_uri), 'secret.txt')) as file:
+        print(file.read())
+    print(dict(os.environ), file=sys.stderr)
+    import service_test_no_such_module
+`
+/** In the secret file and in the service's environment: a launch's caller must never see it. */
+const MARKER = 'MARKER-7f3a9c'
 const ROWS = ['0,0,0', '0,1,0', '1,0,0', '5,5,1', '5,6,1', '6,5,1'].join('\n')
 
 describe('flexible models with the python launcher (scikit-learn, service-local)', function () {
@@ -40,8 +53,10 @@ describe('flexible models with the python launcher (scikit-learn, service-local)
     directory = await temporaryDirectory()
     await writeFile(join(directory, 'tiny_classifier.py'), MODULE)
     await writeFile(join(directory, 'rows.csv'), ROWS + '\n')
+    await writeFile(join(directory, 'leaky_loader.py'), LEAKY_MODULE)
+    await writeFile(join(directory, 'secret.txt'), `file ${MARKER}\n`)
     const uv = await uvFromPyPI()
-    service = await startService({env: {PATH: `${uv}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}})
+    service = await startService({env: {PATH: `${uv}:${process.env.PATH}`, SERVICE_TEST_SECRET: `environment ${MARKER}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}})
     const family = {
       launcher: 'python',
       launcher_args: {C: 10, function: 'load', module: 'tiny_classifier', path: directory},
@@ -75,5 +90,19 @@ describe('flexible models with the python launcher (scikit-learn, service-local)
     const unknown = await callApi(service, 'POST', '/v1/flexible/infers', {model: 'tiny-classifier', wrong_name: 1})
     expect([unknown.status, unknown.body.error.message]).to.satisfy(([s, m]: [number, string]) => s === 400 && /unexpected keyword argument 'wrong_name'/.test(m))
     expect((await callApi(service, 'POST', '/v1/flexible/infers', {args: [[[0, 0]]], model: 'tiny-classifier'})).body).to.deep.equal([0])
+  })
+
+  it("fails a launch whose loader prints a secret file and the environment with the exception's type, the output only in the model's log", async () => {
+    const family = {launcher: 'python', launcher_args: {module: 'leaky_loader', path: directory}, model_name: 'leaky', model_uri: join(directory, 'rows.csv'), virtualenv: {packages: ['scikit-learn']}}
+    expect((await callApi(service, 'POST', '/v1/model_registrations/flexible', {model: family, persist: false})).status).to.equal(200)
+    const launched = await callApi(service, 'POST', '/v1/models', {model_name: 'leaky', model_type: 'flexible'})
+    expect(launched.status).to.equal(500)
+    expect(launched.body.error.message).to.equal(
+      "failed to launch leaky: model leaky's program exited with code 1 before it was ready (it raised ModuleNotFoundError); its output is in the model's log, logs/models/leaky.log in the service's home (on its worker's machine in a cluster).",
+    )
+    const seen = JSON.stringify([launched.body, (await callApi(service, 'GET', '/v1/models/leaky/events')).body, (await callApi(service, 'GET', '/v1/launch_history')).body])
+    expect(seen).to.not.contain(MARKER)
+    const log = await readFile(join(service.home, 'logs', 'models', 'leaky.log'), 'utf8')
+    expect(log).to.contain(`file ${MARKER}`).and.contain(`environment ${MARKER}`).and.contain('service_test_no_such_module')
   })
 })

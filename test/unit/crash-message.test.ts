@@ -1,7 +1,8 @@
 /**
  * A model crash's message goes to every client with a request in flight (and onto the model's status), so it quotes
- * the process's own last lines but none of the model's log lines about requests, which carry other clients' request
- * ids and token counts; the service's log still gets every line. Both kinds of model: a Node model process
+ * none of the output: that can hold anything the process read (issue 32, item 4), and the model's log lines about
+ * requests carry other clients' request ids and token counts. It names a cause recognised in the process's own lines
+ * and where its output is; the service's log gets every line. Both kinds of model: a Node model process
  * (InstanceProcess) and an external engine's program (ExternalProgram), each with a stand-in process.
  */
 import {expect} from 'chai'
@@ -26,13 +27,13 @@ const OUTPUT = [
 const OWN = ['GGML_ASSERT(n_tokens <= n_batch) failed', 'Aborted (core dumped)']
 
 /** What the crash told the client and the service's log. */
-function expectQuotesOwnLinesOnly(message: string, report: string) {
-  for (const line of OWN) expect(message).to.contain(line)
-  expect(message).to.not.match(/request_id|client-[ab]-secret|prompt_tokens/)
+function expectQuotesNoOutput(message: string, report: string) {
+  for (const line of OUTPUT) expect(message).to.not.contain(line)
+  expect(message).to.not.match(/request_id|client-[ab]-secret|prompt_tokens|GGML_ASSERT|core dumped/)
   for (const line of OUTPUT) expect(report).to.contain(line)
 }
 
-describe('a model crash quotes the process, not other requests', function () {
+describe('a model crash names its cause, not its output', function () {
   this.timeout(10_000)
 
   it('tells a line about a request, text or JSON, from the process\'s own', () => {
@@ -40,7 +41,7 @@ describe('a model crash quotes the process, not other requests', function () {
     expect(ownLines(['the request_id field is missing', 'prefix_request_id=1'])).to.deep.equal(['the request_id field is missing', 'prefix_request_id=1'])
   })
 
-  it('a Node model process: the request in flight fails with its own last lines, the log gets all of them', async () => {
+  it('a Node model process: the request in flight fails with the cause, the log gets every line', async () => {
     let listener: (message: FromInstance) => void = () => {}
     let exit: (value: {exitCode: number | null; signal: string | null}) => void = () => {}
     const child = {
@@ -64,10 +65,12 @@ describe('a model crash quotes the process, not other requests', function () {
     exit({exitCode: null, signal: 'SIGABRT'})
     const error = await failed
     expect(error).to.include({code: 'model_crashed', status: 503})
-    expect(error.message).to.equal("model m-1's process was killed by SIGABRT (last output: GGML_ASSERT(n_tokens <= n_batch) failed | Aborted (core dumped)).")
+    expect(error.message).to.equal(
+      "model m-1's process was killed by SIGABRT (a llama.cpp assertion failed); its output is in the model's log, logs/models/m-1.log in the service's home (on its worker's machine in a cluster).",
+    )
     expect(reports).to.have.length(1)
     expect(reports[0][0].message).to.equal(error.message)
-    expectQuotesOwnLinesOnly(error.message, reports[0][1])
+    expectQuotesNoOutput(error.message, reports[0][1])
   })
 
   describe('an external program', () => {
@@ -82,7 +85,7 @@ describe('a model crash quotes the process, not other requests', function () {
 
     after(() => server.close())
 
-    it('fails later requests with its own last lines, and the log gets all of them', async () => {
+    it('fails later requests with the cause, and the log gets every line', async () => {
       let exit: (value: {exitCode: number | null; signal: string | null}) => void = () => {}
       const exited = new Promise<{exitCode: number | null; signal: string | null}>((resolve) => (exit = resolve))
       const spawn = () => ({exited, kill: () => {}, outputTail: () => [...OUTPUT], pid: 4242})
@@ -100,9 +103,9 @@ describe('a model crash quotes the process, not other requests', function () {
           (failure: ServiceError) => failure,
         )
       expect(error).to.include({code: 'model_crashed', status: 503})
-      expect(error.message).to.equal("model m-2's program exited with code 134; its last output: GGML_ASSERT(n_tokens <= n_batch) failed | Aborted (core dumped).")
+      expect(error.message).to.match(/^model m-2's program exited with code 134 \(a llama.cpp assertion failed\); its output is in the model's log/)
       expect(reports).to.have.length(1)
-      expectQuotesOwnLinesOnly(error.message, reports[0][1])
+      expectQuotesNoOutput(error.message, reports[0][1])
     })
   })
 })

@@ -79,7 +79,7 @@ describe('ExternalProgram: a port taken before the program binds it', function (
     }
   })
 
-  it('gives up after three ports taken, quoting the program', async () => {
+  it('gives up after three ports taken, saying so', async () => {
     const {definition, ports} = engine()
     const program = new ExternalProgram('m-1', definition, {freePort: takenFirst(3), logFile, spawn: await programSpawner()})
     const failure = await program.load(request).then(
@@ -87,7 +87,7 @@ describe('ExternalProgram: a port taken before the program binds it', function (
       (error: Error) => error,
     )
     expect(ports).to.deep.equal([taken, taken, taken])
-    expect(failure.message).to.match(/exited with code 1 before it was ready; its last output: .*syscall: 'listen'/)
+    expect(failure.message).to.match(/exited with code 1 before it was ready \(its port was taken\); its output is in the model's log/)
   })
 
   it('does not start again a program that failed for another reason', async () => {
@@ -98,6 +98,6 @@ describe('ExternalProgram: a port taken before the program binds it', function (
       (error: Error) => error,
     )
     expect(ports).to.have.length(1)
-    expect(failure.message).to.match(/exited with code 3 before it was ready; its last output: cannot load the model/)
+    expect(failure.message).to.match(/exited with code 3 before it was ready; its output is in the model's log/)
   })
 })

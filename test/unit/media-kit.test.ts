@@ -70,6 +70,12 @@ describe('media kit (image and video types)', () => {
     expect(refusal(() => parseKwargs('[1]')).param).to.equal('kwargs')
   })
 
+  it('refuses kwargs text nested past the nesting any free-form value may have', () => {
+    const deep = refusal(() => parseKwargs(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`))
+    expect([deep.status, deep.param]).to.deep.equal([400, 'kwargs'])
+    expect(deep.message).to.include('more than 64 levels deep')
+  })
+
   it('holds the pipeline arguments kwargs may give to the limits of the fields they stand for', () => {
     expect(parseKwargs({height: 512, num_inference_steps: 20, sample_steps: 4, width: 768})).to.deep.equal({height: 512, num_inference_steps: 20, sample_steps: 4, width: 768})
     const width = refusal(() => parseKwargs({width: 20_000}))

@@ -5,12 +5,14 @@
  */
 import {expect} from 'chai'
 import {mkdtemp, readdir, readFile, rm, stat} from 'node:fs/promises'
+import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import OpenAI, {toFile} from 'openai'
 
 import type {RouteDefinition, RouteRequest} from '../../src/kernel/contracts.js'
 
+import {notFound} from '../../src/kernel/errors.js'
 import * as schema from '../../src/kernel/schema.js'
 import {createApp} from '../../src/server/app.js'
 import {listen, type Listening} from '../../src/server/listen.js'
@@ -19,6 +21,7 @@ import {docsRoutes} from '../../src/server/routes/docs.js'
 import {until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
+const NOT_RUNNING = 'not-running'
 const fields = schema.object({language: schema.optional(schema.string()), model: schema.string()})
 
 describe('multipart routes', () => {
@@ -82,7 +85,13 @@ describe('multipart routes', () => {
   before(async () => {
     uploads = await mkdtemp(join(tmpdir(), 'service-uploads-'))
     const all = [...routes, ...docsRoutes(() => openApiDocument(all, '0.0.0'))].map((definition) => ({definition, plugin: 'test'}))
-    const app = createApp({log: quiet, models: {get: () => expect.fail('no models here'), list: () => []}, routes: all, uploadDir: uploads, version: '0.0.0'})
+    // Every model runs here but NOT_RUNNING; the stand-in routes never invoke one.
+    const get = (uid: string): never => {
+      if (uid === NOT_RUNNING) throw notFound(`model "${uid}" is not running.`, 'model_not_found', 'model')
+      return {} as never
+    }
+
+    const app = createApp({log: quiet, models: {get, list: () => []}, routes: all, uploadDir: uploads, version: '0.0.0'})
     // Koa prints the stream the last test's client leaves on purpose; nothing to see.
     app.silent = true
     server = await listen(app, {host: '127.0.0.1', port: 0})
@@ -198,5 +207,26 @@ describe('multipart routes', () => {
     expect(await leftovers()).to.have.lengthOf(1)
     await reader.cancel()
     await until(async () => ((await leftovers()).length === 0 ? true : undefined), 'the upload to be removed')
+  })
+
+  it('answers a request for a model that is not running as soon as its model field has arrived, without receiving its files', async () => {
+    const {port} = new URL(server.url)
+    const socket = connect(Number(port), '127.0.0.1')
+    const boundary = 'stalled-upload'
+    const head = [`--${boundary}`, 'Content-Disposition: form-data; name="model"', '', NOT_RUNNING, `--${boundary}`, 'Content-Disposition: form-data; name="file"; filename="a.wav"', 'Content-Type: audio/wav', '', 'RIFF'].join('\r\n')
+    // Announces far more than it sends, then stalls: the answer cannot wait for the rest of the body.
+    socket.write(`POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 1000000\r\n\r\n${head}`)
+    let answer = ''
+    await new Promise<void>((resolve) =>
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString()
+        if (answer.endsWith('}}')) resolve()
+      }),
+    )
+    socket.destroy()
+    expect(answer).to.match(/^HTTP\/1\.1 404 /)
+    expect(answer).to.contain('"param":"model"')
+    expect(seen).to.equal(undefined)
+    await until(async () => ((await leftovers()).length === 0 ? true : undefined), 'the begun upload to be removed')
   })
 })

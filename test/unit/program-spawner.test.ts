@@ -83,17 +83,18 @@ describe('program spawner: a program that exits while a process it forked lives 
     operations: {},
   })
 
-  it('fails the launch with the crash and its last lines, not when the health check gives up', async () => {
+  it('fails the launch with the crash, not when the health check gives up, leaving its output to the log', async () => {
     const program = new ExternalProgram('m-1', engine('fail'), {logFile, spawn: await programSpawner()})
     const failure = await program.load(request).then(
       () => expect.fail('the launch succeeded'),
       (error: Error) => error,
     )
-    expect(failure.message).to.match(/exited with code 3 before it was ready; its last output: worker \d+ \| cannot load the model/)
+    expect(failure.message).to.equal("model m-1's program exited with code 3 before it was ready; its output is in the model's log, logs/models/m-1.log in the service's home (on its worker's machine in a cluster).")
+    expect(readFileSync(logFile, 'utf8')).to.contain('cannot load the model')
     expect(program.state).to.equal('crashed')
   })
 
-  it('reports a crash after the program was ready, with its last lines, and stops serving', async () => {
+  it('reports a crash after the program was ready, with the cause its output shows, and stops serving', async () => {
     let crashed: (error: ServiceError) => void = () => {}
     const crash = new Promise<ServiceError>((resolve) => (crashed = resolve))
     const spawn = await programSpawner()
@@ -107,7 +108,8 @@ describe('program spawner: a program that exits while a process it forked lives 
       await fetch(`http://127.0.0.1:${await port}/crash`).catch(() => {})
       await fetch(`http://127.0.0.1:${port}/crash`).catch(() => {})
       const failure = await crash
-      expect(failure.message).to.match(/exited with code 4; its last output: worker \d+ \| out of memory/)
+      expect(failure.message).to.match(/^model m-1's program exited with code 4 \(it ran out of memory\); its output is in the model's log/)
+      expect(failure.message).to.not.match(/worker \d+/)
       expect(program.state).to.equal('crashed')
       await gone(worker)
     } finally {

@@ -43,10 +43,41 @@ export function boundJsonGrammar(gbnf: string): string {
   return lines.join('\n')
 }
 
-/** A grammar that only lets the model write JSON matching `schema` (already checked by json-schema.ts). */
-export async function jsonGrammar(llama: Llama, schema: GbnfJsonSchema): Promise<LlamaGrammar> {
-  const unbounded = await llama.createGrammarForJsonSchema<GbnfJsonSchema>(schema)
-  return llama.createGrammar({grammar: boundJsonGrammar(unbounded.grammar)})
+/**
+ * A grammar that only lets the model write JSON matching `schema` (already checked by json-schema.ts), the schema
+ * given at `param`. What llama.cpp cannot compile is the request's fault, a 400: its grammar parser refuses a rule
+ * repeated more than about 2,000 times (minItems, maxItems, minLength, maxLength, counted together when nested), and
+ * node-llama-cpp a schema nested past its own limit. Its message says only "Failed to parse grammar", so the likely
+ * causes are named instead.
+ */
+export async function jsonGrammar(llama: Llama, schema: GbnfJsonSchema, param: string): Promise<LlamaGrammar> {
+  let gbnf: string
+  try {
+    // node-llama-cpp compiles the grammar it writes here already, so llama.cpp's refusals come from this call too.
+    gbnf = (await llama.createGrammarForJsonSchema<GbnfJsonSchema>(schema)).grammar
+  } catch (error) {
+    const why = /nesting/i.test((error as Error).message)
+      ? 'it nests deeper than node-llama-cpp follows. Nest it less deeply.'
+      : 'llama.cpp refuses a grammar that repeats a value more than about 2,000 times (minItems, maxItems, minLength, maxLength; nested ones multiply). Lower those bounds.'
+    throw requestError(`\`${param}\` cannot be turned into a grammar by the llama.cpp engine: ${why}`, param)
+  }
+
+  return llama.createGrammar({grammar: boundJsonGrammar(gbnf)})
+}
+
+/** A count large enough that llama.cpp's grammar compiler may refuse it (see jsonGrammar). */
+const LARGE_COUNT = /"(?:min|max)(?:Items|Length)":\d{3,}/
+
+/**
+ * Compiles the grammar of each tool whose schema has a large count, so that one llama.cpp refuses is a 400 naming that
+ * tool's parameters. In `auto` mode node-llama-cpp would compile it only when the model calls the tool, mid-reply.
+ */
+async function checkToolGrammars(llama: Llama, tools: ToolDefinition[]): Promise<void> {
+  for (const [index, tool] of tools.entries()) {
+    if (!tool.parameters || !LARGE_COUNT.test(JSON.stringify(tool.parameters))) continue
+    const param = tool.param ?? `tools[${index}].parameters`
+    await jsonGrammar(llama, toGrammarSchema(tool.parameters, param), param)
+  }
 }
 
 /** The grammar a chat reply is held to, if any: a forced call to one of `plan.tools`, or the response format. */
@@ -54,12 +85,14 @@ export async function chatGrammar(llama: Llama, request: ChatPayload, plan: {mod
   const format = request.responseFormat ?? {type: 'text'}
   if (format.type !== 'text' && plan.mode !== 'none')
     throw requestError('response_format cannot be combined with tools on the llama.cpp engine; send tool_choice "none", or leave out response_format.', 'response_format')
+  if (plan.mode !== 'none') await checkToolGrammars(llama, plan.tools)
   if (plan.mode === 'forced') {
     const all = request.tools ?? []
-    return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)))
+    return jsonGrammar(llama, forcedCallSchema(plan.tools, (tool) => all.indexOf(tool)), 'tools')
   }
 
-  if (format.type === 'json_object') return jsonGrammar(llama, ANY_OBJECT)
-  if (format.type === 'json_schema') return jsonGrammar(llama, toGrammarSchema(format.schema, format.param ?? 'response_format.schema'))
-  return undefined
+  if (format.type === 'json_object') return jsonGrammar(llama, ANY_OBJECT, 'response_format')
+  if (format.type !== 'json_schema') return undefined
+  const param = format.param ?? 'response_format.schema'
+  return jsonGrammar(llama, toGrammarSchema(format.schema, param), param)
 }

@@ -143,11 +143,13 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
+      // The model is checked before the uploads are read: a refused request costs no decoding.
+      const masked = (files.mask?.length ?? 0) > 0
+      const task = masked ? 'inpainting' : 'image2image'
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, task, masked ? 'repaint masked parts of images' : 'edit images')
       const picture = await pictureOf(api, files)
       const [mask] = await api.media.uploadedImages(files.mask, 'mask')
       if (mask) sameSize(api, picture, mask, 'mask')
-      const task = mask ? 'inpainting' : 'image2image'
-      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, task, mask ? 'repaint masked parts of images' : 'edit images')
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, picture), images: [picture], mask, task}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
@@ -165,8 +167,8 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
-      const picture = await pictureOf(api, files)
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'image2image', 'make variations of images')
+      const picture = await pictureOf(api, files)
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, picture), images: [picture], task: 'image2image'}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_variation'))
@@ -184,10 +186,10 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     events: STREAM_EVENT,
     async handler(request) {
       const {body, files} = request
+      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
       const [image] = await api.media.uploadedImages(files.image, 'image')
       const [mask] = await api.media.uploadedImages(files.mask_image, 'mask_image')
       sameSize(api, image, mask, 'mask_image')
-      const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
       const settings = settingsOf(api, body)
       const payload: ImageGenerationPayload = {...settings, ...sizeFor(api, settings, image), images: [image], mask, task: 'inpainting'}
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_inpainting'))
@@ -211,8 +213,8 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     body: ocrBody as never,
     async handler(request) {
       const {body, files, signal} = request
-      const [image] = await api.media.uploadedImages(files.image, 'image')
       const model = imageModel(api, request as RouteRequest<unknown>, body.model, 'ocr', 'read text from images')
+      const [image] = await api.media.uploadedImages(files.image, 'image')
       const payload: OcrPayload = {image, kwargs: api.media.parseKwargs(body.kwargs)}
       let text = ''
       for await (const event of model.invoke('ocr', payload, signal)) text += event.text

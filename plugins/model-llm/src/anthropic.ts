@@ -39,7 +39,7 @@ function conversationFields(s: KernelApi['schema']) {
   const tool = s.object(
     {
       description: s.optional(s.string()),
-      input_schema: s.record(s.unknown(), {description: 'JSON Schema of the tool input.'}),
+      input_schema: s.jsonSchema({description: 'JSON Schema of the tool input.'}),
       name: s.string({pattern: TOOL_NAME}),
       type: s.optional(s.nullable(s.literal('custom'))),
     },

@@ -8,10 +8,26 @@ import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, sampli
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
 
+/**
+ * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form
+ * value is; text that is not JSON is passed on as it is, as OpenAI takes it.
+ */
+const jsonTextWithin = (s: KernelApi['schema']) => (text: string, path: string) => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return text
+  }
+
+  s.checkNesting(value, path)
+  return text
+}
+
 function chatSchema(s: KernelApi['schema']) {
   const textPart = s.object({text: s.string(), type: s.literal('text')}, {unknownKeys: 'strip'})
   const toolCall = s.object({
-    function: s.object({arguments: s.string(), name: s.string({minLength: 1})}),
+    function: s.object({arguments: s.refine(s.string(), jsonTextWithin(s)), name: s.string({minLength: 1})}),
     id: s.string({minLength: 1}),
     type: s.literal('function'),
   })
@@ -32,7 +48,7 @@ function chatSchema(s: KernelApi['schema']) {
     function: s.object({
       description: s.optional(s.string()),
       name: s.string({pattern: TOOL_NAME}),
-      parameters: s.optional(s.record(s.unknown(), {description: 'JSON Schema of the arguments.'})),
+      parameters: s.optional(s.jsonSchema({description: 'JSON Schema of the arguments.'})),
       strict: s.optional(s.nullable(s.boolean())),
     }),
     type: s.literal('function'),
@@ -46,7 +62,7 @@ function chatSchema(s: KernelApi['schema']) {
       s.object({
         description: s.optional(s.string()),
         name: s.string({pattern: TOOL_NAME}),
-        schema: s.optional(s.record(s.unknown())),
+        schema: s.optional(s.jsonSchema()),
         strict: s.optional(s.nullable(s.boolean())),
       }),
     ),

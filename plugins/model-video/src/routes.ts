@@ -34,11 +34,13 @@ type Fields = {[K in keyof ReturnType<typeof videoFields>]?: unknown} & {model: 
 export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[] {
   const s = api.schema
 
-  async function generate(request: RouteRequest<Fields>, task: VideoAbility, frames: {image?: InputImage; last_frame?: InputImage} = {}) {
+  /** `framesOf` reads the uploaded frames, once the model is known to take them: an upload is not read for a request refused anyway. */
+  async function generate(request: RouteRequest<Fields>, task: VideoAbility, framesOf: () => Promise<{image?: InputImage; last_frame?: InputImage}> = async () => ({})) {
     const {body, headers, models, signal} = request
     const model = models.get<VideoOperations>(body.model)
     const what = {firstlastframe2video: 'make videos between a first and a last frame', image2video: 'animate pictures', text2video: 'make videos from text'}[task]
     api.requireAbility(model, task, what)
+    const frames = await framesOf()
     // Asked for, else the first frame's own in whole blocks of 8 pixels.
     const size = api.media.parseSize(body.size as string | undefined) ?? (frames.image ? api.media.sizeOfPicture(frames.image) : undefined)
     const payload: VideoGenerationPayload = {
@@ -78,7 +80,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'ImageToVideoRequest'}) as never,
-      handler: async (request: RouteRequest<Fields>) => generate(request, 'image2video', {image: await picture(request, 'image')}),
+      handler: (request: RouteRequest<Fields>) => generate(request, 'image2video', async () => ({image: await picture(request, 'image')})),
       method: 'POST',
       multipart: {files: {image: {description: 'The picture to animate (PNG, JPEG or WebP).', required: true}}, maxFileBytes: MAX_FILE_BYTES},
       path: '/v1/video/generations/image',
@@ -88,13 +90,14 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'FirstLastFrameToVideoRequest'}) as never,
-      async handler(request: RouteRequest<Fields>) {
-        const first = await picture(request, 'first_frame')
-        const last = await picture(request, 'last_frame')
-        if (first.width !== last.width || first.height !== last.height)
-          throw api.errors.badRequest(`\`last_frame\` is ${last.width}x${last.height} but first_frame is ${first.width}x${first.height}; both frames must be the same size.`, 'last_frame')
-        return generate(request, 'firstlastframe2video', {image: first, last_frame: last})
-      },
+      handler: (request: RouteRequest<Fields>) =>
+        generate(request, 'firstlastframe2video', async () => {
+          const first = await picture(request, 'first_frame')
+          const last = await picture(request, 'last_frame')
+          if (first.width !== last.width || first.height !== last.height)
+            throw api.errors.badRequest(`\`last_frame\` is ${last.width}x${last.height} but first_frame is ${first.width}x${first.height}; both frames must be the same size.`, 'last_frame')
+          return {image: first, last_frame: last}
+        }),
       method: 'POST',
       multipart: {files: {first_frame: {description: 'The first frame.', required: true}, last_frame: {description: 'The last frame, the size of the first.', required: true}}, maxFileBytes: MAX_FILE_BYTES},
       path: '/v1/video/generations/flf',
