@@ -128,6 +128,12 @@ export class Client {
     return token
   }
 
+  /** Revokes the access token this client logged in with (or was given); API keys cannot be logged out. */
+  async logout(): Promise<void> {
+    await this.request('POST', '/v1/auth/logout')
+    this.credential = this.options.apiKey
+  }
+
   /**
    * Launches a model and answers its uid once it is ready; with `{waitReady: false}` the uid comes back at
    * once while the weights download and load (follow it with `progress` or `waitUntilReady`).

@@ -39,6 +39,7 @@ export function homePaths(home: string) {
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),
+    revokedTokens: join(home, 'revoked-tokens.json'),
     virtualenv: join(home, 'virtualenv'),
   }
 }

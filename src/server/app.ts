@@ -135,7 +135,7 @@ const announceArrival =
   }
 
 /** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
-const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
+const challenge = (error: ServiceErrorShape) => (['invalid_credentials', 'token_expired', 'token_revoked'].includes(error.code) ? 'Bearer error="invalid_token"' : 'Bearer')
 
 /** What writing to a client that went away fails with. */
 const CLIENT_GONE = new Set(['ECONNABORTED', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE'])
@@ -170,6 +170,7 @@ export function createApp(options: AppOptions): Koa {
       if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
       ctx.status = shaped.status
       if (shaped.status === 401) ctx.set('WWW-Authenticate', challenge(shaped))
+      if (shaped.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(shaped.retryAfterSeconds))
       ctx.body = errorBody(styleOf(ctx.path), shaped)
     }
   })
@@ -202,6 +203,7 @@ export function createApp(options: AppOptions): Koa {
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
       const request: RouteRequest = {
         body,
+        clientAddress: ctx.req.socket.remoteAddress ?? 'unknown',
         files: filesOf(ctx),
         headers: ctx.headers,
         log,

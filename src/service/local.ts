@@ -15,6 +15,7 @@ import type {ClusterTiming} from '../protocol/membership.js'
 import type {LaunchRequest} from '../protocol/launch.js'
 
 import {AccessControl} from '../auth/access-control.js'
+import {Revocations} from '../auth/revocations.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
@@ -25,6 +26,7 @@ import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
+import {authRoutes} from '../server/routes/auth.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {engineBuildRoutes} from '../server/routes/engine-build.js'
 import {engineModelRoutes} from '../server/routes/engine-models.js'
@@ -115,7 +117,9 @@ export async function startLocalService(config: Config, settings: ServiceSetting
       ]
   // The machine's models run here only in local mode, so only then is there an engine to build for it.
   const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
-  const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
+  const access = auth
+    ? new AccessControl(auth, {now: Date.now, revocations: await Revocations.open({file: paths.revokedTokens, lifetimeSeconds: auth.tokenExpireInMinutes * 60, log})})
+    : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, registry, restart: restartPolicyFrom(process.env), workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
@@ -142,6 +146,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const routes = [
     ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...authRoutes(access).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
