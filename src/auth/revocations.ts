@@ -12,6 +12,7 @@ import {dirname} from 'node:path'
 import writeFileAtomic from 'write-file-atomic'
 
 import type {Logger} from '../kernel/contracts.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 /** Times are whole seconds since the epoch, as in the tokens' `iat` and `exp`. */
 interface RevocationRecord {
@@ -110,8 +111,8 @@ export class Revocations {
     const record: RevocationRecord = {everyone: this.everyone, tokens: Object.fromEntries(this.tokens), users: Object.fromEntries(this.users)}
     const content = `${JSON.stringify({...record, version: 1})}\n`
     this.writing = this.writing.then(async () => {
-      await mkdir(dirname(file), {mode: 0o700, recursive: true})
-      await writeFileAtomic(file, content, {mode: 0o600})
+      await mkdir(dirname(file), {mode: PRIVATE_FOLDER, recursive: true})
+      await writeFileAtomic(file, content, {mode: PRIVATE_FILE})
     })
     return this.writing.catch((error: Error) => {
       this.writing = Promise.resolve()

@@ -23,6 +23,7 @@ import {badRequest, notFound, ServiceError} from './errors.js'
 import {familyProblem} from './kernel.js'
 import {checkModelUri} from './model-files.js'
 import {checkVirtualEnv} from './virtualenv.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from './private-home.js'
 
 export interface CatalogueEntry {
   modelType: string
@@ -113,8 +114,9 @@ export class ModelRegistry {
     await this.names.acquire(family.model_name, async () => {
       this.checkConflicts(family)
       if (persist) {
-        await mkdir(join(this.directory, type), {recursive: true})
-        await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n')
+        await mkdir(join(this.directory, type), {mode: PRIVATE_FOLDER, recursive: true})
+        // A registration may hold a hub token or an index URL with a password in it: readable by the service's user only.
+        await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n', {mode: PRIVATE_FILE})
       }
 
       this.customOf(type).set(family.model_name, family)

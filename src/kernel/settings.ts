@@ -40,6 +40,8 @@ export function homePaths(home: string) {
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),
     revokedTokens: join(home, 'revoked-tokens.json'),
+    /** Files uploaded to multipart routes, while their request lasts. */
+    uploads: join(home, 'uploads'),
     virtualenv: join(home, 'virtualenv'),
   }
 }

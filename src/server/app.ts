@@ -56,7 +56,7 @@ export interface AppOptions {
   shutdown?: AbortSignal
   /** Where every finished request is reported; without it the app makes its own, which logs an access line. */
   events?: ServiceEvents
-  /** Where uploads to multipart routes are written while their request lasts; the system's temporary folder unless given. */
+  /** Where uploads to multipart routes are written while their request lasts (made 0700); a new private folder in the system's temporary folder unless given. */
   uploadDir?: string
   /** Serve the web interface at /ui and redirect `/` to it (service-local and the supervisor; workers do not). */
   webUi?: boolean

@@ -20,6 +20,7 @@ import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {ModelRegistry} from '../kernel/registry.js'
+import {makeHomePrivate} from '../kernel/private-home.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
@@ -73,9 +74,11 @@ export interface ServiceOptions {
 
 export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
+  const tightened = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
+  if (tightened.length > 0) log.warn(`SERVICE_HOME was readable by other users: removed group and other permissions from ${tightened.join(', ')}`)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
   const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})
@@ -156,7 +159,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
-  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version, webUi: true})
+  const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

@@ -12,6 +12,7 @@ import type {RunningService} from './local.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ServiceEvents} from '../kernel/observability.js'
+import {makeHomePrivate} from '../kernel/private-home.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
@@ -41,9 +42,11 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
+  const tightened = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, ['worker'], {program: 'service-worker'})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
+  if (tightened.length > 0) log.warn(`SERVICE_HOME was readable by other users: removed group and other permissions from ${tightened.join(', ')}`)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
   const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
@@ -74,7 +77,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     definition,
     plugin: 'core',
   }))
-  const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
+  const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, uploadDir: paths.uploads, version})
   const listening = await listen(app, {host: settings.host, port: settings.port})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
