@@ -12,6 +12,7 @@ import type {RunningService} from './local.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ServiceEvents} from '../kernel/observability.js'
+import {CLUSTER} from '../kernel/permissions.js'
 import {makeHomePrivate} from '../kernel/private-home.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
@@ -73,7 +74,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     },
     list: () => [],
   }
-  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes(autoBuilds)].map((definition) => ({
+  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes(autoBuilds, CLUSTER)].map((definition) => ({
     definition,
     plugin: 'core',
   }))
