@@ -16,6 +16,7 @@ import type {LaunchRequest} from '../protocol/launch.js'
 
 import {AccessControl} from '../auth/access-control.js'
 import {Revocations} from '../auth/revocations.js'
+import type {TlsIdentity} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
@@ -70,9 +71,11 @@ export interface ServiceOptions {
   cluster?: {timing: ClusterTiming; clusterToken?: string}
   /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
   autoBuild?: boolean
+  /** Serve HTTPS with this certificate and key. */
+  tls?: TlsIdentity
 }
 
-export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster}: ServiceOptions = {}): Promise<RunningService> {
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster, tls}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
   const tightened = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
@@ -160,7 +163,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const app = createApp({access, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
-  const listening = await listen(app, {host: settings.host, port: settings.port})
+  const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   workerRegistry?.start()
   autoBuilds?.start()

@@ -9,6 +9,7 @@ import {join} from 'node:path'
 import type {ServiceSettings} from '../kernel/settings.js'
 import type {RunningService} from './local.js'
 
+import type {TlsIdentity} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ServiceEvents} from '../kernel/observability.js'
@@ -37,9 +38,11 @@ export interface WorkerServiceOptions {
   clusterToken?: string
   /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
   autoBuild?: boolean
+  /** Serve HTTPS with this certificate and key. */
+  tls?: TlsIdentity
 }
 
-export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
+export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint, tls}: WorkerServiceOptions): Promise<RunningService> {
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
@@ -79,7 +82,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     plugin: 'core',
   }))
   const app = createApp({clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, uploadDir: paths.uploads, version})
-  const listening = await listen(app, {host: settings.host, port: settings.port})
+  const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
   // The worker's downloads, which its heartbeats carry to the supervisor's metrics.
