@@ -6,10 +6,10 @@ import type {Config} from '@oclif/core'
 
 import {join} from 'node:path'
 
+import type {TlsIdentity} from '../kernel/certificates.js'
 import type {ServiceSettings} from '../kernel/settings.js'
 import type {RunningService} from './local.js'
 
-import type {TlsIdentity} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ServiceEvents} from '../kernel/observability.js'
