@@ -7,7 +7,7 @@ import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 import {checkedEndpoint} from './endpoint.js'
 import {httpFetch} from './http-fetch.js'
-import {tlsCaFlag, trustCertificateAuthority} from './tls.js'
+import {adviseOnCertificates, tlsCaFlag, trustCertificateAuthority} from './tls.js'
 import {JsonCommand, type JsonFailure} from './json-command.js'
 import {fileHistory, type LineHistory} from './repl.js'
 
@@ -70,7 +70,7 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
     this.credentialSource = apiKey ? {kind: 'api-key'} : saved ? {kind: 'login', username: saved.username} : undefined
     return new Client(this.endpoint, {
       apiKey: apiKey ?? saved?.access_token,
-      fetch: httpFetch,
+      fetch: adviseOnCertificates(httpFetch),
       onVersionMismatch: (message) => this.warn(message),
       trace: this.flags['log-level'] === 'debug' ? (line) => this.logToStderr(line) : undefined,
     })

@@ -8,7 +8,7 @@ import {Flags} from '@oclif/core'
 import {readFile} from 'node:fs/promises'
 import * as tls from 'node:tls'
 
-import {type TlsIdentity, TLS_ENV} from '../kernel/certificates.js'
+import {type TlsIdentity, TLS_ENV, untrustedCertificateAdvice} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 
 
@@ -59,3 +59,16 @@ export async function trustCertificateAuthority(file: string | undefined): Promi
     throw new ServiceError(400, 'invalid_request', `--tls-ca needs Node.js 22.19 or newer (this is ${process.version}); on this one, start the program with NODE_EXTRA_CA_CERTS=${file} instead.`)
   tls.setDefaultCACertificates([...tls.getCACertificates('default'), ...certificates])
 }
+
+/** A fetch whose connection refused for the server's certificate fails with what to do about it. */
+export const adviseOnCertificates =
+  (fetcher: typeof fetch): typeof fetch =>
+  async (input, init) => {
+    try {
+      return await fetcher(input, init)
+    } catch (error) {
+      const advice = untrustedCertificateAdvice(error)
+      if (!advice) throw error
+      throw new ServiceError(503, 'connection_failed', `cannot connect to ${new URL(input instanceof Request ? input.url : input).origin}: ${advice}.`)
+    }
+  }
