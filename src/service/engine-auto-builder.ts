@@ -163,7 +163,7 @@ export class EngineAutoBuilder {
     const folder = plan.auto!.folder
     // Not shared yet: until this service holds the lock, the shared status is another's.
     this.set(plan, {engine: plan.engine, state: 'checking'}, {share: false})
-    await mkdir(folder, {mode: PRIVATE_FOLDER, recursive: true})
+    await mkdir(folder, {recursive: true})
     const release = await this.lock(folder)
     if (!release) {
       this.elsewhere.set(plan.engine, folder)
@@ -271,7 +271,7 @@ export class EngineAutoBuilder {
 async function writeShared(file: string, status: EngineBuildStatus): Promise<void> {
   const temporary = `${file}.${process.pid}.tmp`
   try {
-    await writeFile(temporary, JSON.stringify(status) + '\n', {mode: PRIVATE_FILE})
+    await writeFile(temporary, JSON.stringify(status) + '\n')
     await rename(temporary, file)
   } catch {}
 }
