@@ -32,7 +32,7 @@ export interface RevocationOptions {
   maxTokens?: number
 }
 
-const DEFAULT_MAX_TOKENS = 100_000
+const DEFAULT_MAX_TOKENS = 10_000
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
