@@ -77,11 +77,11 @@ export interface ServiceOptions {
 
 export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster, tls}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
-  const tightened = await makeHomePrivate(settings.home)
+  const homeWarnings = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
-  if (tightened.length > 0) log.warn(`SERVICE_HOME was readable by other users: removed group and other permissions from ${tightened.join(', ')}`)
+  for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
   const registry = new ModelRegistry(kernel, paths.registrations, log, {allowedModelDirs: settings.allowedModelDirs})

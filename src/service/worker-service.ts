@@ -46,11 +46,11 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
-  const tightened = await makeHomePrivate(settings.home)
+  const homeWarnings = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, ['worker'], {program: 'service-worker'})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
-  if (tightened.length > 0) log.warn(`SERVICE_HOME was readable by other users: removed group and other permissions from ${tightened.join(', ')}`)
+  for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache})
   const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
