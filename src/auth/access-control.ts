@@ -4,13 +4,15 @@
  * `login` hands out for a username and password. Knows nothing of HTTP: the server passes it the credential
  * and the permission a route needs.
  */
-import {createHash, createHmac, randomBytes, timingSafeEqual} from 'node:crypto'
+import {createHash, createHmac, randomBytes, randomUUID, timingSafeEqual} from 'node:crypto'
 
 import type {AuthConfig, AuthUser} from './config.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {ADMIN, type Permission} from '../kernel/permissions.js'
 import {API_KEY} from './config.js'
+import {DEFAULT_LOGIN_LIMITS, type LoginLimits, LoginThrottle} from './login-throttle.js'
+import {Revocations} from './revocations.js'
 
 export interface Caller {
   username: string
@@ -41,12 +43,16 @@ export class AccessControl {
   /** Compared against when the username is unknown, so a failed login takes as long whether or not the user exists. */
   private readonly decoy = digest(randomBytes(32).toString('hex'))
   private readonly now: () => number
+  private readonly throttle: LoginThrottle
+  private readonly revocations: Revocations
 
   constructor(
     private readonly config: AuthConfig,
-    options: {now?: () => number} = {},
+    options: {now?: () => number; loginLimits?: LoginLimits; revocations?: Revocations} = {},
   ) {
     this.now = options.now ?? Date.now
+    this.throttle = new LoginThrottle(options.loginLimits ?? DEFAULT_LOGIN_LIMITS, this.now)
+    this.revocations = options.revocations ?? Revocations.inMemory(this.now)
     this.key = new TextEncoder().encode(config.secretKey)
     for (const user of config.users) {
       this.users.set(user.username, {passwordDigest: digest(user.password), user})
@@ -72,17 +78,33 @@ export class AccessControl {
     return `login refused for ${this.users.has(username) ? 'a configured user' : 'an unknown username'} (username fingerprint ${this.usernameFingerprint(username)})`
   }
 
-  /** Checks a username and password and issues an access token carrying the user and their permissions. */
-  async login(username: string, password: string): Promise<TokenResponse> {
+  /** Seconds an access token lives. */
+  get tokenLifetime(): number {
+    return this.config.tokenExpireInMinutes * 60
+  }
+
+  /**
+   * Checks a username and password, unless the username or the client's address has used up its failed logins
+   * (login-throttle.ts), and issues an access token carrying the user and their permissions.
+   */
+  async login(username: string, password: string, clientAddress: string): Promise<TokenResponse> {
+    this.throttle.check(username, clientAddress)
     const entry = this.users.get(username)
     const matches = timingSafeEqual(digest(password), entry?.passwordDigest ?? this.decoy)
-    if (!entry || !matches) throw new ServiceError(401, 'login_failed', 'incorrect username or password.')
-    const issuedAt = Math.floor(this.now() / 1000)
-    const lifetime = this.config.tokenExpireInMinutes * 60
+    if (!entry || !matches) {
+      this.throttle.failed(username, clientAddress)
+      throw new ServiceError(401, 'login_failed', 'incorrect username or password.')
+    }
+
+    this.throttle.succeeded(username)
+    // Not before the second from which an administrator's revocation accepts the user's tokens again.
+    const issuedAt = Math.max(Math.floor(this.now() / 1000), this.revocations.earliestIssue(username))
+    const lifetime = this.tokenLifetime
     const {SignJWT} = await loadJose()
     const token = await new SignJWT({scopes: entry.user.permissions})
       .setProtectedHeader({alg: this.config.algorithm, typ: 'JWT'})
       .setSubject(username)
+      .setJti(randomUUID())
       .setIssuedAt(issuedAt)
       .setExpirationTime(issuedAt + lifetime)
       .sign(this.key)
@@ -104,11 +126,42 @@ export class AccessControl {
       return {permissions: new Set(owner.permissions), username: owner.username, via: 'api_key'}
     }
 
+    const claims = await this.unrevokedClaims(credential)
+    const entry = this.users.get(claims.sub)
+    if (!entry) throw new ServiceError(401, 'invalid_credentials', `the access token is for the user "${claims.sub}", who is no longer in the access-control config.`)
+    return {permissions: new Set(entry.user.permissions), username: claims.sub, via: 'token'}
+  }
+
+  /** Revokes the access token presented (a logout); an API key cannot be revoked this way. Answers whose token it was. */
+  async logout(credential: string): Promise<{username: string}> {
+    if (API_KEY.test(credential))
+      throw new ServiceError(400, 'invalid_request', 'an API key cannot be logged out: it is valid until an administrator removes it from the access-control config. Log out with the access token from POST /token.')
+    const claims = await this.unrevokedClaims(credential)
+    await this.revocations.revokeToken(claims)
+    return {username: claims.sub}
+  }
+
+  /** Revokes every access token of a user issued until now; answers when tokens are accepted again (the next login's). */
+  async revokeUser(username: string): Promise<Date> {
+    if (!this.users.has(username))
+      throw new ServiceError(404, 'not_found', 'there is no user by that username in the access-control config; check `username` against its user_config.', 'username')
+    return new Date((await this.revocations.revokeUser(username, this.tokenLifetime)) * 1000)
+  }
+
+  /** The claims of an access token this service signed, that has not expired and was not revoked. */
+  private async unrevokedClaims(credential: string) {
+    const claims = await this.verifiedClaims(credential)
+    if (this.revocations.revoked(claims))
+      throw new ServiceError(401, 'token_revoked', 'the access token was revoked (logged out, or revoked by an administrator); log in again for a new one (POST /token, or `servicectl login`).')
+    return claims
+  }
+
+  /** The claims of an access token this service signed and that has not expired. */
+  private async verifiedClaims(credential: string): Promise<{sub: string; jti: string; iat: number; exp: number}> {
     const {jwtVerify} = await loadJose()
-    let subject: string
     try {
-      const {payload} = await jwtVerify(credential, this.key, {algorithms: [this.config.algorithm], currentDate: new Date(this.now()), requiredClaims: ['sub', 'exp']})
-      subject = payload.sub!
+      const {payload} = await jwtVerify(credential, this.key, {algorithms: [this.config.algorithm], currentDate: new Date(this.now()), requiredClaims: ['sub', 'exp', 'iat', 'jti']})
+      return payload as {sub: string; jti: string; iat: number; exp: number}
     } catch (error) {
       // jose checks the signature before the claims, so only a token this service signed can be "expired".
       const {code, payload} = error as {code?: string; payload?: {exp?: number}}
@@ -120,10 +173,6 @@ export class AccessControl {
         'the bearer credential is neither an API key nor an access token issued by this service (a password is not accepted here); send an API key, or log in for an access token (POST /token, or `servicectl login`).',
       )
     }
-
-    const entry = this.users.get(subject)
-    if (!entry) throw new ServiceError(401, 'invalid_credentials', `the access token is for the user "${subject}", who is no longer in the access-control config.`)
-    return {permissions: new Set(entry.user.permissions), username: subject, via: 'token'}
   }
 
   /** Whether the caller has the permission, or is admin. */

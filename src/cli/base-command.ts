@@ -7,6 +7,7 @@ import {DEFAULT_PORT, serviceHome} from '../kernel/settings.js'
 import {authFailureLine, type CredentialSource, readLogin} from './credentials.js'
 import {checkedEndpoint} from './endpoint.js'
 import {httpFetch} from './http-fetch.js'
+import {adviseOnCertificates, tlsCaFlag, trustCertificateAuthority} from './tls.js'
 import {JsonCommand, type JsonFailure} from './json-command.js'
 import {fileHistory, type LineHistory} from './repl.js'
 import {formatTable} from './table.js'
@@ -23,6 +24,7 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
     host: Flags.string({char: 'H', description: 'Service host, when no endpoint is given.', helpGroup: 'GLOBAL'}),
     'log-level': Flags.option({description: 'Log level.', helpGroup: 'GLOBAL', options: ['debug', 'info', 'warn', 'error'] as const})(),
     port: Flags.integer({char: 'p', description: `Service port, when no endpoint is given [default: ${DEFAULT_PORT}].`, helpGroup: 'GLOBAL', max: 65_535, min: 1}),
+    'tls-ca': tlsCaFlag({helpGroup: 'GLOBAL'}),
   }
 
   protected flags!: Interfaces.InferredFlags<(typeof ClientCommand)['baseFlags'] & T['flags']>
@@ -42,6 +44,7 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
     this.flags = flags as typeof this.flags
     this.args = args as typeof this.args
     this.endpoint = this.chooseEndpoint()
+    await trustCertificateAuthority(this.flags['tls-ca'])
   }
 
   /** The endpoint rule, applied once in `init`, so a refused endpoint fails before anything is sent. */
@@ -68,7 +71,7 @@ export abstract class ClientCommand<T extends typeof Command> extends JsonComman
     this.credentialSource = apiKey ? {kind: 'api-key'} : saved ? {kind: 'login', username: saved.username} : undefined
     return new Client(this.endpoint, {
       apiKey: apiKey ?? saved?.access_token,
-      fetch: httpFetch,
+      fetch: adviseOnCertificates(httpFetch),
       onVersionMismatch: (message) => this.warn(message),
       trace: this.flags['log-level'] === 'debug' ? (line) => this.logToStderr(line) : undefined,
     })

@@ -5,7 +5,7 @@
  */
 import {createHash} from 'node:crypto'
 import {readFileSync} from 'node:fs'
-import {mkdir, rename, writeFile} from 'node:fs/promises'
+import {mkdir, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {ServiceErrorShape} from '../kernel/errors.js'
@@ -42,6 +42,11 @@ export function readLogin(home: string, endpoint: string): SavedLogin | undefine
   }
 }
 
+/** Deletes the saved login for an endpoint, if there is one. */
+export async function forgetLogin(home: string, endpoint: string): Promise<void> {
+  await rm(loginFile(home, endpoint), {force: true})
+}
+
 /** Where the credential of a failed call came from. */
 export type CredentialSource = {kind: 'api-key'} | {kind: 'login'; username: string} | undefined
 
@@ -55,5 +60,6 @@ export function authFailureLine(error: ServiceErrorShape, endpoint: string, sour
   if (!source) return `${endpoint} has access control on; log in with ${login()}, or pass an API key with --api-key.`
   if (source.kind === 'api-key') return `${endpoint} refused the API key given with --api-key (or SERVICE_API_KEY); check it, or log in with ${login()} instead.`
   if (error.code === 'token_expired') return `your login to ${endpoint} as ${source.username} expired; log in again with ${login(source.username)}.`
+  if (error.code === 'token_revoked') return `your login to ${endpoint} as ${source.username} was revoked; log in again with ${login(source.username)}.`
   return `your saved login to ${endpoint} as ${source.username} is no longer accepted; log in again with ${login(source.username)}.`
 }

@@ -4,7 +4,7 @@
  * leading ones behind the command's own arguments before oclif sees them. Only options that take a value are
  * listed: `-v`/`--version` and `-h`/`--help` in front keep their meaning.
  */
-const GLOBAL_FLAGS_WITH_VALUE = new Set(['--api-key', '-ak', '--endpoint', '-e', '--host', '-H', '--log-level', '--port', '-p'])
+const GLOBAL_FLAGS_WITH_VALUE = new Set(['--api-key', '-ak', '--endpoint', '-e', '--host', '-H', '--log-level', '--port', '-p', '--tls-ca'])
 
 /** Whether a token is a global option with its value in the same token: `--port=9997`, `-p9997`. */
 function joinedGlobalFlag(token: string): boolean {

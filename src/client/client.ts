@@ -128,6 +128,12 @@ export class Client {
     return token
   }
 
+  /** Revokes the access token this client logged in with (or was given); API keys cannot be logged out. */
+  async logout(): Promise<void> {
+    await this.request('POST', '/v1/auth/logout')
+    this.credential = this.options.apiKey
+  }
+
   /**
    * Launches a model and answers its uid once it is ready; with `{waitReady: false}` the uid comes back at
    * once while the weights download and load (follow it with `progress` or `waitUntilReady`).
@@ -300,7 +306,8 @@ export class Client {
       response = await sendJson(this.fetch, `${this.endpoint}${path}`, {body, credential: this.credential, method, signal})
       this.options.trace?.(`${method} ${this.endpoint}${path} → ${response.status} (${(performance.now() - started).toFixed(0)} ms)`)
     } catch (error) {
-      if ((error as Error).name === 'AbortError') throw error
+      // A fetch that throws a ServiceError has said what went wrong already (servicectl's, of a certificate it does not trust).
+      if ((error as Error).name === 'AbortError' || error instanceof ServiceError) throw error
       throw new ServiceError(
         503,
         'connection_failed',

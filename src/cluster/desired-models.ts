@@ -11,6 +11,7 @@ import writeFileAtomic from 'write-file-atomic'
 import type {Logger} from '../kernel/contracts.js'
 import type {ModelStateChanged, ServiceEvents} from '../kernel/observability.js'
 import type {LaunchRequest} from '../protocol/launch.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 export interface DesiredModel {
   /** The launch request as the service received it, with the uid the model got. */
@@ -82,8 +83,8 @@ export class DesiredModels {
     const content = `${JSON.stringify({models: this.list(), version: 1}, null, 2)}\n`
     this.writing = this.writing
       .then(async () => {
-        await mkdir(dirname(file), {recursive: true})
-        await writeFileAtomic(file, content)
+        await mkdir(dirname(file), {mode: PRIVATE_FOLDER, recursive: true})
+        await writeFileAtomic(file, content, {mode: PRIVATE_FILE})
       })
       .catch((error) => log.error(`could not write the desired models to ${file}: ${(error as Error).message}`))
   }

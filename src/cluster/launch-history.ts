@@ -11,6 +11,7 @@ import writeFileAtomic from 'write-file-atomic'
 import type {Logger} from '../kernel/contracts.js'
 import type {ModelStateChanged, ServiceEvents} from '../kernel/observability.js'
 import type {LaunchRecord} from '../protocol/events.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 export interface LaunchHistoryOptions {
   file: string
@@ -97,8 +98,8 @@ export class LaunchHistory {
     const text = `${JSON.stringify(this.records, null, 2)}\n`
     this.writing = this.writing
       .then(async () => {
-        await mkdir(dirname(this.options.file), {recursive: true})
-        await writeFileAtomic(this.options.file, text)
+        await mkdir(dirname(this.options.file), {mode: PRIVATE_FOLDER, recursive: true})
+        await writeFileAtomic(this.options.file, text, {mode: PRIVATE_FILE})
       })
       .catch((error) => this.options.log.warn(`cannot write the launch history ${this.options.file}: ${(error as Error).message}`))
   }

@@ -11,6 +11,7 @@ import type {LaunchOptions, WorkerApi} from './worker.js'
 
 import {errorFromReply, sendJson} from '../client/http.js'
 import {readEventData} from '../client/server-sent-events.js'
+import {untrustedCertificateAdvice} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 import {currentRequestId} from '../kernel/request-context.js'
 
@@ -153,6 +154,8 @@ export class RemoteWorker implements WorkerApi {
     } catch (error) {
       if (this.alive.signal.aborted) throw this.alive.signal.reason
       if (signal?.aborted) throw error
+      const advice = untrustedCertificateAdvice(error)
+      if (advice) throw new ServiceError(503, 'worker_unreachable', `the supervisor cannot call worker ${this.id}: ${advice}.`)
       throw new ServiceError(503, 'worker_unreachable', `worker ${this.id} does not answer (${((error as Error & {cause?: Error}).cause ?? (error as Error)).message}).`)
     }
 

@@ -7,6 +7,7 @@
 import type {Logger} from '../kernel/contracts.js'
 import type {WorkerApi} from './worker.js'
 
+import {untrustedCertificateAdvice} from '../kernel/certificates.js'
 import {ServiceError} from '../kernel/errors.js'
 import {VERSION_HEADER} from '../protocol/version.js'
 
@@ -98,6 +99,8 @@ export class SupervisorLink {
     try {
       response = await (this.options.fetch ?? fetch)(`${endpoint}${path}`, {body: body === undefined ? undefined : JSON.stringify(body), headers, method, signal: AbortSignal.timeout(10_000)})
     } catch (error) {
+      const advice = untrustedCertificateAdvice(error)
+      if (advice) throw new ServiceError(503, 'connection_failed', `cannot join the supervisor at ${endpoint}: ${advice}.`)
       const cause = ((error as Error & {cause?: Error}).cause ?? (error as Error)).message
       throw new ServiceError(503, 'connection_failed', `cannot reach the supervisor at ${endpoint} (${cause}); is it running, and is -e its address and port as seen from this machine?`)
     }

@@ -8,6 +8,7 @@ import {browserFlags, withBrowserFlags} from '../cli/browser-flags.js'
 import {logFormatFlag} from '../cli/log-format-flag.js'
 import {reachFlags, withReachFlags} from '../cli/reach-flags.js'
 import {ServiceProcessCommand} from '../cli/service-command.js'
+import {loadTlsIdentity, serviceTlsFlags, trustCertificateAuthority} from '../cli/tls.js'
 
 export default class Local extends ServiceProcessCommand {
   static description = 'Supervisor, worker and HTTP API in one process; this is what `service-local` runs.'
@@ -21,21 +22,23 @@ export default class Local extends ServiceProcessCommand {
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     'restore-models': Flags.boolean({allowNo: true, description: 'Relaunch the models that were running when the service last stopped (--no-restore-models, or SERVICE_RESTORE_MODELS=0, turns it off) [default: on].'}),
+    ...serviceTlsFlags(),
     port: Flags.integer({char: 'p', description: `Port to listen on [default: ${DEFAULT_PORT}].`, max: 65_535, min: 0}),
   }
   static hidden = true
   static program = 'service-local'
-  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>] [--allowed-hosts <names>] [--allowed-origins <origins>]'
+  static usage = 'service-local [--host <host>] [--port <port>] [--log-level <level>] [--log-format text|json] [--auth-config <file>] [--allowed-hosts <names>] [--allowed-origins <origins>] [--tls-cert <file> --tls-key <file>]'
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Local)
     const settings = await loadSettings()
     // Checked before anything starts, so a bad config costs nothing and leaves no service half up.
     const auth = flags['auth-config'] ? await loadAuthConfig(flags['auth-config']) : undefined
+    const tls = await loadTlsIdentity(flags)
     const service = await startLocalService(
       this.config,
       {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
-      {auth, autoBuild: flags['auto-build']},
+      {auth, autoBuild: flags['auto-build'], tls},
     )
     this.log(`Service running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)
     await this.untilStopped(service)

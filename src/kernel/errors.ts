@@ -27,7 +27,9 @@ export const ERROR_CODES = [
   'unauthorized',
   'invalid_credentials',
   'login_failed',
+  'login_throttled',
   'token_expired',
+  'token_revoked',
   'forbidden',
   'quota_exceeded',
   'auth_disabled',
@@ -71,6 +73,8 @@ export class ServiceError extends Error implements ServiceErrorShape {
   readonly status: number
   readonly code: string
   readonly param: string | null
+  /** When the caller may try again; the HTTP edge sends it as `Retry-After`. */
+  retryAfterSeconds?: number
 
   /** `code` is a string because errors come back from other processes and services; test/unit/error-codes checks ours. */
   constructor(status: number, code: ErrorCode | string, message: string, param?: string | null) {
@@ -79,6 +83,11 @@ export class ServiceError extends Error implements ServiceErrorShape {
     this.status = status
     this.code = code
     this.param = param ?? null
+  }
+
+  withRetryAfter(seconds: number): this {
+    this.retryAfterSeconds = seconds
+    return this
   }
 
   toJSON(): ServiceErrorShape {

@@ -25,6 +25,7 @@ import {checkLocalPath, checkModelUri} from './model-files.js'
 import {type Authority, checkReach, NO_AUTHORITY, registrationReach, SERVICE_AUTHORITY} from './reach.js'
 import {MAX_REGISTRATIONS_SETTING} from './settings.js'
 import {checkVirtualEnv} from './virtualenv.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from './private-home.js'
 
 export interface CatalogueEntry {
   modelType: string
@@ -143,9 +144,10 @@ export class ModelRegistry {
       if (owner) this.owners.set(family.model_name, owner)
       try {
         if (persist) {
-          await mkdir(join(this.directory, type), {recursive: true})
-          if (owner) await writeFileAtomic(this.fileOf(type, family.model_name, OWNER_SUFFIX), owner)
-          await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n')
+          await mkdir(join(this.directory, type), {mode: PRIVATE_FOLDER, recursive: true})
+          if (owner) await writeFileAtomic(this.fileOf(type, family.model_name, OWNER_SUFFIX), owner, {mode: PRIVATE_FILE})
+          // A registration may hold a hub token or an index URL with a password in it: readable by the service's user only.
+          await writeFileAtomic(this.fileOf(type, family.model_name), JSON.stringify(family, null, 2) + '\n', {mode: PRIVATE_FILE})
         }
       } catch (error) {
         this.owners.delete(family.model_name)

@@ -39,6 +39,8 @@ export interface RouteRequest<Body = unknown> {
   params: Record<string, string>
   query: Record<string, string | string[] | undefined>
   headers: Record<string, string | string[] | undefined>
+  /** The address the request came from (the connection's peer; a proxy in front of the service is that proxy). */
+  clientAddress: string
   /** Aborted when the client goes away. */
   signal: AbortSignal
   /** The uploaded files of a route that declares `multipart`, by field; empty for any other. */

@@ -63,6 +63,9 @@ export function homePaths(home: string) {
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),
+    revokedTokens: join(home, 'revoked-tokens.json'),
+    /** Files uploaded to multipart routes, while their request lasts. */
+    uploads: join(home, 'uploads'),
     virtualenv: join(home, 'virtualenv'),
   }
 }

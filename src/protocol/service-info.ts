@@ -32,3 +32,15 @@ export const tokenReplySchema = s.object(
   {access_token: s.string(), expires_in: s.integer({description: 'Seconds until it expires.'}), token_type: s.literal('bearer')},
   {title: 'TokenReply'},
 )
+
+/** `POST /v1/auth/logout`. */
+export const logoutReplySchema = s.object({revoked: s.literal(true), username: s.string({description: 'Whose token was revoked.'})}, {title: 'LogoutReply'})
+
+/** `POST /v1/auth/users/{username}/revoke`. */
+export const userRevocationReplySchema = s.object(
+  {
+    tokens_valid_from: s.string({description: 'ISO time: tokens issued before it are refused; a login from then on gets one that works.'}),
+    username: s.string(),
+  },
+  {title: 'UserRevocationReply'},
+)

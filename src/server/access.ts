@@ -28,17 +28,17 @@ interface AccessState {
   routed?: boolean
 }
 
-export function accessGuards(access: AccessControl) {
-  const credentialOf = (ctx: Koa.Context): string | undefined => {
-    const header = ctx.get('authorization')
-    if (header) {
-      const match = /^Bearer +(\S+) *$/i.exec(header)
-      if (!match) throw new ServiceError(401, 'invalid_credentials', 'the Authorization header must be `Bearer <API key or access token>`.')
-      return match[1]
-    }
+/** The credential of an `Authorization: Bearer <credential>` header; none without the header. */
+export function bearerCredential(header: string | undefined): string | undefined {
+  if (!header) return undefined
+  const match = /^Bearer +(\S+) *$/i.exec(header)
+  if (!match) throw new ServiceError(401, 'invalid_credentials', 'the Authorization header must be `Bearer <API key or access token>`.')
+  return match[1]
+}
 
-    return ctx.path.startsWith(ANTHROPIC_PREFIX) ? ctx.get('x-api-key') || undefined : undefined
-  }
+export function accessGuards(access: AccessControl) {
+  const credentialOf = (ctx: Koa.Context): string | undefined =>
+    bearerCredential(ctx.get('authorization')) ?? (ctx.path.startsWith(ANTHROPIC_PREFIX) ? ctx.get('x-api-key') || undefined : undefined)
 
   /** Who is calling; worked out once per request, when first needed. */
   const callerOf = (ctx: Koa.Context): Promise<Caller> => {

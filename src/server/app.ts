@@ -59,7 +59,7 @@ export interface AppOptions {
   shutdown?: AbortSignal
   /** Where every finished request is reported; without it the app makes its own, which logs an access line. */
   events?: ServiceEvents
-  /** Where uploads to multipart routes are written while their request lasts; the system's temporary folder unless given. */
+  /** Where uploads to multipart routes are written while their request lasts (made 0700); a new private folder in the system's temporary folder unless given. */
   uploadDir?: string
   /** Serve the web interface at /ui and redirect `/` to it (service-local and the supervisor; workers do not). */
   webUi?: boolean
@@ -151,7 +151,7 @@ const announceArrival =
   }
 
 /** RFC 6750 §3: a 401 names the scheme, and says when the credential sent was the problem. */
-const challenge = (error: ServiceErrorShape) => (error.code === 'invalid_credentials' || error.code === 'token_expired' ? 'Bearer error="invalid_token"' : 'Bearer')
+const challenge = (error: ServiceErrorShape) => (['invalid_credentials', 'token_expired', 'token_revoked'].includes(error.code) ? 'Bearer error="invalid_token"' : 'Bearer')
 
 /** What writing to a client that went away fails with. */
 const CLIENT_GONE = new Set(['ECONNABORTED', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE'])
@@ -186,6 +186,7 @@ export function createApp(options: AppOptions): Koa {
       if (shaped.status >= 500) log.error(`${ctx.method} ${ctx.path}: ${(error as Error)?.stack ?? error}`)
       ctx.status = shaped.status
       if (shaped.status === 401) ctx.set('WWW-Authenticate', challenge(shaped))
+      if (shaped.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(shaped.retryAfterSeconds))
       ctx.body = errorBody(styleOf(ctx.path), shaped)
     }
   })
@@ -220,6 +221,7 @@ export function createApp(options: AppOptions): Koa {
       const request: RouteRequest = {
         authority: guards ? guards.authorityOf(ctx) : SERVICE_AUTHORITY,
         body,
+        clientAddress: ctx.req.socket.remoteAddress ?? 'unknown',
         files: filesOf(ctx),
         headers: ctx.headers,
         log,

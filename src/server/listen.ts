@@ -4,10 +4,12 @@ import type Koa from 'koa'
 import {createRequire} from 'node:module'
 import {setFlagsFromString} from 'node:v8'
 
+import type {TlsIdentity} from '../kernel/certificates.js'
+
 import {ServiceError} from '../kernel/errors.js'
 
 /** Required, not imported: an ES import of `node:http` loads Node's bundled undici for nothing (see app.ts). */
-const {createServer} = createRequire(import.meta.url)('node:http') as typeof import('node:http')
+const require = createRequire(import.meta.url)
 
 export interface Listening {
   server: Server
@@ -18,10 +20,12 @@ export interface Listening {
   close(graceMs?: number): Promise<void>
 }
 
-export async function listen(app: Koa, {host, port}: {host: string; port: number}): Promise<Listening> {
+export async function listen(app: Koa, {host, port, tls}: {host: string; port: number; tls?: TlsIdentity}): Promise<Listening> {
   let closed: Promise<void> | undefined
   const handle = app.callback()
-  const server = createServer({keepAliveTimeout: 65_000, noDelay: true}, (request, response) => {
+  const options = {keepAliveTimeout: 65_000, noDelay: true}
+  const {createServer} = (tls ? require('node:https') : require('node:http')) as typeof import('node:https')
+  const server: Server = createServer({...options, ...tls}, (request, response) => {
     // Once closing, a kept-alive connection is closed as soon as its response is done, so closing ends.
     response.once('close', () => closed && setImmediate(() => server.closeIdleConnections()))
     return handle(request, response)
@@ -59,6 +63,6 @@ export async function listen(app: Koa, {host, port}: {host: string; port: number
     },
     server,
     stopAccepting,
-    url: `http://${shownHost}:${boundPort}`,
+    url: `${tls ? 'https' : 'http'}://${shownHost}:${boundPort}`,
   }
 }

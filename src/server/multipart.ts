@@ -6,14 +6,16 @@
 import type Koa from 'koa'
 import type {Readable} from 'node:stream'
 
-import {unlink} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 
 import type {RouteDefinition} from '../kernel/contracts.js'
 import type {JsonSchema} from '../kernel/schema.js'
 import type {UploadedFile, UploadedFiles} from '../kernel/uploads.js'
 
 import {badRequest, ServiceError} from '../kernel/errors.js'
+import {PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 /** formidable's error codes (formidable/src/FormidableError.js) for a body over a limit. */
 const TOO_LARGE = new Set([1006, 1007, 1009, 1015, 1016])
@@ -89,6 +91,18 @@ interface FormidablePart extends Readable {
 const MODEL_FIELD_BYTES = 1024
 
 /**
+ * The folder uploads are written to, only the service's user may list: the one given (the service's, under
+ * SERVICE_HOME), else a new one of its own in the system's temporary folder rather than that shared folder itself.
+ */
+async function privateUploadFolder(given: string | undefined): Promise<string> {
+  if (!given) return mkdtemp(join(tmpdir(), 'service-uploads-'))
+  await mkdir(given, {mode: PRIVATE_FOLDER, recursive: true})
+  // One left by an earlier version keeps its mode through mkdir.
+  await chmod(given, PRIVATE_FOLDER)
+  return given
+}
+
+/**
  * Parses a multipart route's body into `ctx.request.body` (text fields) and the files `filesOf` gives. koa-body is
  * loaded by the first upload, as the JSON parser is by the first JSON body.
  *
@@ -96,8 +110,9 @@ const MODEL_FIELD_BYTES = 1024
  * (OpenAI's and Xinference's do), so a request for a model that is not running is answered then, without writing its
  * files anywhere.
  */
-export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir(), checkModel?: (ctx: Koa.Context, uid: string) => void): Koa.Middleware {
+export function parseMultipart(route: RouteDefinition, uploadFolder?: string, checkModel?: (ctx: Koa.Context, uid: string) => void): Koa.Middleware {
   const {files, maxFileBytes, maxTotalBytes = maxFileBytes * Object.keys(files).length} = route.multipart!
+  let folder: Promise<string> | undefined
   return async (ctx, next) => {
     if (!ctx.is('multipart'))
       throw badRequest(`${route.method} ${route.path} takes multipart/form-data (files in ${Object.keys(files).join(', ')}); this request sent ${ctx.get('content-type') || 'no Content-Type'}.`)
@@ -136,6 +151,7 @@ export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir(), che
     }
 
     // Made per request, since the file list its onFileBegin fills is this request's.
+    const uploadDir = await (folder ??= privateUploadFolder(uploadFolder))
     const parse = (await (koaBodyModule ??= import('koa-body'))).koaBody({
       formidable: {
         maxFileSize: maxFileBytes,

@@ -9,8 +9,7 @@
  * another service on the machine, which finds the lock held, reports the same progress, until the lock shows that
  * the service holding it is gone (killed in the middle of a build).
  */
-import {createWriteStream} from 'node:fs'
-import {mkdir, readFile, rename, writeFile} from 'node:fs/promises'
+import {mkdir, open, readFile, rename, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {Logger} from '../kernel/contracts.js'
@@ -41,6 +40,7 @@ import {
   progressWorthLogging,
   startProgress,
 } from './engine-auto-build.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 export interface AutoBuilderOptions {
   log: Logger
@@ -197,9 +197,12 @@ export class EngineAutoBuilder {
 
   private async build(plan: EngineBuildPlan, folder: string, why: string): Promise<void> {
     const {log, logDir} = this.options
-    await mkdir(logDir, {recursive: true})
+    await mkdir(logDir, {mode: PRIVATE_FOLDER, recursive: true})
     const logFile = join(logDir, `engine-build-${plan.engine.replaceAll(/[^\w.-]/g, '_')}.log`)
-    const output = createWriteStream(logFile)
+    const logHandle = await open(logFile, 'w', PRIVATE_FILE)
+    // An existing log, from an earlier version, keeps its mode through open.
+    await logHandle.chmod(PRIVATE_FILE)
+    const output = logHandle.createWriteStream()
     const started = this.now()
     let progress: BuildProgress = startProgress()
     let sharedAt = 0

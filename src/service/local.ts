@@ -8,6 +8,7 @@ import type {Config} from '@oclif/core'
 import {join} from 'node:path'
 
 import type {AuthConfig} from '../auth/config.js'
+import type {TlsIdentity} from '../kernel/certificates.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {ServiceSettings} from '../kernel/settings.js'
@@ -15,17 +16,20 @@ import type {ClusterTiming} from '../protocol/membership.js'
 import type {LaunchRequest} from '../protocol/launch.js'
 
 import {AccessControl} from '../auth/access-control.js'
+import {Revocations} from '../auth/revocations.js'
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {SERVICE_AUTHORITY} from '../kernel/reach.js'
 import {ModelRegistry} from '../kernel/registry.js'
+import {makeHomePrivate} from '../kernel/private-home.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
+import {authRoutes} from '../server/routes/auth.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {ollamaRoutes} from '../server/routes/ollama.js'
 import {engineBuildRoutes} from '../server/routes/engine-build.js'
@@ -69,13 +73,17 @@ export interface ServiceOptions {
   cluster?: {timing: ClusterTiming; clusterToken?: string}
   /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
   autoBuild?: boolean
+  /** Serve HTTPS with this certificate and key. */
+  tls?: TlsIdentity
 }
 
-export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster}: ServiceOptions = {}): Promise<RunningService> {
+export async function startLocalService(config: Config, settings: ServiceSettings, {auth, autoBuild, cluster, tls}: ServiceOptions = {}): Promise<RunningService> {
   const name = cluster ? 'service-supervisor' : 'service-local'
+  const homeWarnings = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, cluster ? ['supervisor'] : ['supervisor', 'worker'], {program: name})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
+  for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache})
   const reach = {allowedModelDirs: settings.allowedModelDirs, allowedPipSources: settings.allowedPipSources, allowedPythonModules: settings.allowedPythonModules}
@@ -118,7 +126,9 @@ export async function startLocalService(config: Config, settings: ServiceSetting
       ]
   // The machine's models run here only in local mode, so only then is there an engine to build for it.
   const autoBuilds = cluster ? undefined : EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
-  const access = auth ? new AccessControl(auth, {now: Date.now}) : undefined
+  const access = auth
+    ? new AccessControl(auth, {now: Date.now, revocations: await Revocations.open({file: paths.revokedTokens, lifetimeSeconds: auth.tokenExpireInMinutes * 60, log})})
+    : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
@@ -145,6 +155,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const routes = [
     ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
+    ...authRoutes(access).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
@@ -156,8 +167,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
-  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, version, webUi: true})
-  const listening = await listen(app, {host: settings.host, port: settings.port})
+  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
+  const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   workerRegistry?.start()
   autoBuilds?.start()

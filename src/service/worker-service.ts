@@ -6,12 +6,15 @@ import type {Config} from '@oclif/core'
 
 import {join} from 'node:path'
 
+import type {TlsIdentity} from '../kernel/certificates.js'
 import type {ServiceSettings} from '../kernel/settings.js'
 import type {RunningService} from './local.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {loadKernel} from '../kernel/hooks.js'
 import {ServiceEvents} from '../kernel/observability.js'
+import {CLUSTER} from '../kernel/permissions.js'
+import {makeHomePrivate} from '../kernel/private-home.js'
 import {homePaths} from '../kernel/settings.js'
 import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
@@ -35,15 +38,19 @@ export interface WorkerServiceOptions {
   clusterToken?: string
   /** `--auto-build` / `--no-auto-build`, when given; else SERVICE_AUTO_BUILD decides. */
   autoBuild?: boolean
+  /** Serve HTTPS with this certificate and key. */
+  tls?: TlsIdentity
 }
 
-export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint}: WorkerServiceOptions): Promise<RunningService> {
+export async function startWorkerService(config: Config, settings: ServiceSettings, {autoBuild, clusterToken, endpoint, tls}: WorkerServiceOptions): Promise<RunningService> {
   // The address is what the supervisor will call: "all interfaces" names no machine it could reach.
   if (settings.host === '0.0.0.0' || settings.host === '::')
     throw new ServiceError(400, 'invalid_request', `-H ${settings.host} listens everywhere but is no address the supervisor can call; give this machine's address as the supervisor reaches it.`)
+  const homeWarnings = await makeHomePrivate(settings.home)
   const homeLock = await lockHome(settings.home, ['worker'], {program: 'service-worker'})
   const paths = homePaths(settings.home)
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
+  for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
   const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache})
   const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
@@ -70,13 +77,13 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     },
     list: () => [],
   }
-  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes(autoBuilds)].map((definition) => ({
+  const routes = [...workerRoutes({onShutdown: () => void stop(), version, worker: () => worker}), ...engineBuildRoutes(autoBuilds, CLUSTER)].map((definition) => ({
     definition,
     plugin: 'core',
   }))
   const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
-  const app = createApp({browsers, clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, version})
-  const listening = await listen(app, {host: settings.host, port: settings.port})
+  const app = createApp({browsers, clusterToken, log, models: noModels, routes, shutdown: shutdown.signal, uploadDir: paths.uploads, version})
+  const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
   // The worker's downloads, which its heartbeats carry to the supervisor's metrics.

@@ -16,6 +16,7 @@ import {join} from 'node:path'
 import lockfile from 'proper-lockfile'
 
 import {ServiceError} from '../kernel/errors.js'
+import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
 export type HomeRole = 'supervisor' | 'worker'
 
@@ -66,13 +67,13 @@ function processRuns(pid: number): boolean {
 export async function lockHome(home: string, roles: HomeRole[], options: HomeLockOptions): Promise<HomeLock> {
   const {isRunning = processRuns, notify = (message) => process.stderr.write(`${options.program}: ${message}\n`), program} = options
   const folder = join(home, 'locks')
-  await mkdir(folder, {recursive: true})
+  await mkdir(folder, {mode: PRIVATE_FOLDER, recursive: true})
   const recordOf = (role: HomeRole) => join(folder, `${role}.json`)
   const record: HomeLockHolder = {host: hostname(), pid: process.pid, program}
   const writeRecords = async () => {
     for (const role of roles) {
       const temporary = `${recordOf(role)}.${process.pid}.tmp`
-      await writeFile(temporary, JSON.stringify(record) + '\n')
+      await writeFile(temporary, JSON.stringify(record) + '\n', {mode: PRIVATE_FILE})
       await rename(temporary, recordOf(role))
     }
   }

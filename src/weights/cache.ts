@@ -15,6 +15,7 @@ import type {CachedModel} from '../protocol/cache.js'
 
 import {NO_SIZE} from '../kernel/catalogue.js'
 import {badRequest, notFound} from '../kernel/errors.js'
+import {PRIVATE_FILE} from '../kernel/private-home.js'
 
 export const MANIFEST = 'manifest.json'
 const PART = '.part'
@@ -112,7 +113,7 @@ export class ModelCache {
   async writeManifest(manifest: CacheManifest): Promise<void> {
     const target = join(this.entryDir(manifest.model_version), MANIFEST)
     const temporary = `${target}.${process.pid}.tmp`
-    await writeFile(temporary, JSON.stringify(manifest, null, 2) + '\n')
+    await writeFile(temporary, JSON.stringify(manifest, null, 2) + '\n', {mode: PRIVATE_FILE})
     await rename(temporary, target)
   }
 

@@ -17,7 +17,9 @@ import {writeTinyChatModel} from '../helpers/models.js'
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 /** The routes anyone may call. Any other route without a permission fails the first test. */
-const PUBLIC_ROUTES = ['GET /api/version', 'GET /docs', 'GET /health', 'GET /openapi.json', 'GET /v1/cluster/auth', 'GET /v1/cluster/version', 'POST /token']
+const PUBLIC_ROUTES = ['GET /api/version', 'GET /docs', 'GET /health', 'GET /openapi.json', 'GET /v1/cluster/auth', 'GET /v1/cluster/version', 'POST /token', 'POST /v1/auth/logout']
+/** What the public routes answer to a call without a body or credential: the token request lacks its fields, a logout its token. */
+const PUBLIC_STATUS: Record<string, number> = {'/token': 400, '/v1/auth/logout': 401}
 
 interface Route {
   method: string
@@ -92,7 +94,7 @@ describe('access control (service-local --auth-config)', function () {
     it('answers the public routes to anyone, whatever credential comes along', async () => {
       for (const route of routes.filter((r) => r.permission === 'public')) {
         const anonymous = await callRoute(route)
-        expect(anonymous.status, `${route.method} ${route.path}`).to.equal(route.path === '/token' ? 400 : 200)
+        expect(anonymous.status, `${route.method} ${route.path}`).to.equal(PUBLIC_STATUS[route.path] ?? 200)
         expect((await callRoute(route, {credential: 'garbage'})).status).to.equal(anonymous.status)
       }
 

@@ -8,7 +8,7 @@
  * of llama.cpp runs here (the README says how long one took on this machine).
  */
 import {expect} from 'chai'
-import {mkdir, mkdtemp, readFile, rm, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {callApi, ROOT, type RunningService, servicectl, startProgram, startService, temporaryDirectory} from '../helpers/service.js'
@@ -106,6 +106,7 @@ describe('background engine build (plumbing, with a stand-in build program)', fu
     expect(first.output()).to.contain('stand-in-build: background build 50% (compiling)')
     expect(first.output()).to.contain('stand-in-build: built for this machine in the background in ')
     expect(await readFile(done.log_file, 'utf8')).to.contain('[100%] Linking CXX shared library stand-in.node\n')
+    expect((await stat(done.log_file)).mode & 0o777, 'the build log is readable by the service\'s user only').to.equal(0o600)
   })
 
   it('reports a failed build with its last lines and does not retry it until the next start', async () => {

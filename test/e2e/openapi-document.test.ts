@@ -103,6 +103,15 @@ describe('the OpenAPI document against real answers of every route (service-loca
     expect((await refused(401, 'GET', '/anthropic/v1/models', {}, secured)).body.type).to.equal('error')
   })
 
+  it('answers logout and the revocation of a user’s tokens as documented', async () => {
+    const root = {headers: {authorization: `Bearer ${apiKeyOf('root')}`}}
+    const {body} = await local.call(secured, 'POST', '/token', {body: {password: passwordOf('nobody'), username: 'nobody'}})
+    expect((await local.call(secured, 'POST', '/v1/auth/logout', {headers: {authorization: `Bearer ${body.access_token}`}})).status).to.equal(200)
+    await refused(401, 'POST', '/v1/auth/logout', {headers: {authorization: `Bearer ${body.access_token}`}}, secured)
+    expect((await local.call(secured, 'POST', '/v1/auth/users/{username}/revoke', {...root, params: {username: 'nobody'}})).status).to.equal(200)
+    await refused(404, 'POST', '/v1/auth/users/{username}/revoke', {...root, params: {username: 'ghost'}}, secured)
+  })
+
   it('answers registrations and engines as documented', async () => {
     await ok('POST', '/v1/model_registrations/{model_type}', {body: {model: HUB_FAMILY, persist: false}, params: {model_type: 'LLM'}})
     await ok('POST', '/v1/model_registrations/{model_type}', {body: {model: {...HUB_FAMILY, model_name: 'short-lived'}, persist: false}, params: {model_type: 'LLM'}})

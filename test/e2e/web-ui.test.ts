@@ -314,9 +314,12 @@ describe('web interface with access control (service-local --auth-config, headle
     expect(refusal).to.contain('Permission denied').and.contain(`user "${user}" does not have the permission models:register`)
     browser.check()
 
+    const loggedIn = await page.evaluate(() => sessionStorage.getItem('service-toolkit.token'))
     await page.getByRole('button', {name: 'Log out'}).click()
     await page.waitForURL(`${service.url}/ui/login`)
     expect(await page.evaluate(() => Object.keys(sessionStorage))).to.deep.equal([])
+    const revoked = await fetch(`${service.url}/v1/models`, {headers: {authorization: `Bearer ${loggedIn}`}})
+    expect((await revoked.json()).error, 'the token is revoked at the service').to.include({code: 'token_revoked'})
     await page.goto(`${service.url}/ui/cache`)
     await page.waitForURL(`${service.url}/ui/login?next=%2Fui%2Fcache`)
     browser.check()

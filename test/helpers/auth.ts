@@ -3,7 +3,7 @@
  * just P and a user `all-but-P` with every other one, so a test can show a route needs exactly its permission.
  * Tokens of every kind a client might send are minted here with jose, with any expiry, rather than waited for.
  */
-import {createHash} from 'node:crypto'
+import {createHash, randomUUID} from 'node:crypto'
 import {writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {SignJWT, UnsecuredJWT} from 'jose'
@@ -46,6 +46,7 @@ export function mintToken({algorithm = 'HS256', expiresIn = 600, now = Date.now(
   return new SignJWT({scopes: ['admin']})
     .setProtectedHeader({alg: algorithm, typ: 'JWT'})
     .setSubject(sub)
+    .setJti(randomUUID())
     .setIssuedAt(issuedAt)
     .setExpirationTime(issuedAt + expiresIn)
     .sign(new TextEncoder().encode(secret))

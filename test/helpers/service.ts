@@ -59,7 +59,7 @@ export async function startProgram(
     // Searched until found only: a service logs a line a request, and a search of all its output per line would
     // cost a long benchmark's client more CPU at every request.
     const findUrl = () => {
-      const match = /(?:Service|Supervisor|Worker) running at (http:\/\/[^\s,]+)/.exec(output)
+      const match = /(?:Service|Supervisor|Worker) running at (https?:\/\/[^\s,]+)/.exec(output)
       if (!match) return
       child.all!.off('data', findUrl)
       clearTimeout(timer)

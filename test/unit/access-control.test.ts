@@ -6,6 +6,8 @@ import {parseAuthConfig} from '../../src/auth/config.js'
 import {apiKeyOf, AUTH_SECRET, mintToken, OTHER_SECRET, passwordOf, testAuthConfig, unsignedToken} from '../helpers/auth.js'
 
 const START = Date.parse('2030-01-01T00:00:00Z')
+/** A documentation address (RFC 5737) as the client's. */
+const ADDRESS = '192.0.2.1'
 
 describe('access control', () => {
   let clock: number
@@ -18,10 +20,12 @@ describe('access control', () => {
   })
 
   it('logs a user in with a JWT of the configured algorithm, carrying the user, permissions and expiry', async () => {
-    const token = await access.login('only-models:start', passwordOf('only-models:start'))
+    const token = await access.login('only-models:start', passwordOf('only-models:start'), ADDRESS)
     expect(token).to.include({expires_in: 1800, token_type: 'bearer'})
     expect(decodeProtectedHeader(token.access_token)).to.deep.equal({alg: 'HS384', typ: 'JWT'})
-    expect(decodeJwt(token.access_token)).to.deep.equal({exp: START / 1000 + 1800, iat: START / 1000, scopes: ['models:start'], sub: 'only-models:start'})
+    const {jti, ...claims} = decodeJwt(token.access_token)
+    expect(claims).to.deep.equal({exp: START / 1000 + 1800, iat: START / 1000, scopes: ['models:start'], sub: 'only-models:start'})
+    expect(jti).to.match(/^[0-9a-f-]{36}$/)
     const caller = await access.authenticate(token.access_token)
     expect(caller).to.deep.include({username: 'only-models:start', via: 'token'})
     expect([...caller.permissions]).to.deep.equal(['models:start'])
@@ -29,7 +33,7 @@ describe('access control', () => {
 
   it('refuses a wrong password and an unknown user with the same answer', async () => {
     for (const [username, password] of [['root', 'wrong'], ['ghost', passwordOf('root')], ['root', '']]) {
-      const error = await refused(access.login(username, password))
+      const error = await refused(access.login(username, password, ADDRESS))
       expect(error).to.include({code: 'login_failed', message: 'incorrect username or password.', status: 401})
     }
   })
@@ -46,7 +50,7 @@ describe('access control', () => {
   })
 
   it('says a token expired once its time is up, by the injected clock', async () => {
-    const {access_token} = await access.login('root', passwordOf('root'))
+    const {access_token} = await access.login('root', passwordOf('root'), ADDRESS)
     clock += 30 * 60 * 1000 - 1000
     expect((await access.authenticate(access_token)).username).to.equal('root')
     clock += 1000
@@ -56,7 +60,7 @@ describe('access control', () => {
   })
 
   it('refuses tokens it did not sign, unsigned ones, other algorithms, tampered ones and passwords', async () => {
-    const {access_token} = await access.login('nobody', passwordOf('nobody'))
+    const {access_token} = await access.login('nobody', passwordOf('nobody'), ADDRESS)
     const [header, , signature] = access_token.split('.')
     const tampered = [header, Buffer.from(JSON.stringify({exp: START / 1000 + 60, scopes: ['admin'], sub: 'nobody'})).toString('base64url'), signature].join('.')
     const forged = [
@@ -95,7 +99,7 @@ describe('access control', () => {
   it('lets admin do everything and others only what they were given, naming the missing permission', async () => {
     const root = await access.authenticate(apiKeyOf('root'))
     access.authorize(root, 'models:stop', 'DELETE /v1/models/:model_uid')
-    const lister = await access.authenticate((await access.login('only-models:list', passwordOf('only-models:list'))).access_token)
+    const lister = await access.authenticate((await access.login('only-models:list', passwordOf('only-models:list'), ADDRESS)).access_token)
     access.authorize(lister, 'models:list', 'GET /v1/models')
     expect(() => access.authorize(lister, 'models:start', 'POST /v1/models')).to.throw(
       'user "only-models:list" does not have the permission models:start, which POST /v1/models needs; ask an administrator to add it to the user\'s permissions in the access-control config.',

@@ -14,6 +14,16 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 }
 
+/**
+ * Forgets the tab's token and has the service revoke it, so that a copy of it (a shared screen, a saved HAR file) is
+ * worthless too. A token the service no longer takes needs no revoking, so the answer is not reported.
+ */
+export async function logOut(): Promise<void> {
+  const leaving = token.get()
+  token.clear()
+  if (leaving) await fetch('/v1/auth/logout', {headers: {authorization: `Bearer ${leaving}`}, method: 'POST'}).catch(() => undefined)
+}
+
 /** Listeners told when the service refuses the token: it expired, or the service restarted with another secret. */
 const onUnauthorized = new Set<() => void>()
 export const whenUnauthorized = (listener: () => void) => {

@@ -6,7 +6,7 @@ import {render} from 'preact'
 import {useEffect, useState} from 'preact/hooks'
 import {lazy, LocationProvider, Route, Router, useLocation} from 'preact-iso'
 
-import {client, token, whenUnauthorized} from './api.js'
+import {client, logOut, token, whenUnauthorized} from './api.js'
 import {CachePage} from './pages/cache.js'
 import {ClusterPage} from './pages/cluster.js'
 import {LaunchPage} from './pages/launch.js'
@@ -54,8 +54,8 @@ function Shell() {
 
   if (auth === undefined) return <p class="loading">Connecting to the service…</p>
   if (auth && !token.get() && !atLogin) return null
-  const logOut = () => {
-    token.clear()
+  const leave = async () => {
+    await logOut()
     setNotice('You are logged out.')
     location.route('/ui/login')
   }
@@ -76,7 +76,7 @@ function Shell() {
           </nav>
         )}
         {auth && token.get() && (
-          <button class="secondary" onClick={logOut} type="button">
+          <button class="secondary" onClick={() => void leave()} type="button">
             Log out
           </button>
         )}

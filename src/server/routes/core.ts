@@ -17,7 +17,7 @@ import {cachedModelListSchema} from '../../protocol/cache.js'
 import {launchProgressSchema, launchReplySchema, launchSchema, memoryEstimateReplySchema, memoryEstimateSchema} from '../../protocol/launch.js'
 import {modelDescriptionSchema, modelListSchema} from '../../protocol/models.js'
 import {engineMatrixSchema, registeredFamilySchema, registrationListSchema} from '../../protocol/registrations.js'
-import {authReplySchema, healthReplySchema, pluginsReplySchema, tokenReplySchema, versionReplySchema} from '../../protocol/service-info.js'
+import {authReplySchema, healthReplySchema, pluginsReplySchema, versionReplySchema} from '../../protocol/service-info.js'
 
 export interface CoreRouteDependencies {
   kernel: Kernel
@@ -42,19 +42,6 @@ const registerSchema = s.object(
     worker_ip: s.optional(s.nullable(s.string())),
   },
   {title: 'RegisterModelRequest'},
-)
-
-/** OAuth2's password grant (RFC 6749 §4.3.2), which Xinference's clients send as JSON with only the credentials. */
-const tokenSchema = s.object(
-  {
-    client_id: s.optional(s.string({description: 'Accepted and ignored.'})),
-    client_secret: s.optional(s.secret({description: 'Accepted and ignored.'})),
-    grant_type: s.optional(s.string({description: 'OAuth2 grant type; only `password` is supported.', enum: ['password']})),
-    password: s.secret(),
-    scope: s.optional(s.string({description: "Accepted and ignored: a token carries all of the user's permissions."})),
-    username: s.string({minLength: 1}),
-  },
-  {title: 'TokenRequest'},
 )
 
 /** A yes/no query parameter (`?wait_ready=false`), checked against the route's declaration: its default when absent. */
@@ -301,28 +288,6 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       permission: PUBLIC,
       response: authReplySchema.json,
       summary: 'Whether access control is on',
-      tag: 'service',
-    },
-    {
-      acceptsForm: true,
-      body: tokenSchema,
-      async handler({body, log}) {
-        if (!access) throw new ServiceError(400, 'auth_disabled', 'access control is off on this service, so there is nothing to log in to; every call works without credentials.')
-        try {
-          const token = await access.login(body.username, body.password)
-          log.info(`user "${body.username}" logged in (username fingerprint ${access.usernameFingerprint(body.username)})`)
-          // RFC 6749 §5.1: a response carrying a token must not be cached.
-          return {body: token, headers: {'Cache-Control': 'no-store', Pragma: 'no-cache'}, kind: 'json' as const}
-        } catch (error) {
-          log.warn(access.refusedLoginEntry(body.username))
-          throw error
-        }
-      },
-      method: 'POST',
-      path: '/token',
-      permission: PUBLIC,
-      response: tokenReplySchema.json,
-      summary: 'Log in with a username and password (OAuth2 password grant, form-encoded or JSON) for an access token',
       tag: 'service',
     },
     {

@@ -1,9 +1,11 @@
 /**
  * The background build of an engine for this machine (src/service/engine-auto-builder.ts): its state, progress and
  * outcome, for `servicectl engine`, the web interface and anyone who wants to know whether models launched now get
- * the faster build. Reading it needs what listing models needs.
+ * the faster build. Reading it needs what listing models needs; on a worker's own port, the cluster token like its
+ * other routes.
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
+import type {CLUSTER, Permission} from '../../kernel/permissions.js'
 
 import {type EngineBuildStatus, engineBuildListSchema, engineBuildStatusSchema} from '../../protocol/engine-build.js'
 
@@ -13,14 +15,14 @@ export interface EngineBuilds {
   all(): Promise<EngineBuildStatus[]>
 }
 
-export function engineBuildRoutes(builds: EngineBuilds | undefined): RouteDefinition[] {
+export function engineBuildRoutes(builds: EngineBuilds | undefined, permission: Permission | typeof CLUSTER = 'models:list'): RouteDefinition[] {
   const list: RouteDefinition = {
     async handler() {
       return {body: {data: builds ? await builds.all() : []}, kind: 'json', status: 200}
     },
     method: 'GET',
     path: '/v1/engine-builds',
-    permission: 'models:list',
+    permission,
     response: engineBuildListSchema.json,
     summary:
       "Every engine this service builds for its machine in the background, with each build's state as GET /v1/engines/{engine}/build answers it; an empty list on a supervisor (its workers build, each for its own machine)",
@@ -35,7 +37,7 @@ export function engineBuildRoutes(builds: EngineBuilds | undefined): RouteDefini
       },
       method: 'GET',
       path: '/v1/engines/:engine/build',
-      permission: 'models:list',
+      permission,
       response: engineBuildStatusSchema.json,
       summary:
         "An engine's background build for this machine (llama.cpp: compiled for this CPU when the service starts on a machine that can build it): off, unavailable, checking, not_needed, building (stage, percent, lines), succeeded or failed (error, last lines)",
