@@ -37,7 +37,9 @@ async function call(url: string, operation: Operation, credential?: string): Pro
     method: operation.method,
   })
   const text = await response.text()
-  return {error: response.headers.get('content-type')?.includes('json') ? JSON.parse(text)?.error : undefined, status: response.status}
+  const error = response.headers.get('content-type')?.includes('json') ? JSON.parse(text)?.error : undefined
+  // Ollama's routes answer the message itself as `error`, as its clients read it.
+  return {error: typeof error === 'string' ? {message: error} : error, status: response.status}
 }
 
 describe('route coverage of a cluster with access control on', function () {

@@ -12,6 +12,7 @@ import {AccessControl} from '../../src/auth/access-control.js'
 import {parseAuthConfig} from '../../src/auth/config.js'
 import {type AppOptions, createApp} from '../../src/server/app.js'
 import {listen, type Listening} from '../../src/server/listen.js'
+import {authRoutes} from '../../src/server/routes/auth.js'
 import {coreRoutes} from '../../src/server/routes/core.js'
 import {apiKeyOf, passwordOf, testAuthConfig} from '../helpers/auth.js'
 
@@ -26,10 +27,11 @@ const messagesRoute: RouteDefinition = {
   permission: 'models:read',
   summary: 'Anthropic Messages API (stand-in)',
 }
-/** Only the routes that need neither a kernel nor a supervisor. */
-const authRoutes = coreRoutes({kernel: undefined as never, registry: undefined as never, supervisor: undefined as never, version: '0.0.0'}).filter((route) =>
-  ['/token', '/v1/cluster/auth'].includes(route.path),
-)
+/** Only the routes that need neither a kernel nor a supervisor: logins, as access control is on or off, and whether it is. */
+const loginRoutes = (access?: AccessControl) => [
+  ...authRoutes(access).filter((route) => route.path === '/token'),
+  ...coreRoutes({kernel: undefined as never, registry: undefined as never, supervisor: undefined as never, version: '0.0.0'}).filter((route) => route.path === '/v1/cluster/auth'),
+]
 
 async function serve(access?: AccessControl, routes: RouteDefinition[] = [messagesRoute]): Promise<Listening> {
   const options: AppOptions = {access, log: quiet, models: {get: () => expect.fail('no models here')}, routes: routes.map((definition) => ({definition, plugin: 'test'})), version: '0.0.0'}
@@ -71,7 +73,7 @@ describe('app access control', () => {
     let server: Listening
 
     before(async () => {
-      server = await serve(undefined, [messagesRoute, ...authRoutes])
+      server = await serve(undefined, [messagesRoute, ...loginRoutes()])
     })
 
     after(() => server.close())
@@ -82,7 +84,7 @@ describe('app access control', () => {
       expect(await (await fetch(`${server.url}/v1/cluster/auth`)).json()).to.deep.equal({auth: false})
       const login = await fetch(`${server.url}/token`, {body: new URLSearchParams({password: passwordOf('root'), username: 'root'}), method: 'POST'})
       expect(login.status).to.equal(400)
-      expect((await login.json()).error).to.include({code: 'auth_disabled', message: 'access control is off on this service, so there is nothing to log in to; every call works without credentials.'})
+      expect((await login.json()).error).to.include({code: 'auth_disabled', message: 'access control is off on this service, so there is nothing to log in to or out of; every call works without credentials.'})
     })
   })
 })
