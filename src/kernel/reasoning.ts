@@ -266,3 +266,14 @@ export async function* splitReasoning(events: AsyncIterable<GenerationEvent>, fo
     }
   }
 }
+
+/**
+ * The events of an operation as the model process relays them: a `chat` of an LLM with its reasoning split out
+ * (see splitReasoning), every other operation unchanged. The one place both kinds of engine, Node hosts and
+ * external programs, get the split.
+ */
+export function relayedEvents(request: {modelType: string; family: Parameters<typeof reasoningFormatOf>[0]; parameters: Record<string, unknown>}, operation: string, payload: unknown, events: AsyncIterable<unknown>): AsyncIterable<unknown> {
+  if (operation !== 'chat' || request.modelType !== 'LLM') return events
+  const thinking = (payload as {enableThinking?: boolean}).enableThinking !== false
+  return splitReasoning(events as AsyncIterable<GenerationEvent>, reasoningFormatOf(request.family, request.parameters), thinking)
+}

@@ -16,6 +16,7 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {relayedEvents} from '../kernel/reasoning.js'
 import {ownLines} from './output-log.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
@@ -67,6 +68,7 @@ export class ExternalProgram {
   failure?: ServiceError
   private program?: RunningProgram
   private port = 0
+  private request?: LoadRequest
   /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
   private gone = new AbortController()
 
@@ -121,6 +123,7 @@ export class ExternalProgram {
     // The program may have exited, or the launch been cancelled, since it last answered: a dead model is never ready.
     if (this.state !== 'loading') throw this.cancelled()
     this.info = this.engine.info?.(request) ?? {}
+    this.request = request
     this.state = 'ready'
     onProgress?.(1)
   }
@@ -135,7 +138,7 @@ export class ExternalProgram {
       const {streamIntervalMs} = this.options
       const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, readIntervalMs: streamIntervalMs, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
       // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
-      const events = run(payload as never, endpoint)
+      const events = relayedEvents(this.request!, operation, payload, run(payload as never, endpoint))
       yield* streamIntervalMs === undefined ? events : pacedEvents(events, streamIntervalMs, joinGenerationEvents)
     } catch (error) {
       throw await this.explain(error, signal)

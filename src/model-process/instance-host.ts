@@ -5,11 +5,12 @@
  */
 import {pathToFileURL} from 'node:url'
 
-import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
+import type {EngineHost, LoadedModel, LoadRequest, Logger} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './messages.js'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {relayedEvents} from '../kernel/reasoning.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
 import {Outbox, streamInterval} from './outbox.js'
@@ -29,6 +30,7 @@ const log: Logger = createLogger({
 })
 
 let model: LoadedModel | undefined
+let loaded: LoadRequest | undefined
 const running = new Map<number, AbortController>()
 const lifetime = new AbortController()
 
@@ -46,6 +48,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
     }
 
     model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
+    loaded = message.request
     await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
     reportUsage(model)
   } catch (error) {
@@ -86,7 +89,8 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw errorFactory.create(400, 'unsupported', `this model does not support "${message.operation}"`)
-    for await (const event of operation(message.payload, controller.signal)) outbox.post({event, id: message.id, type: 'event'})
+    const events = relayedEvents(loaded!, message.operation, message.payload, operation(message.payload, controller.signal))
+    for await (const event of events) outbox.post({event, id: message.id, type: 'event'})
     outbox.post({id: message.id, type: 'end'})
   } catch (error) {
     if (toServiceError(error).status === 500) log.error(`${message.operation} failed: ${(error as Error)?.stack ?? error}`)

@@ -55,6 +55,7 @@ function chatSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...samplingFields(s),
+      ...thinkingFields(s),
       add_generation_prompt: s.optional(
         s.nullable(s.boolean({description: 'vLLM extension: start a new assistant turn after the messages (the default); false only with continue_final_message.'})),
       ),
@@ -77,7 +78,40 @@ function chatSchema(s: KernelApi['schema']) {
   )
 }
 
+/**
+ * The switch of hybrid reasoning models: `enable_thinking` at the top, as Xinference and Dify send it, or among the
+ * template's arguments, as vLLM takes it (`thinking` is the name some templates read, and Xinference sets both).
+ */
+function thinkingFields(s: KernelApi['schema']) {
+  const enableThinking = s.boolean({description: 'False: a hybrid reasoning model (Qwen3) answers without thinking, and no model returns reasoning.'})
+  return {
+    chat_template_kwargs: s.optional(
+      s.nullable(
+        s.object(
+          {enable_thinking: s.optional(s.nullable(enableThinking)), thinking: s.optional(s.nullable(s.boolean({description: 'The same switch as enable_thinking.'})))},
+          {description: "Arguments of the model's chat template; those it reads that this service knows."},
+        ),
+      ),
+    ),
+    enable_thinking: s.optional(s.nullable(enableThinking)),
+  }
+}
+
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
+
+/** Whether the request turns thinking on or off, from any of the fields that can say so, which must agree. */
+function thinkingSwitch(api: KernelApi, body: ChatRequest): boolean | undefined {
+  const fields: Array<[string, boolean | null | undefined]> = [
+    ['enable_thinking', body.enable_thinking],
+    ['chat_template_kwargs.enable_thinking', body.chat_template_kwargs?.enable_thinking],
+    ['chat_template_kwargs.thinking', body.chat_template_kwargs?.thinking],
+  ]
+  const said = fields.filter((entry): entry is [string, boolean] => typeof entry[1] === 'boolean')
+  const disagreeing = said.find(([, value]) => value !== said[0][1])
+  if (disagreeing)
+    throw api.errors.badRequest(`\`${disagreeing[0]}\` is ${disagreeing[1]} but \`${said[0][0]}\` is ${said[0][1]}; give the thinking switch once, or the same value everywhere.`, disagreeing[0])
+  return said[0]?.[1]
+}
 
 /**
  * Checks what the schema cannot express: one choice and no log probabilities are asked for, every message has content but an
@@ -125,7 +159,16 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
     throw api.errors.badRequest(`\`tool_choice\` names the function "${toolChoice.name}", which is not in \`tools\` (${tools.map((tool) => tool.name).join(', ')}).`, 'tool_choice')
 
   const continueFinalMessage = continuesFinalMessage(api, body)
-  return {...toSampling(api, body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools, ...(continueFinalMessage ? {continueFinalMessage} : {})}
+  const enableThinking = thinkingSwitch(api, body)
+  return {
+    ...toSampling(api, body),
+    ...(enableThinking === undefined ? {} : {enableThinking}),
+    messages,
+    responseFormat: toResponseFormat(api, body.response_format),
+    toolChoice,
+    tools,
+    ...(continueFinalMessage ? {continueFinalMessage} : {}),
+  }
 }
 
 /**
@@ -177,13 +220,22 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
 
       if (!body.stream) {
         let content = ''
+        let reasoning = ''
         const calls: Array<{id: string; type: 'function'; function: {name: string; arguments: string}}> = []
         for await (const event of events) {
           if (event.type === 'text') content += event.text
+          else if (event.type === 'reasoning') reasoning += event.text
           else if (event.type === 'tool_call') calls[event.index] = {function: {arguments: '', name: event.name}, id: toolCallId(), type: 'function'}
           else if (event.type === 'tool_arguments') calls[event.index].function.arguments += event.text
           else if (event.type === 'done') {
-            const message = {content: calls.length > 0 && content === '' ? null : content, refusal: null, role: 'assistant', ...(calls.length > 0 ? {tool_calls: calls} : {})}
+            // As vLLM answers: null reasoning from a model that did not think.
+            const message = {
+              content: calls.length > 0 && content === '' ? null : content,
+              reasoning_content: reasoning || null,
+              refusal: null,
+              role: 'assistant',
+              ...(calls.length > 0 ? {tool_calls: calls} : {}),
+            }
             return {
               body: {
                 choices: [{finish_reason: finishReasonOf(event.finishReason), index: 0, logprobs: null, message}],
@@ -214,6 +266,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
         yield chunk({content: '', role: 'assistant'}, null)
         for await (const event of events) {
           if (event.type === 'text') yield chunk({content: event.text}, null)
+          else if (event.type === 'reasoning') yield chunk({reasoning_content: event.text}, null)
           else if (event.type === 'tool_call')
             yield chunk({tool_calls: [{function: {arguments: '', name: event.name}, id: toolCallId(), index: event.index, type: 'function'}]}, null)
           else if (event.type === 'tool_arguments') yield chunk({tool_calls: [{function: {arguments: event.text}, index: event.index}]}, null)

@@ -1,0 +1,100 @@
+/**
+ * Reasoning models end to end: generated GGUF chat models registered as a reasoning model (`<think>` tags, as
+ * DeepSeek-R1 and Qwen3) and as a plain one, served by a real `service-local` and read with the official OpenAI and
+ * Anthropic clients. A random model never opens a reasoning block by itself, so the tests open it for it: the answer
+ * continues an assistant turn that starts one (vLLM's continue_final_message, Anthropic's prefill), as a DeepSeek-R1
+ * template's prompt does.
+ */
+import Anthropic from '@anthropic-ai/sdk'
+import {expect} from 'chai'
+import OpenAI from 'openai'
+
+import {assertAnthropicMessage, assertAnthropicStream} from '../helpers/anthropic-shapes.js'
+import {writeTinyChatModel} from '../helpers/models.js'
+import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+
+const THINKER = 'tiny-thinker'
+/** The same weights, registered without the reasoning ability. */
+const PLAIN = 'tiny-plain'
+const ASK = [{content: 'What is 2+2?', role: 'user' as const}]
+const THINKING = [...ASK, {content: '<think>\n', role: 'assistant' as const}]
+
+describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)', function () {
+  let service: RunningService
+  let openai: OpenAI
+  let anthropic: Anthropic
+
+  before(async function () {
+    const directory = await temporaryDirectory()
+    service = await startService()
+    openai = new OpenAI({apiKey: 'any', baseURL: `${service.url}/v1`, maxRetries: 0})
+    anthropic = new Anthropic({apiKey: 'any', baseURL: `${service.url}/anthropic`, maxRetries: 0})
+    const {family} = await writeTinyChatModel(directory, THINKER)
+    const families = [
+      {...family, model_ability: ['chat', 'reasoning', 'hybrid'], reasoning_end_tag: '</think>', reasoning_start_tag: '<think>'},
+      {...family, model_ability: ['chat'], model_name: PLAIN},
+    ]
+    for (const model of families) {
+      expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model, persist: false})).status).to.equal(200)
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: model.model_name, n_ctx: 1024, n_parallel: 1, n_threads: 1})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    }
+  })
+
+  after(async () => service?.stop())
+
+  describe('OpenAI chat', () => {
+    it('answers the thinking as reasoning_content, and max_tokens counts it', async () => {
+      const answer = await openai.chat.completions.create({continue_final_message: true, max_tokens: 8, messages: THINKING, model: THINKER, temperature: 0} as OpenAI.ChatCompletionCreateParamsNonStreaming)
+      const message = answer.choices[0].message as OpenAI.ChatCompletionMessage & {reasoning_content?: string | null}
+      expect(message.reasoning_content).to.be.a('string').and.not.equal('')
+      expect(message.content).to.equal('')
+      expect(answer.usage?.completion_tokens).to.equal(8)
+      expect(answer.choices[0].finish_reason).to.equal('length')
+    })
+
+    it('streams the same thinking as reasoning_content deltas', async () => {
+      const request = {continue_final_message: true, max_tokens: 8, messages: THINKING, model: THINKER, temperature: 0}
+      const answer = await openai.chat.completions.create(request)
+      let reasoning = ''
+      let content = ''
+      for await (const chunk of await openai.chat.completions.create({...request, stream: true})) {
+        const delta = (chunk.choices[0]?.delta ?? {}) as {content?: string | null; reasoning_content?: string}
+        reasoning += delta.reasoning_content ?? ''
+        content += delta.content ?? ''
+      }
+
+      expect(reasoning).to.equal((answer.choices[0].message as {reasoning_content?: string}).reasoning_content)
+      expect(content).to.equal('')
+    })
+
+    it('returns no reasoning when enable_thinking or chat_template_kwargs turn thinking off', async () => {
+      for (const extra of [{enable_thinking: false}, {chat_template_kwargs: {enable_thinking: false}}, {chat_template_kwargs: {thinking: false}}]) {
+        const asked = await callApi(service, 'POST', '/v1/chat/completions', {max_tokens: 6, messages: ASK, model: THINKER, temperature: 0, ...extra})
+        expect(asked.status, JSON.stringify(extra)).to.equal(200)
+        expect(asked.body.choices[0].message, JSON.stringify(extra)).to.include({reasoning_content: null})
+        expect(asked.body.choices[0].message.content, JSON.stringify(extra)).to.be.a('string').and.not.equal('')
+        const thinking = {continue_final_message: true, max_tokens: 6, messages: THINKING, model: THINKER, temperature: 0, ...extra}
+        expect((await callApi(service, 'POST', '/v1/chat/completions', thinking)).body.choices[0].message, JSON.stringify(extra)).to.include({content: '', reasoning_content: null})
+      }
+    })
+
+    it('refuses switches that disagree and template arguments it does not know, naming the field', async () => {
+      const disagree = await callApi(service, 'POST', '/v1/chat/completions', {chat_template_kwargs: {enable_thinking: true}, enable_thinking: false, messages: ASK, model: THINKER})
+      expect(disagree.status).to.equal(400)
+      expect(disagree.body.error.param).to.equal('chat_template_kwargs.enable_thinking')
+      const unknown = await callApi(service, 'POST', '/v1/chat/completions', {chat_template_kwargs: {tools_in_user_message: true}, messages: ASK, model: THINKER})
+      expect(unknown.status).to.equal(400)
+      expect(unknown.body.error.message).to.contain('chat_template_kwargs.tools_in_user_message')
+    })
+
+    it('gives a model that does not reason null reasoning_content and no reasoning deltas', async () => {
+      const request = {continue_final_message: true, max_tokens: 6, messages: THINKING, model: PLAIN, temperature: 0}
+      const answer = await callApi(service, 'POST', '/v1/chat/completions', request)
+      expect(answer.body.choices[0].message.reasoning_content).to.equal(null)
+      expect(answer.body.choices[0].message.content).to.be.a('string').and.not.equal('')
+      for await (const chunk of await openai.chat.completions.create({...request, stream: true} as OpenAI.ChatCompletionCreateParamsStreaming))
+        expect(chunk.choices[0]?.delta ?? {}).not.to.have.property('reasoning_content')
+    })
+  })
+})
