@@ -36,7 +36,7 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
     ]
     for (const model of families) {
       expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model, persist: false})).status).to.equal(200)
-      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: model.model_name, n_ctx: 1024, n_parallel: 1, n_threads: 1})
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: model.model_name, n_ctx: 2048, n_parallel: 1, n_threads: 1})
       expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
     }
   })
@@ -95,6 +95,51 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       expect(answer.body.choices[0].message.content).to.be.a('string').and.not.equal('')
       for await (const chunk of await openai.chat.completions.create({...request, stream: true} as OpenAI.ChatCompletionCreateParamsStreaming))
         expect(chunk.choices[0]?.delta ?? {}).not.to.have.property('reasoning_content')
+    })
+  })
+
+  describe('Anthropic messages', () => {
+    const PREFILLED = [...ASK, {content: '<think>\n', role: 'assistant' as const}]
+
+    it('answers the thinking in a thinking block, before the text, with a signature', async () => {
+      const message = await anthropic.messages.create({max_tokens: 8, messages: PREFILLED, model: THINKER, temperature: 0})
+      assertAnthropicMessage(message)
+      expect(message.content.map((block) => block.type)).to.deep.equal(['thinking'])
+      expect(message.content[0]).to.include({signature: ''}).and.to.have.property('thinking').that.is.a('string').and.not.equal('')
+      expect(message.usage.output_tokens).to.equal(8)
+    })
+
+    it('streams it as a thinking block of thinking_delta events closed by a signature_delta', async () => {
+      const request = {max_tokens: 8, messages: PREFILLED, model: THINKER, temperature: 0}
+      const created = await anthropic.messages.create(request)
+      const stream = anthropic.messages.stream(request)
+      const events: Array<{type: string}> = []
+      for await (const event of stream) events.push(event)
+      assertAnthropicStream(events)
+      const deltas = events.flatMap((event) => (event.type === 'content_block_delta' ? [(event as Anthropic.RawContentBlockDeltaEvent).delta.type] : []))
+      expect(deltas.at(-1)).to.equal('signature_delta')
+      expect(new Set(deltas.slice(0, -1))).to.deep.equal(new Set(['thinking_delta']))
+      expect((await stream.finalMessage()).content).to.deep.equal(created.content)
+    })
+
+    it('takes thinking enabled with a budget below max_tokens, and disabled, which returns no thinking', async () => {
+      const enabled = await anthropic.messages.create({max_tokens: 1030, messages: PREFILLED, model: THINKER, temperature: 0, thinking: {budget_tokens: 1024, type: 'enabled'}})
+      expect(enabled.content[0].type).to.equal('thinking')
+      const disabled = await anthropic.messages.create({max_tokens: 8, messages: PREFILLED, model: THINKER, temperature: 0, thinking: {type: 'disabled'}})
+      expect(disabled.content).to.deep.equal([])
+      const over = await callApi(service, 'POST', '/anthropic/v1/messages', {max_tokens: 1024, messages: ASK, model: THINKER, thinking: {budget_tokens: 1024, type: 'enabled'}})
+      expect(over.status).to.equal(400)
+      expect(over.body.error.message).to.contain('thinking.budget_tokens')
+    })
+
+    it('reads a conversation that hands back earlier thinking blocks', async () => {
+      const turns: Anthropic.MessageParam[] = [
+        ...ASK,
+        {content: [{signature: '', thinking: 'Two and two.', type: 'thinking'}, {text: '4', type: 'text'}], role: 'assistant'},
+        {content: 'And 3+3?', role: 'user'},
+      ]
+      const message = await anthropic.messages.create({max_tokens: 4, messages: turns, model: THINKER, temperature: 0})
+      assertAnthropicMessage(message)
     })
   })
 })
