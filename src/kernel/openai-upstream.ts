@@ -17,7 +17,8 @@ export interface OpenAICompatibleOptions {
 }
 
 interface StreamChoice {
-  delta?: {content?: string | null; tool_calls?: Array<{index: number; function?: {name?: string; arguments?: string}}>}
+  /** `reasoning_content` from vLLM (before 0.11), SGLang and DeepSeek; `reasoning` from newer vLLM. */
+  delta?: {content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: Array<{index: number; function?: {name?: string; arguments?: string}}>}
   text?: string
   finish_reason?: string | null
 }
@@ -134,6 +135,8 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
 
     const choice = chunk.choices?.[0]
     if (!choice) continue
+    const reasoning = choice.delta?.reasoning_content ?? choice.delta?.reasoning
+    if (reasoning) yield {text: reasoning, type: 'reasoning'}
     const text = choice.delta?.content ?? choice.text
     if (text) yield {text, type: 'text'}
     for (const call of choice.delta?.tool_calls ?? []) {
@@ -176,6 +179,8 @@ export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}
           // vLLM's and SGLang's prefill; vLLM refuses it beside its default add_generation_prompt (true).
           ...(chat.continueFinalMessage ? {add_generation_prompt: false, continue_final_message: true} : {}),
           model: model(endpoint),
+          // The switch of hybrid models (Qwen3) in vLLM's and SGLang's terms: an argument of the chat template.
+          ...(chat.enableThinking === undefined ? {} : {chat_template_kwargs: {enable_thinking: chat.enableThinking}}),
           response_format: responseFormat(chat.responseFormat),
           ...tools(chat),
         }),

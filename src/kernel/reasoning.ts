@@ -257,7 +257,11 @@ export async function* splitReasoning(events: AsyncIterable<GenerationEvent>, fo
       const announced = {...event}
       delete announced.promptTail
       yield announced
-    } else if (event.type === 'text' && parser) yield* pieces(parser.push(event.text))
+    } else if (event.type === 'text' && format) {
+      // An engine that announces no prompt (an OpenAI-compatible server) starts its output outside any block.
+      parser ??= new ReasoningParser(format)
+      yield* pieces(parser.push(event.text))
+    }
     else if (event.type === 'reasoning') {
       if (thinking) yield event
     } else {
