@@ -88,6 +88,16 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       expect(unknown.body.error.message).to.contain('chat_template_kwargs.tools_in_user_message')
     })
 
+    it("splits the reasoning of a model whose family does not say it reasons when its launch's reasoning_format does", async () => {
+      const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: PLAIN, model_uid: 'told-to-reason', n_ctx: 2048, reasoning_format: 'think'})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+      const answer = await callApi(service, 'POST', '/v1/chat/completions', {continue_final_message: true, max_tokens: 6, messages: THINKING, model: 'told-to-reason', temperature: 0})
+      expect(answer.body.choices[0].message).to.include({content: ''}).and.to.have.property('reasoning_content').that.is.a('string').and.not.equal('')
+      const refused = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: PLAIN, model_uid: 'bad-format', reasoning_format: 'tags'})
+      expect(refused.status).to.equal(400)
+      expect(refused.body.detail ?? refused.body.error?.message).to.contain('reasoning_format')
+    })
+
     it('gives a model that does not reason null reasoning_content and no reasoning deltas', async () => {
       const request = {continue_final_message: true, max_tokens: 6, messages: THINKING, model: PLAIN, temperature: 0}
       const answer = await callApi(service, 'POST', '/v1/chat/completions', request)
