@@ -279,5 +279,8 @@ export async function* splitReasoning(events: AsyncIterable<GenerationEvent>, fo
 export function relayedEvents(request: {modelType: string; family: Parameters<typeof reasoningFormatOf>[0]; parameters: Record<string, unknown>}, operation: string, payload: unknown, events: AsyncIterable<unknown>): AsyncIterable<unknown> {
   if (operation !== 'chat' || request.modelType !== 'LLM') return events
   const thinking = (payload as {enableThinking?: boolean}).enableThinking !== false
-  return splitReasoning(events as AsyncIterable<GenerationEvent>, reasoningFormatOf(request.family, request.parameters), thinking)
+  const format = reasoningFormatOf(request.family, request.parameters)
+  // Nothing to split or drop: the events go on without another step between the engine and the outbox.
+  if (!format && thinking) return events
+  return splitReasoning(events as AsyncIterable<GenerationEvent>, format, thinking)
 }
