@@ -284,3 +284,13 @@ export function relayedEvents(request: {modelType: string; family: Parameters<ty
   if (!format && thinking) return events
   return splitReasoning(events as AsyncIterable<GenerationEvent>, format, thinking)
 }
+
+/**
+ * What a loaded model says it can do, with `reasoning` (and its family's `hybrid`) when its chat output is split, as
+ * Xinference lists them: an engine that names its abilities (chat only with a template) knows nothing of reasoning.
+ */
+export function withReasoningAbilities(abilities: string[] | undefined, request: Parameters<typeof relayedEvents>[0]): string[] | undefined {
+  if (!abilities?.includes('chat') || request.modelType !== 'LLM' || !reasoningFormatOf(request.family, request.parameters)) return abilities
+  const added = ['reasoning', ...(request.family.model_ability?.includes('hybrid') ? ['hybrid'] : [])].filter((ability) => !abilities.includes(ability))
+  return [...abilities, ...added]
+}

@@ -10,7 +10,7 @@ import type {FromInstance, ToInstance} from './messages.js'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {relayedEvents} from '../kernel/reasoning.js'
+import {relayedEvents, withReasoningAbilities} from '../kernel/reasoning.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
 import {Outbox, streamInterval} from './outbox.js'
@@ -49,7 +49,8 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
 
     model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
     loaded = message.request
-    await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
+    const abilities = withReasoningAbilities(model.info.abilities, message.request)
+    await send({info: {...model.info, ...(abilities ? {abilities} : {})}, operations: Object.keys(model.operations), type: 'ready'})
     reportUsage(model)
   } catch (error) {
     const shaped = toServiceError(error)

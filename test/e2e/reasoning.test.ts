@@ -43,6 +43,11 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
 
   after(async () => service?.stop())
 
+  it('lists a reasoning model with the reasoning ability (and hybrid when its family says so), as Xinference does', async () => {
+    expect((await callApi(service, 'GET', `/v1/models/${THINKER}`)).body.model_ability).to.deep.equal(['chat', 'generate', 'reasoning', 'hybrid'])
+    expect((await callApi(service, 'GET', `/v1/models/${PLAIN}`)).body.model_ability).to.deep.equal(['chat', 'generate'])
+  })
+
   describe('OpenAI chat', () => {
     it('answers the thinking as reasoning_content, and max_tokens counts it', async () => {
       const answer = await openai.chat.completions.create({continue_final_message: true, max_tokens: 8, messages: THINKING, model: THINKER, temperature: 0} as OpenAI.ChatCompletionCreateParamsNonStreaming)
@@ -91,6 +96,7 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
     it("splits the reasoning of a model whose family does not say it reasons when its launch's reasoning_format does", async () => {
       const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: PLAIN, model_uid: 'told-to-reason', n_ctx: 2048, reasoning_format: 'think'})
       expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+      expect((await callApi(service, 'GET', '/v1/models/told-to-reason')).body.model_ability).to.deep.equal(['chat', 'generate', 'reasoning'])
       const answer = await callApi(service, 'POST', '/v1/chat/completions', {continue_final_message: true, max_tokens: 6, messages: THINKING, model: 'told-to-reason', temperature: 0})
       expect(answer.body.choices[0].message).to.include({content: ''}).and.to.have.property('reasoning_content').that.is.a('string').and.not.equal('')
       const refused = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: PLAIN, model_uid: 'bad-format', reasoning_format: 'tags'})
