@@ -271,25 +271,36 @@ export async function* splitReasoning(events: AsyncIterable<GenerationEvent>, fo
   }
 }
 
+/** What the model process knows of the model it serves, from its load request. */
+export interface ServedModel {
+  modelType: string
+  family: Parameters<typeof reasoningFormatOf>[0]
+  parameters: Record<string, unknown>
+}
+
 /**
- * The events of an operation as the model process relays them: a `chat` of an LLM with its reasoning split out
- * (see splitReasoning), every other operation unchanged. The one place both kinds of engine, Node hosts and
- * external programs, get the split.
+ * An operation as the model process runs and relays it: a `chat` of an LLM thinks as the launch's `enable_thinking`
+ * says (Xinference's launch option) unless the request says, and its reasoning is split out (see splitReasoning);
+ * every other operation is run unchanged. The one place both kinds of engine, Node hosts and external programs, get
+ * them.
  */
-export function relayedEvents(request: {modelType: string; family: Parameters<typeof reasoningFormatOf>[0]; parameters: Record<string, unknown>}, operation: string, payload: unknown, events: AsyncIterable<unknown>): AsyncIterable<unknown> {
-  if (operation !== 'chat' || request.modelType !== 'LLM') return events
-  const thinking = (payload as {enableThinking?: boolean}).enableThinking !== false
-  const format = reasoningFormatOf(request.family, request.parameters)
+export function relayedOperation(model: ServedModel, operation: string, payload: unknown, run: (payload: unknown) => AsyncIterable<unknown>): AsyncIterable<unknown> {
+  if (operation !== 'chat' || model.modelType !== 'LLM') return run(payload)
+  const launched = model.parameters.enable_thinking
+  const chat = payload as {enableThinking?: boolean}
+  const thinking = chat.enableThinking ?? (typeof launched === 'boolean' ? launched : undefined)
+  const events = run(thinking === chat.enableThinking ? payload : {...chat, enableThinking: thinking})
+  const format = reasoningFormatOf(model.family, model.parameters)
   // Nothing to split or drop: the events go on without another step between the engine and the outbox.
-  if (!format && thinking) return events
-  return splitReasoning(events as AsyncIterable<GenerationEvent>, format, thinking)
+  if (!format && thinking !== false) return events
+  return splitReasoning(events as AsyncIterable<GenerationEvent>, format, thinking !== false)
 }
 
 /**
  * What a loaded model says it can do, with `reasoning` (and its family's `hybrid`) when its chat output is split, as
  * Xinference lists them: an engine that names its abilities (chat only with a template) knows nothing of reasoning.
  */
-export function withReasoningAbilities(abilities: string[] | undefined, request: Parameters<typeof relayedEvents>[0]): string[] | undefined {
+export function withReasoningAbilities(abilities: string[] | undefined, request: ServedModel): string[] | undefined {
   if (!abilities?.includes('chat') || request.modelType !== 'LLM' || !reasoningFormatOf(request.family, request.parameters)) return abilities
   const added = ['reasoning', ...(request.family.model_ability?.includes('hybrid') ? ['hybrid'] : [])].filter((ability) => !abilities.includes(ability))
   return [...abilities, ...added]

@@ -16,7 +16,7 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {relayedEvents} from '../kernel/reasoning.js'
+import {relayedOperation} from '../kernel/reasoning.js'
 import {ownLines} from './output-log.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
@@ -138,7 +138,7 @@ export class ExternalProgram {
       const {streamIntervalMs} = this.options
       const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, readIntervalMs: streamIntervalMs, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
       // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
-      const events = relayedEvents(this.request!, operation, payload, run(payload as never, endpoint))
+      const events = relayedOperation(this.request!, operation, payload, (relayed) => run(relayed as never, endpoint))
       yield* streamIntervalMs === undefined ? events : pacedEvents(events, streamIntervalMs, joinGenerationEvents)
     } catch (error) {
       throw await this.explain(error, signal)

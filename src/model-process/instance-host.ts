@@ -10,7 +10,7 @@ import type {FromInstance, ToInstance} from './messages.js'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {relayedEvents, withReasoningAbilities} from '../kernel/reasoning.js'
+import {relayedOperation, withReasoningAbilities} from '../kernel/reasoning.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
 import {Outbox, streamInterval} from './outbox.js'
@@ -90,7 +90,7 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw errorFactory.create(400, 'unsupported', `this model does not support "${message.operation}"`)
-    const events = relayedEvents(loaded!, message.operation, message.payload, operation(message.payload, controller.signal))
+    const events = relayedOperation(loaded!, message.operation, message.payload, (payload) => operation(payload, controller.signal))
     for await (const event of events) outbox.post({event, id: message.id, type: 'event'})
     outbox.post({id: message.id, type: 'end'})
   } catch (error) {

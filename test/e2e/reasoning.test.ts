@@ -104,6 +104,15 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       expect(refused.body.detail ?? refused.body.error?.message).to.contain('reasoning_format')
     })
 
+    it("thinks as the launch's enable_thinking says when a request does not say, as Xinference's launch option", async () => {
+      const launched = await callApi(service, 'POST', '/v1/models', {enable_thinking: false, model_engine: 'llama.cpp', model_name: THINKER, model_uid: 'launched-not-thinking', n_ctx: 2048})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+      const request = {continue_final_message: true, max_tokens: 6, messages: THINKING, model: 'launched-not-thinking', temperature: 0}
+      expect((await callApi(service, 'POST', '/v1/chat/completions', request)).body.choices[0].message).to.include({reasoning_content: null})
+      const asked = await callApi(service, 'POST', '/v1/chat/completions', {...request, enable_thinking: true})
+      expect(asked.body.choices[0].message.reasoning_content).to.be.a('string').and.not.equal('')
+    })
+
     it('gives a model that does not reason null reasoning_content and no reasoning deltas', async () => {
       const request = {continue_final_message: true, max_tokens: 6, messages: THINKING, model: PLAIN, temperature: 0}
       const answer = await callApi(service, 'POST', '/v1/chat/completions', request)

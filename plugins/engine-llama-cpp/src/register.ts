@@ -49,6 +49,7 @@ const register: RegisterHook = async () => ({
       modelTypes: ['LLM', 'embedding', 'rerank'],
       name: 'llama.cpp',
       parameters: {
+        enable_thinking: {description: "Whether a hybrid reasoning model (Qwen3) thinks when a chat request does not say (Xinference's launch option; default: the model's).", type: 'boolean'},
         flash_attn: {description: 'Use flash attention (default: where llama.cpp supports it).', type: 'boolean'},
         n_batch: {description: 'Tokens evaluated per batch during prompt processing.', minimum: 1, type: 'integer'},
         n_ctx: {description: 'Context length available to each request, in tokens (default: the smaller of the model\'s and 4096; embedding and rerank models: the model\'s).', minimum: 16, type: 'integer'},
