@@ -25,6 +25,11 @@ interface StreamChoice {
 
 interface StreamChunk {
   choices?: StreamChoice[]
+  /**
+   * The rendered chat prompt's size and end, which this toolkit's transformers host sends in its first chunk, so that
+   * the reasoning split knows where the reply starts (see reasoning.ts); other servers send none.
+   */
+  prompt?: {tokens?: number; tail?: string}
   usage?: {prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: {cached_tokens?: number} | null} | null
 }
 
@@ -127,6 +132,7 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
   let cachedTokens: number | undefined
   const announced = new Set<number>()
   for await (const chunk of chunks) {
+    if (typeof chunk.prompt?.tail === 'string') yield {promptTail: chunk.prompt.tail, promptTokens: chunk.prompt.tokens ?? 0, type: 'start'}
     if (chunk.usage) {
       promptTokens = chunk.usage.prompt_tokens ?? promptTokens
       completionTokens = chunk.usage.completion_tokens ?? completionTokens
