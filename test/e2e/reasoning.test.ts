@@ -84,6 +84,13 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       }
     })
 
+    it('reads a conversation that sends an answer back as it came, reasoning_content and all', async () => {
+      const first = await openai.chat.completions.create({continue_final_message: true, max_tokens: 4, messages: THINKING, model: THINKER, temperature: 0} as OpenAI.ChatCompletionCreateParamsNonStreaming)
+      const messages = [...ASK, first.choices[0].message, {content: 'And 3+3?', role: 'user' as const}]
+      const next = await callApi(service, 'POST', '/v1/chat/completions', {max_tokens: 4, messages, model: THINKER, temperature: 0})
+      expect(next.status, JSON.stringify(next.body)).to.equal(200)
+    })
+
     it('refuses switches that disagree and template arguments it does not know, naming the field', async () => {
       const disagree = await callApi(service, 'POST', '/v1/chat/completions', {chat_template_kwargs: {enable_thinking: true}, enable_thinking: false, messages: ASK, model: THINKER})
       expect(disagree.status).to.equal(400)

@@ -21,6 +21,8 @@ function chatSchema(s: KernelApi['schema']) {
         s.nullable(s.union([s.string(), s.array(textPart, {minItems: 1})], 'a string or a non-empty array of {"type": "text", "text": …} parts')),
       ),
       name: s.optional(s.string()),
+      // An answer's reasoning, sent back with it; chat templates leave past reasoning out of the prompt.
+      reasoning_content: s.optional(s.nullable(s.string())),
       refusal: s.optional(s.nullable(s.string())),
       role: s.string({enum: ['system', 'developer', 'user', 'assistant', 'tool']}),
       tool_call_id: s.optional(s.string({minLength: 1})),
@@ -100,7 +102,7 @@ function thinkingFields(s: KernelApi['schema']) {
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
 
 /** Whether the request turns thinking on or off, from any of the fields that can say so, which must agree. */
-function thinkingSwitch(api: KernelApi, body: ChatRequest): boolean | undefined {
+function thinkingOf(api: KernelApi, body: ChatRequest): Pick<ChatPayload, 'enableThinking'> {
   const fields: Array<[string, boolean | null | undefined]> = [
     ['enable_thinking', body.enable_thinking],
     ['chat_template_kwargs.enable_thinking', body.chat_template_kwargs?.enable_thinking],
@@ -110,7 +112,7 @@ function thinkingSwitch(api: KernelApi, body: ChatRequest): boolean | undefined 
   const disagreeing = said.find(([, value]) => value !== said[0][1])
   if (disagreeing)
     throw api.errors.badRequest(`\`${disagreeing[0]}\` is ${disagreeing[1]} but \`${said[0][0]}\` is ${said[0][1]}; give the thinking switch once, or the same value everywhere.`, disagreeing[0])
-  return said[0]?.[1]
+  return said.length > 0 ? {enableThinking: said[0][1]} : {}
 }
 
 /**
@@ -159,16 +161,7 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
     throw api.errors.badRequest(`\`tool_choice\` names the function "${toolChoice.name}", which is not in \`tools\` (${tools.map((tool) => tool.name).join(', ')}).`, 'tool_choice')
 
   const continueFinalMessage = continuesFinalMessage(api, body)
-  const enableThinking = thinkingSwitch(api, body)
-  return {
-    ...toSampling(api, body),
-    ...(enableThinking === undefined ? {} : {enableThinking}),
-    messages,
-    responseFormat: toResponseFormat(api, body.response_format),
-    toolChoice,
-    tools,
-    ...(continueFinalMessage ? {continueFinalMessage} : {}),
-  }
+  return {...toSampling(api, body), messages, responseFormat: toResponseFormat(api, body.response_format), toolChoice, tools, ...(continueFinalMessage ? {continueFinalMessage} : {})}
 }
 
 /**
@@ -216,7 +209,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
       const id = `chatcmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const events = await started(model.invoke('chat', toPayload(api, body), signal))
+      const events = await started(model.invoke('chat', {...toPayload(api, body), ...thinkingOf(api, body)}, signal))
 
       if (!body.stream) {
         let content = ''
