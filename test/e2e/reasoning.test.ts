@@ -164,6 +164,21 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       expect(over.body.error.message).to.contain('thinking.budget_tokens')
     })
 
+    it("thinks as the model does with adaptive or between_tools, and leaves the text out of its blocks when display omits it", async () => {
+      for (const type of ['adaptive', 'between_tools'] as const) {
+        const message = await anthropic.messages.create({max_tokens: 8, messages: PREFILLED, model: THINKER, temperature: 0, thinking: {type} as Anthropic.ThinkingConfigParam})
+        expect(message.content[0].type, type).to.equal('thinking')
+      }
+
+      const request = {max_tokens: 8, messages: PREFILLED, model: THINKER, temperature: 0, thinking: {budget_tokens: 1024, display: 'omitted', type: 'enabled'}}
+      const omitted = await callApi(service, 'POST', '/anthropic/v1/messages', {...request, max_tokens: 1030})
+      expect(omitted.body.content).to.deep.equal([{signature: '', thinking: '', type: 'thinking'}])
+      const events: Array<{type: string}> = []
+      for await (const event of anthropic.messages.stream({...request, max_tokens: 1030} as Anthropic.MessageCreateParams)) events.push(event)
+      assertAnthropicStream(events)
+      expect(events.filter((event) => event.type === 'content_block_delta').map((event) => (event as Anthropic.RawContentBlockDeltaEvent).delta.type)).to.deep.equal(['signature_delta'])
+    })
+
     it('reads a conversation that hands back earlier thinking blocks', async () => {
       const turns: Anthropic.MessageParam[] = [
         ...ASK,

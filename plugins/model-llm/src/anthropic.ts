@@ -10,6 +10,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 import {randomBytes} from 'node:crypto'
 
 import {anthropicResponseSchemas} from './anthropic-shapes.js'
+import {checkThinkingBudget, shownThinking, thinkingBlock, thinkingField, thinkingPayload} from './anthropic-thinking.js'
 import {started} from './openai-shapes.js'
 
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -49,12 +50,7 @@ function conversationFields(s: KernelApi['schema']) {
     messages: s.array(message, {description: 'The conversation so far, alternating user and assistant turns.', minItems: 1}),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     system: s.optional(s.union([s.string(), s.array(textBlock)], 'a string or an array of text blocks')),
-    thinking: s.optional(
-      s.object(
-        {budget_tokens: s.optional(s.integer({maximum: s.INT32_MAX, minimum: 1024})), type: s.string({enum: ['enabled', 'disabled']})},
-        {description: "A reasoning model's thinking: enabled (its blocks come first), disabled (a hybrid model answers without). Absent: as the model does."},
-      ),
-    ),
+    thinking: thinkingField(s),
     tool_choice: s.optional(
       s.object({
         disable_parallel_tool_use: s.optional(s.boolean()),
@@ -155,9 +151,6 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
 }
 
 function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload, 'maxTokens'> {
-  const {thinking} = request
-  if (thinking?.type === 'enabled' && thinking.budget_tokens === undefined)
-    throw api.errors.badRequest('`thinking.budget_tokens` is required when `thinking.type` is "enabled": the most tokens the reasoning may take, at least 1024.', 'thinking.budget_tokens')
   const tools = (request.tools ?? []).map((tool, index) => ({description: tool.description, name: tool.name, param: `tools[${index}].input_schema`, parameters: tool.input_schema}))
   const choice = request.tool_choice ?? {type: 'auto'}
   let toolChoice: ToolChoice = choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : 'auto'
@@ -178,7 +171,7 @@ function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload,
     toolChoice,
     tools,
     ...(continueFinalMessage ? {continueFinalMessage} : {}),
-    ...(thinking ? {enableThinking: thinking.type === 'enabled', ...(thinking.budget_tokens === undefined ? {} : {reasoningBudget: thinking.budget_tokens})} : {}),
+    ...thinkingPayload(api, request.thinking),
   }
 }
 
@@ -220,8 +213,6 @@ function inputOf(json: string): unknown {
   }
 }
 
-/** Unsigned: the signature Anthropic's SDK types require, which a local model has no key to make. */
-const thinkingBlock = (thinking: string) => ({signature: '', thinking, type: 'thinking'})
 const toolUseBlock = (name: string, input: unknown) => ({caller: {type: 'direct'}, id: id('toolu'), input, name, type: 'tool_use'})
 
 function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<MessagesRequest> {
@@ -232,9 +223,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
-      // As Anthropic's API: the reasoning and the answer share max_tokens, so the budget must leave room for an answer.
-      if (body.thinking?.type === 'enabled' && (body.thinking.budget_tokens ?? 0) >= body.max_tokens)
-        throw api.errors.badRequest('`thinking.budget_tokens` must be less than `max_tokens`, which counts the thinking and the answer together.', 'thinking.budget_tokens')
+      checkThinkingBudget(api, body.thinking, body.max_tokens)
       const payload: ChatPayload = {
         ...toChatPayload(api, body),
         maxTokens: body.max_tokens,
@@ -256,7 +245,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
           else if (event.type === 'tool_call') calls[event.index] = {json: '', name: event.name}
           else if (event.type === 'tool_arguments') calls[event.index].json += event.text
           else if (event.type === 'done') {
-            const content = [...(thinking ? [thinkingBlock(thinking)] : []), ...(text ? [{citations: null, text, type: 'text'}] : []), ...calls.map((call) => toolUseBlock(call.name, inputOf(call.json)))]
+            const content = [...(thinking ? [thinkingBlock(shownThinking(body.thinking, thinking))] : []), ...(text ? [{citations: null, text, type: 'text'}] : []), ...calls.map((call) => toolUseBlock(call.name, inputOf(call.json)))]
             return {body: {...message, content, ...stopOf(event), usage: usageOf(event.promptTokens, event.completionTokens, event.cachedTokens)}, kind: 'json'}
           }
         }
@@ -292,7 +281,8 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
 
           if (event.type === 'reasoning') {
             if (open !== 'thinking') yield* start(thinkingBlock(''), 'thinking')
-            yield {data: {delta: {thinking: event.text, type: 'thinking_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
+            const shown = shownThinking(body.thinking, event.text)
+            if (shown) yield {data: {delta: {thinking: shown, type: 'thinking_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
           } else if (event.type === 'text') {
             if (open !== 'text') yield* start({citations: null, text: '', type: 'text'}, 'text')
             yield {data: {delta: {text: event.text, type: 'text_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
