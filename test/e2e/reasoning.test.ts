@@ -74,7 +74,9 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
     })
 
     it('returns no reasoning when enable_thinking or chat_template_kwargs turn thinking off', async () => {
-      for (const extra of [{enable_thinking: false}, {chat_template_kwargs: {enable_thinking: false}}, {chat_template_kwargs: {thinking: false}}]) {
+      // Dify sends all of them at once: the template's arguments, Zhipu's thinking object and enable_thinking.
+      const dify = {chat_template_kwargs: {enable_thinking: false, thinking: false}, enable_thinking: false, thinking: {type: 'disabled'}}
+      for (const extra of [{enable_thinking: false}, {chat_template_kwargs: {enable_thinking: false}}, {chat_template_kwargs: {thinking: false}}, {thinking: {type: 'disabled'}}, dify]) {
         const asked = await callApi(service, 'POST', '/v1/chat/completions', {max_tokens: 6, messages: ASK, model: THINKER, temperature: 0, ...extra})
         expect(asked.status, JSON.stringify(extra)).to.equal(200)
         expect(asked.body.choices[0].message, JSON.stringify(extra)).to.include({reasoning_content: null})
@@ -95,6 +97,8 @@ describe('reasoning models (service-local, openai and @anthropic-ai/sdk clients)
       const disagree = await callApi(service, 'POST', '/v1/chat/completions', {chat_template_kwargs: {enable_thinking: true}, enable_thinking: false, messages: ASK, model: THINKER})
       expect(disagree.status).to.equal(400)
       expect(disagree.body.error.param).to.equal('chat_template_kwargs.enable_thinking')
+      const zhipu = await callApi(service, 'POST', '/v1/chat/completions', {enable_thinking: true, messages: ASK, model: THINKER, thinking: {type: 'disabled'}})
+      expect(zhipu.body.error.param).to.equal('thinking.type')
       const unknown = await callApi(service, 'POST', '/v1/chat/completions', {chat_template_kwargs: {tools_in_user_message: true}, messages: ASK, model: THINKER})
       expect(unknown.status).to.equal(400)
       expect(unknown.body.error.message).to.contain('chat_template_kwargs.tools_in_user_message')

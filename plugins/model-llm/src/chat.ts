@@ -81,8 +81,9 @@ function chatSchema(s: KernelApi['schema']) {
 }
 
 /**
- * The switch of hybrid reasoning models: `enable_thinking` at the top, as Xinference and Dify send it, or among the
- * template's arguments, as vLLM takes it (`thinking` is the name some templates read, and Xinference sets both).
+ * The switch of hybrid reasoning models: `enable_thinking` at the top, as Xinference and Dify send it, among the
+ * template's arguments, as vLLM takes it (`thinking` is the name some templates read, and Xinference sets both), or
+ * `thinking: {"type": …}` at the top, Zhipu's and Kimi's form, which Dify sends beside the others.
  */
 function thinkingFields(s: KernelApi['schema']) {
   const enableThinking = s.boolean({description: 'False: a hybrid reasoning model (Qwen3) answers without thinking, and no model returns reasoning.'})
@@ -96,6 +97,9 @@ function thinkingFields(s: KernelApi['schema']) {
       ),
     ),
     enable_thinking: s.optional(s.nullable(enableThinking)),
+    thinking: s.optional(
+      s.nullable(s.object({type: s.string({description: 'enabled or disabled, as enable_thinking true or false.', enum: ['enabled', 'disabled']})}, {unknownKeys: 'strip'})),
+    ),
   }
 }
 
@@ -107,6 +111,7 @@ function thinkingOf(api: KernelApi, body: ChatRequest): Pick<ChatPayload, 'enabl
     ['enable_thinking', body.enable_thinking],
     ['chat_template_kwargs.enable_thinking', body.chat_template_kwargs?.enable_thinking],
     ['chat_template_kwargs.thinking', body.chat_template_kwargs?.thinking],
+    ['thinking.type', body.thinking ? body.thinking.type === 'enabled' : undefined],
   ]
   const said = fields.filter((entry): entry is [string, boolean] => typeof entry[1] === 'boolean')
   const disagreeing = said.find(([, value]) => value !== said[0][1])
