@@ -16,9 +16,6 @@ export interface ReasoningPiece {
 
 export const THINK_TAGS = {end: '</think>', kind: 'tags', start: '<think>'} as const
 
-/** The launch parameter that overrides a family's reasoning format, and its values. */
-export const REASONING_FORMATS = ['think', 'harmony', 'none'] as const
-
 /**
  * How a model's output carries its reasoning: the launch's `reasoning_format` when given, else its family's
  * (`reasoning` among its abilities: harmony for gpt-oss, else its `reasoning_start_tag`/`reasoning_end_tag`,
@@ -261,8 +258,7 @@ export async function* splitReasoning(events: AsyncIterable<GenerationEvent>, fo
       // An engine that announces no prompt (an OpenAI-compatible server) starts its output outside any block.
       parser ??= new ReasoningParser(format)
       yield* pieces(parser.push(event.text))
-    }
-    else if (event.type === 'reasoning') {
+    } else if (event.type === 'reasoning') {
       if (thinking) yield event
     } else {
       if (parser && event.type !== 'text') yield* pieces(parser.finish())
