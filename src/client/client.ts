@@ -54,7 +54,8 @@ export interface ChatCompletion {
   object: 'chat.completion'
   created: number
   model: string
-  choices: Array<{index: number; message: {role: 'assistant'; content: string | null}; finish_reason: string}>
+  /** `reasoning_content`: a reasoning model's thinking, split from its answer; null when it did not think. */
+  choices: Array<{index: number; message: {role: 'assistant'; content: string | null; reasoning_content?: string | null}; finish_reason: string}>
   /** `prompt_tokens_details.cached_tokens`: of prompt_tokens, those the engine took from its cache, where it says. */
   usage: {prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: {cached_tokens: number}}
 }
@@ -64,7 +65,7 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk'
   created: number
   model: string
-  choices: Array<{index: number; delta: {role?: string; content?: string}; finish_reason: string | null}>
+  choices: Array<{index: number; delta: {role?: string; content?: string; reasoning_content?: string}; finish_reason: string | null}>
   usage?: ChatCompletion['usage'] | null
 }
 

@@ -66,6 +66,13 @@ export interface ChatPayload extends SamplingOptions {
    * it: Anthropic's prefill, vLLM's `continue_final_message`. Otherwise the final message is closed like any other.
    */
   continueFinalMessage?: boolean
+  /**
+   * False: a hybrid model (Qwen3) is rendered not to think (its template's `enable_thinking`), and no model's
+   * reasoning is returned. Absent or true: the model's default.
+   */
+  enableThinking?: boolean
+  /** Most tokens the reasoning may take (Anthropic's `budget_tokens`), where the engine can bound it. */
+  reasoningBudget?: number
 }
 
 export interface CompletionPayload extends SamplingOptions {
@@ -81,8 +88,20 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort'
  * A tool call is announced by `tool_call` and its JSON arguments follow as `tool_arguments` pieces.
  */
 export type GenerationEvent =
-  | {type: 'start'; promptTokens: number; /** The prompt as text, when it was given as token ids. */ prompt?: string}
+  | {
+      type: 'start'
+      promptTokens: number
+      /** The prompt as text, when it was given as token ids. */
+      prompt?: string
+      /**
+       * The end of the rendered chat prompt, when the `text` events that follow are the model's raw output, reasoning
+       * markers and all: whether the prompt opened a reasoning block decides where the reasoning parser starts.
+       */
+      promptTail?: string
+    }
   | {type: 'text'; text: string}
+  /** Reasoning (thinking) text, split from the answer by the engine or by the reasoning parser (reasoning.ts). */
+  | {type: 'reasoning'; text: string}
   | {type: 'tool_call'; index: number; name: string}
   | {type: 'tool_arguments'; index: number; text: string}
   | {
@@ -107,7 +126,7 @@ export interface TokenCountEvent {
 }
 
 /**
- * Two consecutive events of one generation as one, when they can be: text pieces, or argument pieces of the same
+ * Two consecutive events of one generation as one, when they can be: text or reasoning pieces, or argument pieces of the same
  * tool call, concatenated. A model process sends the tokens that arrive within its stream interval this way, so a
  * fast model costs the service and the client one chunk per interval rather than one per token.
  */
@@ -115,6 +134,7 @@ export function joinGenerationEvents(earlier: unknown, later: unknown): Generati
   const first = earlier as GenerationEvent
   const second = later as GenerationEvent
   if (first?.type === 'text' && second?.type === 'text') return {text: first.text + second.text, type: 'text'}
+  if (first?.type === 'reasoning' && second?.type === 'reasoning') return {text: first.text + second.text, type: 'reasoning'}
   if (first?.type === 'tool_arguments' && second?.type === 'tool_arguments' && first.index === second.index)
     return {index: first.index, text: first.text + second.text, type: 'tool_arguments'}
   return undefined

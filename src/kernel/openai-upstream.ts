@@ -17,13 +17,19 @@ export interface OpenAICompatibleOptions {
 }
 
 interface StreamChoice {
-  delta?: {content?: string | null; tool_calls?: Array<{index: number; function?: {name?: string; arguments?: string}}>}
+  /** `reasoning_content` from vLLM (before 0.11), SGLang and DeepSeek; `reasoning` from newer vLLM. */
+  delta?: {content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: Array<{index: number; function?: {name?: string; arguments?: string}}>}
   text?: string
   finish_reason?: string | null
 }
 
 interface StreamChunk {
   choices?: StreamChoice[]
+  /**
+   * The rendered chat prompt's size and end, which this toolkit's transformers host sends in its first chunk, so that
+   * the reasoning split knows where the reply starts (see reasoning.ts); other servers send none.
+   */
+  prompt?: {tokens?: number; tail?: string}
   usage?: {prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: {cached_tokens?: number} | null} | null
 }
 
@@ -126,6 +132,7 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
   let cachedTokens: number | undefined
   const announced = new Set<number>()
   for await (const chunk of chunks) {
+    if (typeof chunk.prompt?.tail === 'string') yield {promptTail: chunk.prompt.tail, promptTokens: chunk.prompt.tokens ?? 0, type: 'start'}
     if (chunk.usage) {
       promptTokens = chunk.usage.prompt_tokens ?? promptTokens
       completionTokens = chunk.usage.completion_tokens ?? completionTokens
@@ -134,6 +141,8 @@ async function* generationEvents(chunks: AsyncIterable<StreamChunk>): AsyncGener
 
     const choice = chunk.choices?.[0]
     if (!choice) continue
+    const reasoning = choice.delta?.reasoning_content ?? choice.delta?.reasoning
+    if (reasoning) yield {text: reasoning, type: 'reasoning'}
     const text = choice.delta?.content ?? choice.text
     if (text) yield {text, type: 'text'}
     for (const call of choice.delta?.tool_calls ?? []) {
@@ -176,6 +185,8 @@ export function openAICompatibleOperations(options: OpenAICompatibleOptions = {}
           // vLLM's and SGLang's prefill; vLLM refuses it beside its default add_generation_prompt (true).
           ...(chat.continueFinalMessage ? {add_generation_prompt: false, continue_final_message: true} : {}),
           model: model(endpoint),
+          // The switch of hybrid models (Qwen3) in vLLM's and SGLang's terms: an argument of the chat template.
+          ...(chat.enableThinking === undefined ? {} : {chat_template_kwargs: {enable_thinking: chat.enableThinking}}),
           response_format: responseFormat(chat.responseFormat),
           ...tools(chat),
         }),

@@ -16,7 +16,9 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {relayedOperation} from '../kernel/reasoning.js'
 import {outputIsInLog, PORT_TAKEN, recognisedCause} from './failure-cause.js'
+import {ownLines} from './output-log.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
@@ -64,6 +66,7 @@ export class ExternalProgram {
   failure?: ServiceError
   private program?: RunningProgram
   private port = 0
+  private request?: LoadRequest
   /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
   private gone = new AbortController()
 
@@ -118,6 +121,7 @@ export class ExternalProgram {
     // The program may have exited, or the launch been cancelled, since it last answered: a dead model is never ready.
     if (this.state !== 'loading') throw this.cancelled()
     this.info = this.engine.info?.(request) ?? {}
+    this.request = request
     this.state = 'ready'
     onProgress?.(1)
   }
@@ -132,7 +136,7 @@ export class ExternalProgram {
       const {streamIntervalMs} = this.options
       const endpoint = {baseUrl: this.baseUrl, modelUid: this.uid, port: this.port, readIntervalMs: streamIntervalMs, signal: AbortSignal.any([signal, this.gone.signal, stop.signal])}
       // The route that sent the payload was checked against the model type's operations; here it is only forwarded.
-      const events = run(payload as never, endpoint)
+      const events = relayedOperation(this.request!, operation, payload, (relayed) => run(relayed as never, endpoint))
       yield* streamIntervalMs === undefined ? events : pacedEvents(events, streamIntervalMs, joinGenerationEvents)
     } catch (error) {
       throw await this.explain(error, signal)

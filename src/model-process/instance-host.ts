@@ -5,11 +5,12 @@
  */
 import {pathToFileURL} from 'node:url'
 
-import type {EngineHost, LoadedModel, Logger} from '../kernel/contracts.js'
+import type {EngineHost, LoadedModel, LoadRequest, Logger} from '../kernel/contracts.js'
 import type {FromInstance, ToInstance} from './messages.js'
 
 import {errorFactory, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
+import {relayedOperation, withReasoningAbilities} from '../kernel/reasoning.js'
 import {withRequestId} from '../kernel/request-context.js'
 import {createLogger} from '../util/logger.js'
 import {checkChannelNesting} from './messages.js'
@@ -30,6 +31,7 @@ const log: Logger = createLogger({
 })
 
 let model: LoadedModel | undefined
+let loaded: LoadRequest | undefined
 const running = new Map<number, AbortController>()
 const lifetime = new AbortController()
 
@@ -47,7 +49,9 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
     }
 
     model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
-    await send({info: model.info, operations: Object.keys(model.operations), type: 'ready'})
+    loaded = message.request
+    const abilities = withReasoningAbilities(model.info.abilities, message.request)
+    await send({info: {...model.info, ...(abilities ? {abilities} : {})}, operations: Object.keys(model.operations), type: 'ready'})
     reportUsage(model)
   } catch (error) {
     const shaped = toServiceError(error)
@@ -87,7 +91,8 @@ async function invoke(message: Extract<ToInstance, {type: 'invoke'}>) {
   try {
     const operation = model?.operations[message.operation]
     if (!operation) throw errorFactory.create(400, 'unsupported', `this model does not support "${message.operation}"`)
-    for await (const event of operation(message.payload, controller.signal)) {
+    const events = relayedOperation(loaded!, message.operation, message.payload, (payload) => operation(payload, controller.signal))
+    for await (const event of events) {
       checkChannelNesting(event, `the model's answer to ${message.operation}`, 500)
       outbox.post({event, id: message.id, type: 'event'})
     }

@@ -90,7 +90,7 @@ describe('user plugins (servicectl plugins link + service-local)', function () {
       ]
       const chat = await api(service, 'POST', '/v1/chat/completions', {messages, model: 'echo-test'})
       expect(chat.status, JSON.stringify(chat.body)).to.equal(200)
-      expect(chat.body.choices[0]).to.deep.include({finish_reason: 'stop', message: {content: 'hello there, plugin world', refusal: null, role: 'assistant'}})
+      expect(chat.body.choices[0]).to.deep.include({finish_reason: 'stop', message: {content: 'hello there, plugin world', reasoning_content: null, refusal: null, role: 'assistant'}})
       expect(chat.body.usage).to.deep.equal({completion_tokens: 4, prompt_tokens: 6, total_tokens: 10})
 
       const chunks = await sse(service, '/v1/chat/completions', {max_tokens: 3, messages, model: 'echo-test', stream: true})

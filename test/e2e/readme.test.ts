@@ -86,6 +86,17 @@ describe('README examples', () => {
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
   })
 
+  it('runs the reasoning blocks: tiny-random-llm launched to reason, its reasoning answered, streamed, and switched off', async () => {
+    const launch = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('reasoning-launch')], {cwd: directory, env, reject: false})
+    expect(launch.exitCode, launch.stderr).to.equal(0)
+    expect(launch.stdout).to.contain('Model uid: tiny-thinker')
+    const [reasoning, answer, streamed, off] = (await runNode('reasoning')).split('\n')
+    expect(reasoning).to.match(/^reasoning: "\S/)
+    expect(answer).to.equal('answer: "" 8')
+    expect(streamed.replace('streamed:', 'reasoning:')).to.equal(reasoning)
+    expect(off).to.equal('without thinking: null')
+  })
+
   it('runs the flexible block on an ONNX graph the test writes', async () => {
     const model = join(directory, 'linear.onnx')
     await writeLinearModel(model, [[1, 2], [3, 4], [5, 6]])

@@ -76,6 +76,26 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
     expect(completion.choices[0].text).to.be.a('string')
   })
 
+  it('splits the reasoning of a model launched to reason: a prefill opens it, the prompt tail says so, the switch drops it', async function () {
+    this.timeout(300_000)
+    const launched = await callApi(service, 'POST', '/v1/models', {dtype: 'float32', model_engine: 'transformers', model_format: 'pytorch', model_name: 'tiny-random-llm', model_uid: 'tiny-thinker', reasoning_format: 'think'})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    try {
+      // A random model never opens a reasoning block: the prefill does, as a DeepSeek-R1 template's prompt does.
+      const request = {continue_final_message: true, max_tokens: 6, messages: [{content: 'Think.', role: 'user'}, {content: '<think>\n', role: 'assistant'}], model: 'tiny-thinker', temperature: 0}
+      const answer = (await callApi(service, 'POST', '/v1/chat/completions', request)).body
+      expect(answer.choices[0].message.reasoning_content).to.be.a('string').and.not.equal('')
+      expect(answer.choices[0].message.content).to.equal('')
+      // The prompt keeps the prefill open: ChatML's <|im_start|>assistant\n<think>\n, without an end of turn.
+      const plain = (await callApi(service, 'POST', '/v1/chat/completions', {...request, continue_final_message: undefined, messages: request.messages.slice(0, 1)})).body
+      expect(answer.usage.prompt_tokens).to.be.greaterThan(plain.usage.prompt_tokens)
+      const off = (await callApi(service, 'POST', '/v1/chat/completions', {...request, enable_thinking: false})).body
+      expect(off.choices[0].message.reasoning_content).to.equal(null)
+    } finally {
+      await callApi(service, 'DELETE', '/v1/models/tiny-thinker')
+    }
+  })
+
   it("keeps its connection open after a stream, so the service's next request to it needs no new one", async () => {
     const {pid} = (await callApi(service, 'GET', '/v1/models/tiny-random-llm')).body
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')

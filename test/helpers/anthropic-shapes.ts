@@ -34,6 +34,7 @@ const message: Fields<Anthropic.Message> = {
   usage: 'required',
 }
 const textBlock: Fields<Anthropic.TextBlock> = {citations: 'required', text: 'required', type: 'required'}
+const thinkingBlock: Fields<Anthropic.ThinkingBlock> = {signature: 'required', thinking: 'required', type: 'required'}
 const toolUseBlock: Fields<Anthropic.ToolUseBlock> = {caller: 'required', id: 'required', input: 'required', name: 'required', toolset_name: 'optional', type: 'required'}
 const messageDeltaUsage: Fields<Anthropic.MessageDeltaUsage> = {
   cache_creation_input_tokens: 'required',
@@ -67,7 +68,9 @@ const events = {
 }
 const deltas = {
   input_json_delta: {partial_json: 'required', type: 'required'} satisfies Fields<Anthropic.InputJSONDelta>,
+  signature_delta: {signature: 'required', type: 'required'} satisfies Fields<Anthropic.SignatureDelta>,
   text_delta: {text: 'required', type: 'required'} satisfies Fields<Anthropic.TextDelta>,
+  thinking_delta: {thinking: 'required', type: 'required'} satisfies Fields<Anthropic.ThinkingDelta>,
 }
 
 function check(what: string, value: unknown, fields: Record<string, 'optional' | 'required'>) {
@@ -81,6 +84,7 @@ function check(what: string, value: unknown, fields: Record<string, 'optional' |
 function checkBlock(what: string, block: {type?: string}) {
   if (block.type === 'text') check(what, block, textBlock)
   else if (block.type === 'tool_use') check(what, block, toolUseBlock)
+  else if (block.type === 'thinking') check(what, block, thinkingBlock)
   else throw new Error(`${what} has an unexpected type: ${JSON.stringify(block)}`)
 }
 

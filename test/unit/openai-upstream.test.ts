@@ -89,4 +89,33 @@ describe('OpenAI-compatible upstream: requests', () => {
     const plain = await sent({messages})
     expect(plain).to.not.have.any.keys('add_generation_prompt', 'continue_final_message')
   })
+
+  it("passes the thinking switch as vLLM and SGLang take it, an argument of the chat template, and only when given", async () => {
+    const messages = [{content: 'Hello!', role: 'user' as const}]
+    expect(await sent({enableThinking: false, messages})).to.deep.include({chat_template_kwargs: {enable_thinking: false}})
+    expect(await sent({messages})).to.not.have.any.keys('chat_template_kwargs')
+  })
+})
+
+describe('OpenAI-compatible upstream: reasoning', () => {
+  let server: AnsweringServer
+
+  before(async () => (server = await answeringServer()))
+  after(() => server.close())
+
+  it("reads the reasoning of vLLM's and SGLang's reasoning parsers, as reasoning_content or newer vLLM's reasoning", async () => {
+    const deltas = [{reasoning_content: 'Two and '}, {reasoning: 'two.'}, {content: 'Four', reasoning_content: null}]
+    server.answer = (response) => {
+      response.writeHead(200, {'content-type': 'text/event-stream'})
+      response.end([...deltas.map((delta) => JSON.stringify({choices: [{delta, index: 0}]})), '[DONE]'].map((data) => `data: ${data}\n\n`).join(''))
+    }
+    const endpoint = {baseUrl: server.baseUrl, modelUid: 'm', port: server.port, signal: new AbortController().signal}
+    const events: unknown[] = []
+    for await (const event of openAICompatibleOperations().chat({messages: [{content: 'hi', role: 'user'}]}, endpoint)) events.push(event)
+    expect(events.slice(0, -1)).to.deep.equal([
+      {text: 'Two and ', type: 'reasoning'},
+      {text: 'two.', type: 'reasoning'},
+      {text: 'Four', type: 'text'},
+    ])
+  })
 })

@@ -45,6 +45,26 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
     })
   })
 
+  describe('reasoning parsers', () => {
+    const qwen3 = {model_ability: ['chat', 'reasoning', 'hybrid'], model_name: 'qwen3', reasoning_start_tag: '<think>'}
+    const r1 = {model_ability: ['chat', 'reasoning'], model_name: 'deepseek-r1-distill-qwen', reasoning_start_tag: '<think>'}
+    const parserOf = (args: string[]) => (args.includes('--reasoning-parser') ? args[args.indexOf('--reasoning-parser') + 1] : undefined)
+
+    it("gives vLLM and SGLang the parser of a reasoning family, in each one's name, unless the launch names one", () => {
+      expect(parserOf(vllmCommand({...load({}), family: qwen3}, vllmLaunch, commandLineFlags).args)).to.equal('qwen3')
+      expect(parserOf(vllmCommand({...load({}), family: r1}, vllmLaunch, commandLineFlags).args)).to.equal('deepseek_r1')
+      expect(parserOf(sglangCommand({...load({}), family: r1}, launch, commandLineFlags).args)).to.equal('deepseek-r1')
+      expect(parserOf(sglangCommand({...load({}), family: {model_ability: ['chat', 'reasoning'], model_name: 'gpt-oss'}}, launch, commandLineFlags).args)).to.equal('gpt-oss')
+      expect(parserOf(vllmCommand({...load({reasoning_parser: 'deepseek_r1'}), family: qwen3}, vllmLaunch, commandLineFlags).args)).to.equal('deepseek_r1')
+      expect(parserOf(sglangCommand({...load({reasoning_parser: 'qwen3'}), family: r1}, launch, commandLineFlags).args)).to.equal('qwen3')
+    })
+
+    it('gives none to a model that does not reason, or whose tags no parser of theirs reads', () => {
+      expect(parserOf(vllmCommand({...load({}), family: {model_ability: ['chat'], model_name: 'qwen2.5-instruct'}}, vllmLaunch, commandLineFlags).args)).to.equal(undefined)
+      expect(parserOf(sglangCommand({...load({}), family: {...r1, reasoning_start_tag: '◁think▷'}}, launch, commandLineFlags).args)).to.equal(undefined)
+    })
+  })
+
   describe('vLLM', () => {
     it('runs vLLM\'s OpenAI server with the environment\'s interpreter on the kernel\'s port, serving the model under its uid', () => {
       const command = vllmCommand(load({dtype: 'bfloat16', enable_prefix_caching: false, gpu_memory_utilization: 0.85, max_model_len: 2048}), vllmLaunch, commandLineFlags)

@@ -5,7 +5,7 @@
  * need none of LlamaChat's or LlamaCompletion's machinery take the plain path (plain-generation.ts), and so do
  * constrained ones (`response_format`, forced tool calls), which must end exactly where their grammar does.
  */
-import type {ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
+import type {ChatHistoryItem, ChatWrapper, Llama, LlamaChatResponseChunk, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel, Token} from 'node-llama-cpp'
 import {withLock} from 'lifecycle-utils'
 import type {
   ChatPayload,
@@ -36,7 +36,8 @@ interface Slot {
   /** Its sequence id: a fresh context hands out ids 0, 1, … in the order of `getSequence` calls. */
   id: number
   sequence: LlamaContextSequence
-  chat?: import('node-llama-cpp').LlamaChat
+  /** One per chat wrapper the slot has rendered with (with and without thinking). */
+  chats?: Map<ChatWrapper, import('node-llama-cpp').LlamaChat>
   completion?: import('node-llama-cpp').LlamaCompletion
 }
 
@@ -49,8 +50,12 @@ interface Outcome {
 /** Where the model's chat template comes from, and the wrapper rendering it (resolved on first call). */
 export interface ChatTemplate {
   source: 'gguf' | 'family'
-  wrapper(): ChatWrapper
+  /** `enableThinking` false: rendered for a hybrid model not to think (see host.ts). */
+  wrapper(enableThinking?: boolean): ChatWrapper
 }
+
+/** As much of a rendered prompt's end as the reasoning parser reads to know where the reply starts. */
+const PROMPT_TAIL_LENGTH = 256
 
 /** A request that passed its checks: its prompt size, and how to run it on a leased sequence. */
 interface Prepared {
@@ -58,6 +63,8 @@ interface Prepared {
   /** The prompt as tokens, when known, to lease the sequence that already holds most of it. */
   promptTokenIds?: readonly Token[]
   prompt?: string
+  /** The end of the rendered prompt, when the reply's text is the model's raw output (no thought segments). */
+  promptTail?: string
   run(slot: Slot, emit: (event: GenerationEvent) => void): Promise<Outcome>
 }
 
@@ -172,7 +179,8 @@ export async function loadGenerator(options: {
     const arrival = gatherer?.arriving()
     try {
       const prepared = await prepare()
-      yield {promptTokens: prepared.promptTokens, type: 'start', ...(prepared.prompt === undefined ? {} : {prompt: prepared.prompt})}
+      const {prompt, promptTail} = prepared
+      yield {promptTokens: prepared.promptTokens, type: 'start', ...(prompt === undefined ? {} : {prompt}), ...(promptTail === undefined ? {} : {promptTail})}
       const wanted = prepared.promptTokenIds
       const slot = await pool.acquire(signal, wanted && ((candidate) => sharedPrefix(candidate.sequence.contextTokens, wanted)))
       arrival?.at(slot.id)
@@ -211,8 +219,11 @@ export async function loadGenerator(options: {
     const plan = toolPlan(request)
     const functions = plan.mode === 'auto' ? toFunctions(plan.tools) : undefined
     const history: ChatHistoryItem[] = toHistory(request.messages, plan.mode === 'forced' ? forcedCallInstructions(plan.tools) : undefined, request.continueFinalMessage)
-    const wrapper = chatTemplate.wrapper()
+    const wrapper = chatTemplate.wrapper(request.enableThinking !== false)
     const state = wrapper.generateContextState({availableFunctions: functions, chatHistory: history, documentFunctionParams: true})
+    // A wrapper that knows the template's thought segments reports them; otherwise the reply's text carries its markers.
+    const thoughtSegments = wrapper.settings.segments?.thought !== undefined
+    const promptTail = thoughtSegments ? undefined : state.contextText.toString().slice(-PROMPT_TAIL_LENGTH)
     const promptTokenIds = state.contextText.tokenize(model.tokenizer)
     const prefilled = continuesFinalMessage(request.messages, request.continueFinalMessage) && request.messages.at(-1)!.content !== ''
     // What the plain path must handle to stand in for LlamaChat: only stop triggers.
@@ -229,11 +240,11 @@ export async function loadGenerator(options: {
         : undefined
     // Under a grammar only a response prefix (which LlamaChat puts before the reply) keeps the plain path from it.
     const plainUnderGrammar = !state.prefixTriggers?.some((trigger) => trigger.type === 'response') && state.noPrefixTrigger?.type !== 'response'
-    return {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTokenIds, promptTokens: promptTokenIds.length}
+    return {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTail, promptTokenIds, promptTokens: promptTokenIds.length, wrapper}
   }
 
   async function prepareChat(request: ChatPayload, signal: AbortSignal): Promise<Prepared> {
-    const {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTokenIds, promptTokens} = renderChat(request)
+    const {functions, history, plainStops, plainUnderGrammar, plan, prefilled, promptTail, promptTokenIds, promptTokens, wrapper} = renderChat(request)
     const grammar = await chatGrammar(llama, request, plan)
     const options = samplingFor(request, budgetAfter(promptTokens, 'messages'), grammar !== undefined)
     const plain = grammar
@@ -248,29 +259,38 @@ export async function loadGenerator(options: {
     }
 
     return {
+      promptTail,
       promptTokenIds,
       promptTokens,
       async run(slot, emit) {
         if (plain && plan.mode === 'forced')
           return callFrom(emit, (onText) => generatePlain(model, slot.sequence, plainSupport!, plain, signal, (event) => (event.type === 'text' ? onText(event.text) : emit(event))))
         if (plain) return generatePlain(model, slot.sequence, plainSupport!, plain, signal, emit)
-        slot.chat ??= new LlamaChat({autoDisposeSequence: false, chatWrapper: chatTemplate!.wrapper(), contextSequence: slot.sequence})
+        slot.chats ??= new Map()
+        const chat = slot.chats.get(wrapper) ?? new LlamaChat({autoDisposeSequence: false, chatWrapper: wrapper, contextSequence: slot.sequence})
+        slot.chats.set(wrapper, chat)
         // A stop text would cut a constrained reply short of what its grammar requires.
-        const common = {...options, customStopTriggers: grammar ? undefined : options.customStopTriggers, signal, stopOnAbortSignal: true}
-        if (plan.mode === 'forced')
-          return callFrom(emit, async (onText) => outcomeOf((await slot.chat!.generateResponse(history, {...common, grammar, onTextChunk: onText})).metadata))
+        const common = {
+          ...options,
+          budgets: request.reasoningBudget === undefined ? undefined : {thoughtTokens: request.reasoningBudget},
+          customStopTriggers: grammar ? undefined : options.customStopTriggers,
+          onResponseChunk: (chunk: LlamaChatResponseChunk) => chunk.type === 'segment' && chunk.segmentType === 'thought' && chunk.text && emit({text: chunk.text, type: 'reasoning'}),
+          signal,
+          stopOnAbortSignal: true,
+        }
+        if (plan.mode === 'forced') return callFrom(emit, async (onText) => outcomeOf((await chat.generateResponse(history, {...common, grammar, onTextChunk: onText})).metadata))
 
         const onText = (text: string) => text && emit({text, type: 'text'})
         const textCallbacks = prefilled ? continuedTextCallbacks(model, promptTokenIds, onText) : {onTextChunk: onText}
         if (!functions) {
-          const result = await slot.chat.generateResponse(history, {...common, ...textCallbacks, grammar})
+          const result = await chat.generateResponse(history, {...common, ...textCallbacks, grammar})
           return outcomeOf(result.metadata)
         }
 
         // node-llama-cpp streams the parameters of each call; a call whose parameters never streamed (none, or
         // parsed in one piece) is completed from the final result so that every call has JSON arguments.
         const streamed = new Map<number, string>()
-        const result = await slot.chat.generateResponse(history, {
+        const result = await chat.generateResponse(history, {
           ...common,
           documentFunctionParams: true,
           functions,

@@ -34,22 +34,34 @@ async function defaultThreads(modelPath: string, llama: Llama): Promise<number> 
 }
 
 /**
+ * Rendering of a hybrid model told not to think: Qwen3's template reads `enable_thinking`, which node-llama-cpp's
+ * Qwen wrapper renders as discouraged thoughts. Wrappers of models that always think are the same either way.
+ */
+const WITHOUT_THINKING = {jinjaTemplate: {additionalRenderParameters: {enable_thinking: false}}, qwen: {thoughts: 'discourage' as const}}
+
+/**
  * How the model renders chat prompts: the GGUF's own template, else the family's, else none (no chat). Matching
  * a GGUF template to node-llama-cpp's specialized wrappers renders it against many test chats, about 200 ms
  * of blocked event loop; node-llama-cpp's own LlamaChat does it when first used, and so does the engine, right
- * after the model reports ready rather than before.
+ * after the model reports ready rather than before. The rendering without thinking is resolved when first asked for.
  */
 async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatTemplate | undefined> {
   const {JinjaTemplateChatWrapper, resolveChatWrapper} = await import('node-llama-cpp')
   if (model.fileInfo.metadata.tokenizer?.chat_template) {
-    let resolved: ChatWrapper | undefined
-    return {source: 'gguf', wrapper: () => (resolved ??= resolveChatWrapper(model))}
+    let thinking: ChatWrapper | undefined
+    let notThinking: ChatWrapper | undefined
+    return {
+      source: 'gguf',
+      wrapper: (enableThinking = true) =>
+        enableThinking ? (thinking ??= resolveChatWrapper(model)) : (notThinking ??= resolveChatWrapper(model, {customWrapperSettings: WITHOUT_THINKING})),
+    }
   }
 
   if (family.chat_template) {
     try {
-      const wrapper = new JinjaTemplateChatWrapper({template: family.chat_template})
-      return {source: 'family', wrapper: () => wrapper}
+      const thinking = new JinjaTemplateChatWrapper({template: family.chat_template})
+      const notThinking = new JinjaTemplateChatWrapper({...WITHOUT_THINKING.jinjaTemplate, template: family.chat_template})
+      return {source: 'family', wrapper: (enableThinking = true) => (enableThinking ? thinking : notThinking)}
     } catch (error) {
       log.warn(`the family's chat_template cannot be used: ${(error as Error).message}`)
     }

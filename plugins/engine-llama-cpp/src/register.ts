@@ -49,12 +49,18 @@ const register: RegisterHook = async () => ({
       modelTypes: ['LLM', 'embedding', 'rerank'],
       name: 'llama.cpp',
       parameters: {
+        enable_thinking: {description: "Whether a hybrid reasoning model (Qwen3) thinks when a chat request does not say (Xinference's launch option; default: the model's).", type: 'boolean'},
         flash_attn: {description: 'Use flash attention (default: where llama.cpp supports it).', type: 'boolean'},
         n_batch: {description: 'Tokens evaluated per batch during prompt processing.', minimum: 1, type: 'integer'},
         n_ctx: {description: 'Context length available to each request, in tokens (default: the smaller of the model\'s and 4096; embedding and rerank models: the model\'s).', minimum: 16, type: 'integer'},
         n_gpu_layers: {description: 'Layers to offload to the GPU; -1 for all (default: as many as fit).', minimum: -1, type: 'integer'},
         n_parallel: {description: 'Requests served at once, batched together (default 4); embedding and rerank models: inputs evaluated side by side, one context each (default 1).', maximum: 256, minimum: 1, type: 'integer'},
         n_threads: {description: 'CPU threads for inference (default: the cores llama.cpp computes on; with the prebuilt binaries, 1 below 64 MiB of weights).', minimum: 1, type: 'integer'},
+        reasoning_format: {
+          description: "How the model's output carries its reasoning, split into reasoning_content: think (<think> tags, or the family's reasoning_start_tag and reasoning_end_tag), harmony (gpt-oss's channels) or none (default: the family's, by its reasoning ability).",
+          enum: ['think', 'harmony', 'none'],
+          type: 'string',
+        },
         use_mmap: {description: 'Memory-map the model file (default: automatic).', type: 'boolean'},
       },
     },

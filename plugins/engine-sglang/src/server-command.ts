@@ -36,12 +36,25 @@ export interface ServerLaunch {
 }
 
 /**
+ * SGLang's reasoning parser for a reasoning family (its `reasoning` ability), so that SGLang answers the reasoning
+ * apart: Qwen3's, gpt-oss's, and DeepSeek-R1's for the other `<think>` models. A launch's `reasoning_parser` wins.
+ */
+export function sglangReasoningParser(family: {model_name?: string; model_ability?: string[]; reasoning_start_tag?: unknown} | undefined): string | undefined {
+  if (!family?.model_ability?.includes('reasoning')) return undefined
+  if (/gpt-oss/i.test(family.model_name ?? '')) return 'gpt-oss'
+  if (/^qwen3/i.test(family.model_name ?? '')) return 'qwen3'
+  return (family.reasoning_start_tag ?? '<think>') === '<think>' ? 'deepseek-r1' : undefined
+}
+
+/**
  * The model is served under its uid, which requests name. SGLang's flags are `store_true`, so a false boolean is
  * simply left out; a launch given several GPUs splits the model across them unless it says otherwise.
  */
-export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
+export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']}, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
+  const reasoningParser = sglangReasoningParser(request.family)
+  const parameters = reasoningParser ? {reasoning_parser: reasoningParser, ...request.parameters} : request.parameters
   return {
-    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(request.parameters, {splitAcross: {alongside: ['dp_size'], devices: request.devices, parameter: 'tp_size'}})],
+    args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(parameters, {splitAcross: {alongside: ['dp_size'], devices: request.devices, parameter: 'tp_size'}})],
     // The weights are local, so the program never needs the hub.
     env: {HF_HUB_OFFLINE: '1'},
     file: python,

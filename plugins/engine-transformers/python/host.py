@@ -63,6 +63,9 @@ def load():
 
 
 processor, tokenizer, model, device = load()
+# Tokens at the end of a chat prompt that the first chunk of its stream repeats: enough for any template's opening of
+# a reasoning block.
+PROMPT_TAIL_TOKENS = 32
 lock = threading.Lock()
 
 
@@ -174,7 +177,14 @@ def chat_prompt(request):
     if not tokenizer.chat_template:
         raise BadRequest("this model has no chat template; use /v1/completions.", "messages")
     turns = [{key: value for key, value in message.items() if value is not None} for message in messages]
-    return tokenizer.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=True, tokenize=True, return_dict=False)
+    arguments = request.get("chat_template_kwargs") or {}
+    if not isinstance(arguments, dict):
+        raise BadRequest("chat_template_kwargs must be an object.", "chat_template_kwargs")
+    # Of the template's arguments, the thinking switch of hybrid models (Qwen3's template reads enable_thinking).
+    switch = {key: value for key, value in arguments.items() if key in ("enable_thinking", "thinking") and isinstance(value, bool)}
+    # A prefill (vLLM's continue_final_message) continues the final assistant turn instead of opening a new one.
+    continues = request.get("continue_final_message") is True
+    return tokenizer.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch)
 
 
 def completion_prompt(request):
@@ -276,13 +286,16 @@ class Handler(JsonHandler):
         self.start_events()
         object_name = "chat.completion.chunk" if chat else "text_completion"
 
-        def send(choices, usage=None):
-            self.send_event({**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {})})
+        def send(choices, usage=None, prompt=None):
+            self.send_event({**identity, "choices": choices, "object": object_name, **({"usage": usage} if usage else {}), **({"prompt": prompt} if prompt else {})})
 
         sent = 0
         try:
             if chat:
-                send([{"delta": {"content": "", "role": "assistant"}, "finish_reason": None, "index": 0}])
+                # The end of the rendered prompt tells the service whether the template opened a reasoning block,
+                # which the reply then starts inside (DeepSeek-R1's `<think>\n`); see src/kernel/reasoning.ts.
+                tail = tokenizer.decode(prompt_ids[-PROMPT_TAIL_TOKENS:])
+                send([{"delta": {"content": "", "role": "assistant"}, "finish_reason": None, "index": 0}], prompt={"tail": tail, "tokens": len(prompt_ids)})
             for piece in pieces:
                 if isinstance(piece, tuple):
                     _, finish, completion_tokens = piece

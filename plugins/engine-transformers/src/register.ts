@@ -51,6 +51,11 @@ const register: RegisterHook = async ({api}) => {
           dtype: {description: "The weights' type in memory: auto (as saved, default), float32, float16 or bfloat16.", enum: ['auto', 'float32', 'float16', 'bfloat16'], type: 'string'},
           max_new_tokens: {description: 'Tokens a reply may have when its request gives no max_tokens (default 512).', minimum: 1, type: 'integer'},
           n_threads: {description: "CPU threads torch computes with (default: torch's own choice).", minimum: 1, type: 'integer'},
+          reasoning_format: {
+            description: "How an LLM's output carries its reasoning, split into reasoning_content: think (<think> tags, or the family's reasoning_start_tag and reasoning_end_tag), harmony (gpt-oss's channels) or none (default: the family's, by its reasoning ability).",
+            enum: ['think', 'harmony', 'none'],
+            type: 'string',
+          },
           trust_remote_code: {description: "Run the model repository's own Python code (models transformers does not know); only for repositories you trust.", reaches: 'repository-code', type: 'boolean'},
         },
         python: {packages: TRANSFORMERS_PACKAGES},

@@ -35,6 +35,18 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', reaches: 'repository-code', type: 'boolean'},
 }
 
+/**
+ * vLLM's reasoning parser for a reasoning family (its `reasoning` ability), so that vLLM answers the reasoning apart:
+ * Qwen3's, gpt-oss's, and DeepSeek-R1's for the other `<think>` models (QwQ, the R1 distills), whose prompt may
+ * already open the block. A launch's `reasoning_parser` wins.
+ */
+export function vllmReasoningParser(family: {model_name?: string; model_ability?: string[]; reasoning_start_tag?: unknown} | undefined): string | undefined {
+  if (!family?.model_ability?.includes('reasoning')) return undefined
+  if (/gpt-oss/i.test(family.model_name ?? '')) return 'openai_gptoss'
+  if (/^qwen3/i.test(family.model_name ?? '')) return 'qwen3'
+  return (family.reasoning_start_tag ?? '<think>') === '<think>' ? 'deepseek_r1' : undefined
+}
+
 /** Parameters vLLM's CPU backend reads from its environment, by the variable that carries each. */
 const ENVIRONMENT_PARAMETERS: Record<string, string> = {cpu_kvcache_space: 'VLLM_CPU_KVCACHE_SPACE'}
 
@@ -54,8 +66,9 @@ export interface ServerLaunch {
  * named `vllm` at start and fails. The model is served under its uid, which requests name; a launch given several
  * GPUs splits the model across them unless it says otherwise.
  */
-export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'>, {port, python, pythonPath, startupDir}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
-  const passed: Record<string, unknown> = {}
+export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']}, {port, python, pythonPath, startupDir}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
+  const reasoningParser = vllmReasoningParser(request.family)
+  const passed: Record<string, unknown> = reasoningParser ? {reasoning_parser: reasoningParser} : {}
   const env: Record<string, string> = {
     // The weights are local, so the program never needs the hub; vLLM's usage statistics stay on this machine.
     HF_HUB_OFFLINE: '1',

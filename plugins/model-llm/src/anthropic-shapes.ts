@@ -18,7 +18,11 @@ export function anthropicResponseSchemas(s: KernelApi['schema']) {
     {caller: s.object({type: s.literal('direct')}), id: s.string(), input: s.unknown({description: "The tool's input, as the model wrote it."}), name: s.string(), type: s.literal('tool_use')},
     {title: 'AnthropicToolUseBlock'},
   )
-  const block = s.union([textBlock, toolUseBlock], 'a text or tool_use block')
+  const thinkingBlock = s.object(
+    {signature: s.string({description: 'Empty: this service does not sign the reasoning it returns.'}), thinking: s.string(), type: s.literal('thinking')},
+    {title: 'AnthropicThinkingBlock'},
+  )
+  const block = s.union([thinkingBlock, textBlock, toolUseBlock], 'a thinking, text or tool_use block')
   const stop = {
     stop_reason: s.nullable(s.string({enum: ['end_turn', 'max_tokens', 'stop_sequence', 'tool_use']})),
     stop_sequence: s.nullable(s.string()),
@@ -47,8 +51,13 @@ export function anthropicResponseSchemas(s: KernelApi['schema']) {
       event('content_block_start', {content_block: block, index}),
       event('content_block_delta', {
         delta: s.union(
-          [s.object({text: s.string(), type: s.literal('text_delta')}), s.object({partial_json: s.string(), type: s.literal('input_json_delta')})],
-          'a text or input JSON delta',
+          [
+            s.object({thinking: s.string(), type: s.literal('thinking_delta')}),
+            s.object({signature: s.string(), type: s.literal('signature_delta')}),
+            s.object({text: s.string(), type: s.literal('text_delta')}),
+            s.object({partial_json: s.string(), type: s.literal('input_json_delta')}),
+          ],
+          'a thinking, signature, text or input JSON delta',
         ),
         index,
       }),

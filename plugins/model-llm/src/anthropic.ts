@@ -10,6 +10,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 import {randomBytes} from 'node:crypto'
 
 import {anthropicResponseSchemas} from './anthropic-shapes.js'
+import {checkThinkingBudget, shownThinking, thinkingBlock, thinkingField, thinkingPayload} from './anthropic-thinking.js'
 import {started} from './openai-shapes.js'
 
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -49,7 +50,7 @@ function conversationFields(s: KernelApi['schema']) {
     messages: s.array(message, {description: 'The conversation so far, alternating user and assistant turns.', minItems: 1}),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     system: s.optional(s.union([s.string(), s.array(textBlock)], 'a string or an array of text blocks')),
-    thinking: s.optional(s.object({budget_tokens: s.optional(s.integer({maximum: s.INT32_MAX, minimum: 1024})), type: s.string({enum: ['enabled', 'disabled']})})),
+    thinking: thinkingField(s),
     tool_choice: s.optional(
       s.object({
         disable_parallel_tool_use: s.optional(s.boolean()),
@@ -121,6 +122,8 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
       }
 
       if (block.type === 'text') texts.push(require('text'))
+      // Earlier reasoning, which chat templates leave out of the prompt.
+      else if ((block.type === 'thinking' || block.type === 'redacted_thinking') && message.role === 'assistant') continue
       else if (block.type === 'tool_use') {
         if (message.role !== 'assistant') throw api.errors.badRequest(`\`${at}\`: tool_use blocks belong in assistant messages.`, at)
         const id = require('id')
@@ -148,7 +151,6 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
 }
 
 function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload, 'maxTokens'> {
-  if (request.thinking?.type === 'enabled') throw api.errors.badRequest('extended thinking is not supported; leave out `thinking`.', 'thinking')
   const tools = (request.tools ?? []).map((tool, index) => ({description: tool.description, name: tool.name, param: `tools[${index}].input_schema`, parameters: tool.input_schema}))
   const choice = request.tool_choice ?? {type: 'auto'}
   let toolChoice: ToolChoice = choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : 'auto'
@@ -164,7 +166,13 @@ function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload,
   // Anthropic's prefill: a final assistant turn is the start of the answer, which the model continues.
   const last = messages.at(-1)
   const continueFinalMessage = last?.role === 'assistant' && !last.toolCalls?.length
-  return {messages, toolChoice, tools, ...(continueFinalMessage ? {continueFinalMessage} : {})}
+  return {
+    messages,
+    toolChoice,
+    tools,
+    ...(continueFinalMessage ? {continueFinalMessage} : {}),
+    ...thinkingPayload(api, request.thinking),
+  }
 }
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`
@@ -215,6 +223,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
+      checkThinkingBudget(api, body.thinking, body.max_tokens)
       const payload: ChatPayload = {
         ...toChatPayload(api, body),
         maxTokens: body.max_tokens,
@@ -228,13 +237,15 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
 
       if (!body.stream) {
         let text = ''
+        let thinking = ''
         const calls: Array<{name: string; json: string}> = []
         for await (const event of events) {
           if (event.type === 'text') text += event.text
+          else if (event.type === 'reasoning') thinking += event.text
           else if (event.type === 'tool_call') calls[event.index] = {json: '', name: event.name}
           else if (event.type === 'tool_arguments') calls[event.index].json += event.text
           else if (event.type === 'done') {
-            const content = [...(text ? [{citations: null, text, type: 'text'}] : []), ...calls.map((call) => toolUseBlock(call.name, inputOf(call.json)))]
+            const content = [...(thinking ? [thinkingBlock(shownThinking(body.thinking, thinking))] : []), ...(text ? [{citations: null, text, type: 'text'}] : []), ...calls.map((call) => toolUseBlock(call.name, inputOf(call.json)))]
             return {body: {...message, content, ...stopOf(event), usage: usageOf(event.promptTokens, event.completionTokens, event.cachedTokens)}, kind: 'json'}
           }
         }
@@ -244,13 +255,18 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
 
       // Blocks open lazily and close before the next one opens, so indices run 0, 1, … with matched starts and stops.
       async function* stream() {
-        let open: 'text' | 'tool' | undefined
+        let open: 'thinking' | 'text' | 'tool' | undefined
         let index = -1
-        const start = (contentBlock: Record<string, unknown>, kind: 'text' | 'tool') => {
-          const stop = open ? [{data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}] : []
+        const stop = () => [
+          // A thinking block ends with its signature, as Anthropic's do; the SDK's stream accumulates it.
+          ...(open === 'thinking' ? [{data: {delta: {signature: '', type: 'signature_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}] : []),
+          ...(open ? [{data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}] : []),
+        ]
+        const start = (contentBlock: Record<string, unknown>, kind: 'thinking' | 'text' | 'tool') => {
+          const stopped = stop()
           open = kind
           index++
-          return [...stop, {data: {content_block: contentBlock, index, type: 'content_block_start'}, event: 'content_block_start'}]
+          return [...stopped, {data: {content_block: contentBlock, index, type: 'content_block_start'}, event: 'content_block_start'}]
         }
 
         let announced = false
@@ -263,7 +279,11 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
             yield {data: {type: 'ping'}, event: 'ping'}
           }
 
-          if (event.type === 'text') {
+          if (event.type === 'reasoning') {
+            if (open !== 'thinking') yield* start(thinkingBlock(''), 'thinking')
+            const shown = shownThinking(body.thinking, event.text)
+            if (shown) yield {data: {delta: {thinking: shown, type: 'thinking_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
+          } else if (event.type === 'text') {
             if (open !== 'text') yield* start({citations: null, text: '', type: 'text'}, 'text')
             yield {data: {delta: {text: event.text, type: 'text_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
           } else if (event.type === 'tool_call') {
@@ -271,7 +291,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
           } else if (event.type === 'tool_arguments') {
             yield {data: {delta: {partial_json: event.text, type: 'input_json_delta'}, index, type: 'content_block_delta'}, event: 'content_block_delta'}
           } else if (event.type === 'done') {
-            if (open) yield {data: {index, type: 'content_block_stop'}, event: 'content_block_stop'}
+            yield* stop()
             const usage = {cache_creation_input_tokens: 0, ...promptUsage(event.promptTokens, event.cachedTokens), output_tokens: event.completionTokens, output_tokens_details: null, server_tool_use: null}
             yield {data: {delta: {container: null, stop_details: null, ...stopOf(event)}, type: 'message_delta', usage}, event: 'message_delta'}
             yield {data: {type: 'message_stop'}, event: 'message_stop'}
@@ -285,7 +305,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
     path: '/anthropic/v1/messages',
     permission: 'models:read',
     response: shapes.message.json,
-    summary: 'Anthropic Messages API: text, tools, stop sequences; server-sent events when stream is true',
+    summary: 'Anthropic Messages API: text, thinking, tools, stop sequences; server-sent events when stream is true',
     tag: 'Anthropic',
   }
 }

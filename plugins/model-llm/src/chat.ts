@@ -37,6 +37,8 @@ function chatSchema(s: KernelApi['schema']) {
         s.nullable(s.union([s.string(), s.array(textPart, {minItems: 1})], 'a string or a non-empty array of {"type": "text", "text": …} parts')),
       ),
       name: s.optional(s.string()),
+      // An answer's reasoning, sent back with it; chat templates leave past reasoning out of the prompt.
+      reasoning_content: s.optional(s.nullable(s.string())),
       refusal: s.optional(s.nullable(s.string())),
       role: s.string({enum: ['system', 'developer', 'user', 'assistant', 'tool']}),
       tool_call_id: s.optional(s.string({minLength: 1})),
@@ -71,6 +73,7 @@ function chatSchema(s: KernelApi['schema']) {
   return s.object(
     {
       ...samplingFields(s),
+      ...thinkingFields(s),
       add_generation_prompt: s.optional(
         s.nullable(s.boolean({description: 'vLLM extension: start a new assistant turn after the messages (the default); false only with continue_final_message.'})),
       ),
@@ -93,7 +96,45 @@ function chatSchema(s: KernelApi['schema']) {
   )
 }
 
+/**
+ * The switch of hybrid reasoning models: `enable_thinking` at the top, as Xinference and Dify send it, among the
+ * template's arguments, as vLLM takes it (`thinking` is the name some templates read, and Xinference sets both), or
+ * `thinking: {"type": …}` at the top, Zhipu's and Kimi's form, which Dify sends beside the others.
+ */
+function thinkingFields(s: KernelApi['schema']) {
+  const enableThinking = s.boolean({description: 'False: a hybrid reasoning model (Qwen3) answers without thinking, and no model returns reasoning.'})
+  return {
+    chat_template_kwargs: s.optional(
+      s.nullable(
+        s.object(
+          {enable_thinking: s.optional(s.nullable(enableThinking)), thinking: s.optional(s.nullable(s.boolean({description: 'The same switch as enable_thinking.'})))},
+          {description: "Arguments of the model's chat template; those it reads that this service knows."},
+        ),
+      ),
+    ),
+    enable_thinking: s.optional(s.nullable(enableThinking)),
+    thinking: s.optional(
+      s.nullable(s.object({type: s.string({description: 'enabled or disabled, as enable_thinking true or false.', enum: ['enabled', 'disabled']})}, {unknownKeys: 'strip'})),
+    ),
+  }
+}
+
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
+
+/** Whether the request turns thinking on or off, from any of the fields that can say so, which must agree. */
+function thinkingOf(api: KernelApi, body: ChatRequest): Pick<ChatPayload, 'enableThinking'> {
+  const fields: Array<[string, boolean | null | undefined]> = [
+    ['enable_thinking', body.enable_thinking],
+    ['chat_template_kwargs.enable_thinking', body.chat_template_kwargs?.enable_thinking],
+    ['chat_template_kwargs.thinking', body.chat_template_kwargs?.thinking],
+    ['thinking.type', body.thinking ? body.thinking.type === 'enabled' : undefined],
+  ]
+  const said = fields.filter((entry): entry is [string, boolean] => typeof entry[1] === 'boolean')
+  const disagreeing = said.find(([, value]) => value !== said[0][1])
+  if (disagreeing)
+    throw api.errors.badRequest(`\`${disagreeing[0]}\` is ${disagreeing[1]} but \`${said[0][0]}\` is ${said[0][1]}; give the thinking switch once, or the same value everywhere.`, disagreeing[0])
+  return said.length > 0 ? {enableThinking: said[0][1]} : {}
+}
 
 /**
  * Checks what the schema cannot express: one choice and no log probabilities are asked for, every message has content but an
@@ -189,17 +230,26 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
       const id = `chatcmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const events = await started(model.invoke('chat', toPayload(api, body), signal))
+      const events = await started(model.invoke('chat', {...toPayload(api, body), ...thinkingOf(api, body)}, signal))
 
       if (!body.stream) {
         let content = ''
+        let reasoning = ''
         const calls: Array<{id: string; type: 'function'; function: {name: string; arguments: string}}> = []
         for await (const event of events) {
           if (event.type === 'text') content += event.text
+          else if (event.type === 'reasoning') reasoning += event.text
           else if (event.type === 'tool_call') calls[event.index] = {function: {arguments: '', name: event.name}, id: toolCallId(), type: 'function'}
           else if (event.type === 'tool_arguments') calls[event.index].function.arguments += event.text
           else if (event.type === 'done') {
-            const message = {content: calls.length > 0 && content === '' ? null : content, refusal: null, role: 'assistant', ...(calls.length > 0 ? {tool_calls: calls} : {})}
+            // As vLLM answers: null reasoning from a model that did not think.
+            const message = {
+              content: calls.length > 0 && content === '' ? null : content,
+              reasoning_content: reasoning || null,
+              refusal: null,
+              role: 'assistant',
+              ...(calls.length > 0 ? {tool_calls: calls} : {}),
+            }
             return {
               body: {
                 choices: [{finish_reason: finishReasonOf(event.finishReason), index: 0, logprobs: null, message}],
@@ -230,6 +280,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
         yield chunk({content: '', role: 'assistant'}, null)
         for await (const event of events) {
           if (event.type === 'text') yield chunk({content: event.text}, null)
+          else if (event.type === 'reasoning') yield chunk({reasoning_content: event.text}, null)
           else if (event.type === 'tool_call')
             yield chunk({tool_calls: [{function: {arguments: '', name: event.name}, id: toolCallId(), index: event.index, type: 'function'}]}, null)
           else if (event.type === 'tool_arguments') yield chunk({tool_calls: [{function: {arguments: event.text}, index: event.index}]}, null)

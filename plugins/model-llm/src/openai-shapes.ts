@@ -176,7 +176,13 @@ export function responseSchemas(s: KernelApi['schema']) {
           index: s.integer({minimum: 0}),
           logprobs: s.nullable(s.unknown()),
           message: s.object(
-            {content: s.nullable(s.string()), refusal: s.nullable(s.string()), role: s.literal('assistant'), tool_calls: s.optional(s.array(toolCall))},
+            {
+              content: s.nullable(s.string()),
+              reasoning_content: s.optional(s.nullable(s.string({description: "A reasoning model's thinking, split from its answer (null when it did not think)."}))),
+              refusal: s.nullable(s.string()),
+              role: s.literal('assistant'),
+              tool_calls: s.optional(s.array(toolCall)),
+            },
             {title: 'ChatCompletionResponseMessage'},
           ),
         }),
@@ -192,7 +198,12 @@ export function responseSchemas(s: KernelApi['schema']) {
       choices: s.array(
         s.object({
           delta: s.object(
-            {content: s.optional(s.nullable(s.string())), role: s.optional(s.literal('assistant')), tool_calls: s.optional(s.array(toolCallDelta))},
+            {
+              content: s.optional(s.nullable(s.string())),
+              reasoning_content: s.optional(s.string({description: "A piece of a reasoning model's thinking."})),
+              role: s.optional(s.literal('assistant')),
+              tool_calls: s.optional(s.array(toolCallDelta)),
+            },
             {title: 'ChatCompletionStreamResponseDelta'},
           ),
           finish_reason: finishReason(['stop', 'length', 'tool_calls']),

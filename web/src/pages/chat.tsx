@@ -1,6 +1,7 @@
 /**
  * The chat playground: a conversation streamed from `POST /v1/chat/completions`, rendered as Markdown, with a
- * system prompt, sampling parameters, stop, regenerate and the request as code. Tokens arrive faster than
+ * system prompt, sampling parameters, stop, regenerate and the request as code. A reasoning model's thinking shows
+ * folded above its answer, streaming too; it is not sent back with the conversation. Tokens arrive faster than
  * the screen needs them; they are gathered and drawn every REDRAW_MS, so typing stays responsive while a long reply streams.
  */
 import {useEffect, useRef, useState} from 'preact/hooks'
@@ -14,7 +15,18 @@ import {type Snippets, snippetsOf} from '../snippets.js'
 import {ErrorLine} from '../ui.js'
 import {SamplingControls, type Sampling, samplingBody} from './sampling.js'
 
-type Turn = {role: 'user' | 'assistant'; content: string}
+type Turn = {role: 'user' | 'assistant'; content: string; reasoning?: string}
+
+/** A reasoning model's thinking, folded: open it to read. */
+function Reasoning({text}: {text?: string}) {
+  if (!text) return null
+  return (
+    <details class="reasoning">
+      <summary>Thinking</summary>
+      <p class="reasoning-text">{text}</p>
+    </details>
+  )
+}
 
 /** How often a streaming reply is drawn: often enough to read as live, rarely enough that each redraw (a Markdown parse of the whole reply) leaves the page idle for input. */
 const REDRAW_MS = 80
@@ -24,7 +36,7 @@ export function ChatPlayground({uid}: {uid: string}) {
   const [sampling, setSampling] = useState<Sampling>({max_tokens: '256', stop: '', temperature: '0.7', top_p: '1'})
   const [turns, setTurns] = useState<Turn[]>([])
   const [draft, setDraft] = useState('')
-  const [reply, setReply] = useState<string | undefined>(undefined)
+  const [reply, setReply] = useState<{text: string; reasoning: string} | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
   const [snippets, setSnippets] = useState<Snippets | undefined>(undefined)
   const controller = useRef<AbortController | undefined>(undefined)
@@ -32,7 +44,7 @@ export function ChatPlayground({uid}: {uid: string}) {
   useEffect(() => () => controller.current?.abort(), [])
 
   const send = async (history: Turn[]) => {
-    const messages: ChatMessage[] = [...(system.trim() ? [{content: system, role: 'system' as const}] : []), ...history]
+    const messages: ChatMessage[] = [...(system.trim() ? [{content: system, role: 'system' as const}] : []), ...history.map(({content, role}) => ({content, role}))]
     const options = samplingBody(sampling)
     setSnippets(snippetsOf('/v1/chat/completions', {model: uid, messages, ...options, stream: true}, token.get() !== undefined))
     setTurns(history)
@@ -40,15 +52,17 @@ export function ChatPlayground({uid}: {uid: string}) {
     const abort = new AbortController()
     controller.current = abort
     let text = ''
+    let reasoning = ''
     let refused = false
     let pending: ReturnType<typeof setTimeout> | undefined
-    setReply('')
+    setReply({reasoning: '', text: ''})
     try {
       for await (const chunk of client.model(uid).chatStream(messages, options, abort.signal)) {
         text += chunk.choices[0]?.delta?.content ?? ''
+        reasoning += chunk.choices[0]?.delta?.reasoning_content ?? ''
         pending ??= setTimeout(() => {
           pending = undefined
-          setReply(text)
+          setReply({reasoning, text})
         }, REDRAW_MS)
       }
     } catch (failure) {
@@ -59,7 +73,7 @@ export function ChatPlayground({uid}: {uid: string}) {
       controller.current = undefined
       setReply(undefined)
       // A request refused before any text (the model is gone, a bad parameter) got no reply: the error line says why.
-      setTurns(refused && !text ? history : [...history, {content: text, role: 'assistant'}])
+      setTurns(refused && !text && !reasoning ? history : [...history, {content: text, role: 'assistant', ...(reasoning ? {reasoning} : {})}])
     }
   }
 
@@ -91,13 +105,21 @@ export function ChatPlayground({uid}: {uid: string}) {
           {turns.map((turn, index) => (
             <li class={turn.role} key={index}>
               <span class="role">{turn.role}</span>
-              {turn.role === 'assistant' ? <Markdown text={turn.content} /> : <p class="user-text">{turn.content}</p>}
+              {turn.role === 'assistant' ? (
+                <>
+                  <Reasoning text={turn.reasoning} />
+                  <Markdown text={turn.content} />
+                </>
+              ) : (
+                <p class="user-text">{turn.content}</p>
+              )}
             </li>
           ))}
           {streaming && (
             <li class="assistant streaming">
               <span class="role">assistant</span>
-              <Markdown streaming text={reply} />
+              <Reasoning text={reply.reasoning} />
+              <Markdown streaming text={reply.text} />
             </li>
           )}
         </ol>
