@@ -8,6 +8,8 @@ import {expect} from 'chai'
 import type {ModelFamily} from '../../src/kernel/catalogue.js'
 import type {PluginContribution, RegisterHook} from '../../src/kernel/hooks.js'
 
+import piper from '../../plugins/engine-piper/src/register.js'
+import stableDiffusionCpp from '../../plugins/engine-stable-diffusion-cpp/src/register.js'
 import audio from '../../plugins/model-audio/src/register.js'
 import embedding from '../../plugins/model-embedding/src/register.js'
 import image from '../../plugins/model-image/src/register.js'
@@ -19,9 +21,19 @@ import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const api = createKernelApi('0.0.0', quiet)
-const hooks: Record<string, RegisterHook> = {audio, embedding, image, llm, rerank, video}
+/** Every plugin that contributes built-in families: the model types' own catalogues and the engines' voices and tiny models. */
+const hooks: Record<string, RegisterHook> = {
+  'engine-piper': piper,
+  'engine-stable-diffusion-cpp': stableDiffusionCpp,
+  'model-audio': audio,
+  'model-embedding': embedding,
+  'model-image': image,
+  'model-llm': llm,
+  'model-rerank': rerank,
+  'model-video': video,
+}
 
-/** Hugging Face and ModelScope repo ids: `owner/name`, letters, digits, `-`, `_` and `.`, neither part starting with `.` or `-`. */
+/** A repo id both hubs accept (`owner/name` of letters, digits, `-`, `_`, `.`), so one catalogue id serves either hub's mirror. */
 const REPO_ID = /^[A-Za-z0-9_][\w.-]{0,95}\/[A-Za-z0-9_][\w.-]{0,95}$/
 /** `{quantization}` may stand in a repo id, where each quantization is its own repository. */
 const TEMPLATED_REPO_ID = /^[A-Za-z0-9_][\w.-]*\/[\w.-]*(\{quantization\}[\w.-]*)?$/
@@ -29,13 +41,11 @@ const ABILITIES = new Set(['chat', 'generate', 'tools', 'vision', 'reasoning', '
 const LLM_FORMATS = new Set(['ggufv2', 'pytorch', 'awq', 'gptq', 'fp8', 'mlx'])
 const DOWNLOAD_HUBS = new Set(['huggingface', 'modelscope'])
 
+/** A hook as the service's plugin loader calls it, without oclif's context, which these hooks do not use. */
+type Register = (options: {api: typeof api}) => Promise<PluginContribution['contribution']>
+
 async function contributions(): Promise<PluginContribution[]> {
-  return Promise.all(
-    Object.entries(hooks).map(async ([name, hook]) => ({
-      contribution: (await (hook as unknown as (options: {api: typeof api}) => Promise<PluginContribution['contribution']>)({api})),
-      plugin: `model-${name}`,
-    })),
-  )
+  return Promise.all(Object.entries(hooks).map(async ([plugin, hook]) => ({contribution: await (hook as unknown as Register)({api}), plugin})))
 }
 
 describe('built-in catalogue data', () => {

@@ -9,9 +9,10 @@ import {completionsRoute} from './completions.js'
 const CATALOGUE = new URL('../catalogue/', import.meta.url)
 
 /** The first families of the catalogue, then one file per vendor under `llm/`, in name order so listings are stable. */
-export async function catalogueFamilies(): Promise<ModelFamily[]> {
+async function catalogueFamilies(): Promise<ModelFamily[]> {
   const vendors = new URL('llm/', CATALOGUE)
-  const files = [new URL('llm-families.json', CATALOGUE), ...(await readdir(vendors)).filter((name) => name.endsWith('.json')).sort().map((name) => new URL(name, vendors))]
+  const vendorFiles = (await readdir(vendors)).filter((name) => name.endsWith('.json')).sort()
+  const files = [new URL('llm-families.json', CATALOGUE), ...vendorFiles.map((name) => new URL(name, vendors))]
   const lists = await Promise.all(files.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as ModelFamily[]))
   return lists.flat()
 }
