@@ -110,6 +110,11 @@ describe('built-in catalogue data', () => {
     }
   })
 
+  it('offers MLX builds only of text models, as the MLX engine serves them with mlx-lm, which cannot load vision models', () => {
+    const visionWithMlx = familiesOf('LLM').filter((family) => family.model_ability?.includes('vision') && family.model_specs?.some((spec) => spec.model_format === 'mlx'))
+    expect(visionWithMlx.map((family) => family.model_name)).to.deep.equal([])
+  })
+
   it('keeps embedding and rerank limits positive integers', () => {
     for (const family of familiesOf('embedding'))
       for (const field of ['dimensions', 'max_tokens']) expect(Number.isInteger(family[field]) && (family[field] as number) > 0, `${family.model_name} ${field}`).to.equal(true)
