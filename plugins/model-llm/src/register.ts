@@ -1,14 +1,25 @@
 import type {ModelFamily, RegisterHook} from 'service-toolkit'
 
-import {readFile} from 'node:fs/promises'
+import {readdir, readFile} from 'node:fs/promises'
 
 import {anthropicRoutes} from './anthropic.js'
 import {chatRoute} from './chat.js'
 import {completionsRoute} from './completions.js'
 import {ollamaRoutes} from './ollama.js'
 
+const CATALOGUE = new URL('../catalogue/', import.meta.url)
+
+/** The first families of the catalogue, then one file per vendor under `llm/`, in name order so listings are stable. */
+async function catalogueFamilies(): Promise<ModelFamily[]> {
+  const vendors = new URL('llm/', CATALOGUE)
+  const vendorFiles = (await readdir(vendors)).filter((name) => name.endsWith('.json')).sort()
+  const files = [new URL('llm-families.json', CATALOGUE), ...vendorFiles.map((name) => new URL(name, vendors))]
+  const lists = await Promise.all(files.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as ModelFamily[]))
+  return lists.flat()
+}
+
 const register: RegisterHook = async ({api}) => {
-  const families = JSON.parse(await readFile(new URL('../catalogue/llm-families.json', import.meta.url), 'utf8')) as ModelFamily[]
+  const families = await catalogueFamilies()
   return {
     catalogue: [{families, modelType: 'LLM'}],
     modelTypes: [
