@@ -18,7 +18,6 @@ import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
 import {relayedOperation} from '../kernel/reasoning.js'
 import {outputIsInLog, PORT_TAKEN, recognisedCause} from './failure-cause.js'
-import {ownLines} from './output-log.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
