@@ -5,6 +5,7 @@ import {fileURLToPath} from 'node:url'
 
 import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, weightsBytes} from './launch-checks.js'
 import {VLLM_PARAMETERS, vllmCommand} from './server-command.js'
+import {vllmStartFailure} from './start-failure.js'
 
 /** The plugin's `python/` folder, whose `sitecustomize.py` every process of the server runs first. */
 const STARTUP_DIR = fileURLToPath(new URL('../python', import.meta.url))
@@ -45,6 +46,7 @@ const register: RegisterHook = async ({api}) => {
     health: {path: '/health', timeoutMs: 30 * 60_000},
     info,
     operations: api.external.openAICompatible(),
+    startFailure: vllmStartFailure,
     // vLLM frees the GPU's memory when it exits in order; its engine processes need a moment for that.
     stopGraceMs: 30_000,
   }
