@@ -2,7 +2,8 @@
  * Python environments share what they have in common: on a machine without uv on PATH, the service installs uv from
  * PyPI into its environments' folder, and uv hard-links the package files from its cache there into each
  * environment, so two environments with the same large package (numpy here, torch in real use) take little more
- * than the larger alone. `servicectl virtualenvs` shows each one's size and the part it shares. Real installs from
+ * than the larger alone. `servicectl virtualenvs` and the web interface's Cache page show each one's size and the
+ * part it shares. Real installs from
  * the machine's package sources, through a real service and the engine-python-echo fixture.
  */
 import {expect} from 'chai'
@@ -12,6 +13,7 @@ import {readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
+import {checkAndClose, ensureChromium, openBrowser} from '../helpers/browser.js'
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const FIXTURE = join(ROOT, 'test/fixtures/plugins/engine-python-echo')
@@ -74,5 +76,21 @@ describe('Python environments share package files (uv from PyPI when none is on 
     const table = await servicectl(['virtualenvs', '-e', service.url])
     expect(table.stdout).to.match(/Name\s+Python\s+Installer\s+Size\s+Shared\s+Models/)
     expect(table.stdout).to.match(/2 environments, \d[\d.]* MB on disk in all \(\d[\d.]* MB if none shared a file\)\./)
+  })
+
+  it("the web interface's Cache page lists the environments with their size and the part they share", async () => {
+    await ensureChromium()
+    const browser = await openBrowser(service.url)
+    try {
+      await browser.page.goto(`${service.url}/ui/cache`)
+      await browser.page.getByRole('heading', {name: 'Python environments'}).waitFor()
+      const rows = browser.page.getByRole('row').filter({hasText: 'numpy'})
+      await rows.first().waitFor()
+      expect(await rows.count()).to.equal(2)
+      for (const row of await rows.all()) expect(await row.getByRole('cell').allTextContents()).to.satisfy((cells: string[]) => cells.filter((cell) => / MB$/.test(cell)).length === 2)
+      await browser.page.getByText(/MB on disk in all: files hard-linked into several environments count once\./).waitFor()
+    } finally {
+      await checkAndClose(browser)
+    }
   })
 })
