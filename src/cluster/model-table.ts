@@ -18,7 +18,7 @@ import {badRequest, notFound, ServiceError} from '../kernel/errors.js'
 import {MODEL_UID} from '../protocol/launch.js'
 import {describeRecord} from './descriptions.js'
 import {failedProgress} from './launch-progress.js'
-import {untilRelaunched} from './self-healing.js'
+import {trackAnswers, untilRelaunched} from './self-healing.js'
 
 /** Failed and cancelled launches whose outcome the progress route still answers. */
 const ENDED_KEPT = 100
@@ -251,7 +251,8 @@ export function modelHandle(record: InstanceRecord): ModelHandle {
       if (record.status === 'error') throw record.error!
       if (record.status !== 'ready') throw new ServiceError(503, 'model_not_ready', `model ${uid} is ${record.status}; retry when it is ready.`)
       const replica = record.replicas[record.next++ % record.replicas.length]
-      return replica.worker.invoke(replica.uid, operation, payload, signal)
+      const events = replica.worker.invoke(replica.uid, operation, payload, signal)
+      return record.healing ? trackAnswers(record.healing, events, signal) : events
     },
     modelName: record.modelName,
     modelType: record.modelType,

@@ -43,6 +43,9 @@ export function restartPolicyFrom(env: Record<string, string | undefined>): Rest
 export interface RestartHistory {
   inARow: number
   lastReadyAt?: number
+  /** Whether a request to it failed, and whether one was answered in full, since it last became ready. */
+  requestFailed?: boolean
+  answered?: boolean
 }
 
 export type RestartDecision = {attempt: number; delayMs: number} | {giveUp: string}
@@ -50,7 +53,9 @@ export type RestartDecision = {attempt: number; delayMs: number} | {giveUp: stri
 /** What to do about a crash at `now`: relaunch (which attempt in a row, after how long), or give up and why. */
 export function planRestart(policy: RestartPolicy, history: RestartHistory, now: number): RestartDecision {
   if (policy.attempts === 0) return {giveUp: `self-healing is off (${RESTART_ATTEMPTS_ENV}=0)`}
-  const stable = history.lastReadyAt !== undefined && now - history.lastReadyAt >= policy.stableMs
+  // A model that failed its requests and answered none since it became ready is broken however long it was up.
+  const failsEveryRequest = history.requestFailed === true && history.answered !== true
+  const stable = history.lastReadyAt !== undefined && now - history.lastReadyAt >= policy.stableMs && !failsEveryRequest
   const attempt = stable ? 1 : history.inARow + 1
   if (attempt > policy.attempts) return {giveUp: `it crashed ${policy.attempts + 1} times in a row and was relaunched ${policy.attempts} times`}
   return {attempt, delayMs: Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1))}

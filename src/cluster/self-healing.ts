@@ -19,6 +19,9 @@ export interface Healing {
   /** Crashes in a row without the model staying up, and when it last became ready again. */
   inARow: number
   lastReadyAt?: number
+  /** Whether a request to the model failed, and whether one was answered in full, since it last became ready (see `trackAnswers`). */
+  requestFailed?: boolean
+  answered?: boolean
   lastError?: string
   /** Aborted by a terminate: the backoff or the relaunch in progress stops. */
   controller?: AbortController
@@ -69,7 +72,7 @@ export class ModelHealer {
   outlook(record: InstanceRecord): string {
     const {policy} = this.options
     const healing = healingOf(record, policy)
-    const decision = planRestart(policy, {inARow: healing.inARow, lastReadyAt: healing.lastReadyAt}, this.now())
+    const decision = planRestart(policy, healing, this.now())
     if (!record.replicas[0]?.launch) return 'terminate it and launch it again.'
     if ('giveUp' in decision) return `it stays failed, as ${decision.giveUp}: terminate it and launch it again.`
     return `the service relaunches it in ${decision.delayMs / 1000} s (attempt ${decision.attempt} of ${policy.attempts} in a row), and requests wait for it up to ${policy.waitMs / 1000} s.`
@@ -137,7 +140,7 @@ export class ModelHealer {
     const [replica] = record.replicas
     const {log} = this.options
     for (;;) {
-      const decision = planRestart(this.options.policy, {inARow: healing.inARow, lastReadyAt: healing.lastReadyAt}, this.now())
+      const decision = planRestart(this.options.policy, healing, this.now())
       if ('giveUp' in decision) {
         if (this.options.policy.attempts > 0) log.error(`model ${record.uid} stays failed: ${decision.giveUp}; last error: ${healing.lastError}`)
         record.status = 'error'
@@ -160,6 +163,8 @@ export class ModelHealer {
         record.error = undefined
         record.progress = {...record.progress, error: null, progress: 1, stage: 'ready'}
         healing.lastReadyAt = this.now()
+        healing.answered = false
+        healing.requestFailed = false
         log.info(`model ${record.uid} is ready again (pid ${summary.pid})`)
         this.options.changed(record, 'ready')
         return
@@ -172,6 +177,20 @@ export class ModelHealer {
         this.options.changed(record, 'error', healing.lastError)
       }
     }
+  }
+}
+
+/**
+ * A relaunched model's requests, noting on its healing whether each was answered or failed: one that is ready, fails
+ * every request (a server whose engine dies on its first) and is relaunched each time must not count as stable.
+ */
+export async function* trackAnswers(healing: Healing, events: AsyncIterable<unknown>, signal: AbortSignal): AsyncIterable<unknown> {
+  try {
+    yield* events
+    healing.answered = true
+  } catch (error) {
+    if (!signal.aborted) healing.requestFailed = true
+    throw error
   }
 }
 

@@ -150,6 +150,7 @@ export class LocalWorker implements WorkerApi {
         signal,
       })
       parameters = await withCompanions(this.options.weights, load.spec, load.parameters, {onProgress: (download) => onProgress?.({download, stage: 'downloading'}), signal})
+      await engine.checkFiles?.({...load, modelPath, parameters})
       if (engine.external && engine.python) python = await makeEnvironment(mergeVirtualEnv(engine.python, load.family.virtualenv as VirtualEnvSettings | undefined), signal)
     } catch (error) {
       this.forget(load.modelUid, holder)

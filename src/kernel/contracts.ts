@@ -177,6 +177,12 @@ export interface EngineDefinition {
    */
   checkLaunch?(request: Omit<LoadRequest, 'modelPath'>): Promise<void> | void
   /**
+   * Refuses a launch from the model's files, once they are here and before the engine's virtual environment is made
+   * (see `python`): what the weights' own configuration says the engine cannot run. Throws a ServiceError as
+   * `checkLaunch` does.
+   */
+  checkFiles?(request: LoadRequest): Promise<void> | void
+  /**
    * Absolute path or file URL of a module whose default export is a `MemoryEstimator`, for
    * `servicectl cal-model-mem`. It runs in a short-lived child process of its own, like `hostModule`.
    */

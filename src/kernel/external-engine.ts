@@ -90,4 +90,10 @@ export interface ExternalEngine<Ops extends OperationMap<Ops> = ForwardedOperati
   info?(request: LoadRequest): LoadedModelInfo
   /** How long the program has to exit after SIGTERM before it is killed; 10 s unless given. */
   stopGraceMs?: number
+  /**
+   * Why the program exited before it was ready, in the engine's own words, from what it wrote to the model's log
+   * since it started: a cause the engine recognises (a program whose last line only says "see above" hides it far
+   * up its output). The launch then fails with this reason and the log's path; undefined keeps the last lines.
+   */
+  startFailure?(output: string): string | undefined
 }

@@ -5,6 +5,7 @@
  * after it was ready fails every request in flight and later ones with a 503 saying why. Neither quotes the program's
  * output, which is the model's log's (failure-cause.ts). A stop is SIGTERM, a grace period, then SIGKILL.
  */
+import {open, stat} from 'node:fs/promises'
 import {delimiter} from 'node:path'
 import {setTimeout as delay} from 'node:timers/promises'
 
@@ -42,6 +43,8 @@ const DEFAULT_INTERVAL_MS = 250
 const DEFAULT_STOP_GRACE_MS = 10_000
 /** How long a request whose connection broke waits to learn whether the program died, to answer with why. */
 const EXIT_NOTICE_MS = 2000
+/** The most of a failed start's output an engine's `startFailure` reads: the end, where a traceback is. */
+const START_OUTPUT_BYTES = 256 * 1024
 /**
  * Ports tried before a launch gives up: a free port is only free when it is picked, and another process may bind it
  * before the program does. get-port keeps a port it handed out from this service's later launches; a program that
@@ -66,6 +69,8 @@ export class ExternalProgram {
   private program?: RunningProgram
   private port = 0
   private request?: LoadRequest
+  /** How the program ended (`exited with code 1`), once it has. */
+  private exitHow = 'exited'
   /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
   private gone = new AbortController()
 
@@ -112,11 +117,14 @@ export class ExternalProgram {
     const command = await this.engine.command(request, context)
     const spawn = this.options.spawn ?? (await programSpawner())
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
+    const logStart = await stat(this.options.logFile).then((stats) => stats.size, () => 0)
     this.program = spawn({args: command.args, cwd: command.cwd, env: {...env, ...command.env}, file: command.file, logFile: this.options.logFile})
     const program = this.program
     void program.exited.then((exit) => program === this.program && this.exited(exit))
     onProgress?.(0)
-    await this.waitUntilHealthy(command.file, signal)
+    await this.waitUntilHealthy(command.file, signal).catch(async (error: unknown) => {
+      throw this.state === 'crashed' ? await this.startFailure(error as ServiceError, logStart) : error
+    })
     // The program may have exited, or the launch been cancelled, since it last answered: a dead model is never ready.
     if (this.state !== 'loading') throw this.cancelled()
     this.info = this.engine.info?.(request) ?? {}
@@ -182,6 +190,24 @@ export class ExternalProgram {
     throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s program (${file}) did not answer GET ${path} with success within ${timeoutMs / 1000} s; ${outputIsInLog(this.uid)}.`)
   }
 
+  /** A start that failed, with the engine's reason from the program's output since `logStart` when it recognises one. */
+  private async startFailure(error: ServiceError, logStart: number): Promise<ServiceError> {
+    if (!this.engine.startFailure) return error
+    const file = await open(this.options.logFile).catch(() => undefined)
+    if (!file) return error
+    try {
+      const {size} = await file.stat()
+      const from = Math.max(logStart, size - START_OUTPUT_BYTES)
+      const {buffer, bytesRead} = await file.read({buffer: Buffer.alloc(Math.max(0, size - from)), position: from})
+      const cause = this.engine.startFailure(buffer.subarray(0, bytesRead).toString('utf8'))
+      if (!cause) return error
+      this.failure = new ServiceError(500, 'launch_failed', `model ${this.uid}'s program ${this.exitHow} before it was ready: ${cause}; its output is in ${this.options.logFile}.`)
+      return this.failure
+    } finally {
+      await file.close()
+    }
+  }
+
   private cancelled(): ServiceError {
     return this.failure ?? new ServiceError(499, 'request_aborted', `the launch of ${this.uid} was cancelled while its program was starting.`)
   }
@@ -212,6 +238,7 @@ export class ExternalProgram {
     }
 
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`
+    this.exitHow = how
 
     const output = this.program?.outputTail() ?? []
     const ended = `model ${this.uid}'s program ${how}${state === 'loading' ? ' before it was ready' : ''}${recognisedCause(output)}`

@@ -9,7 +9,12 @@ const virtualEnvironmentShape = {
   packages: s.array(s.string()),
   path: s.string(),
   python: s.string(),
-  size_bytes: s.number({minimum: 0}),
+  size_bytes: s.number({description: 'Bytes of its files, as if it were alone on the disk.', minimum: 0}),
+  shared_bytes: s.number({description: "Of size_bytes, the bytes of files hard-linked into another of the worker's environments as well (uv links the same package files from its cache).", minimum: 0}),
+  disk_bytes: s.number({
+    description: "Its part of the disk the worker's environments take together: a shared file counted in the first environment (by name) that has it, as `du` counts; a worker's disk_bytes add up to its environments' real size.",
+    minimum: 0,
+  }),
 }
 
 export const virtualEnvironmentSchema = s.object(virtualEnvironmentShape, {title: 'VirtualEnvironment'})

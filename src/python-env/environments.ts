@@ -10,7 +10,7 @@
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {lstat, mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {Logger} from '../kernel/contracts.js'
@@ -20,14 +20,17 @@ import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
 import {conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {programSpawner} from '../model-process/program-spawner.js'
+import {folderUsages} from './disk-usage.js'
 import {installSteps, type InstallStep} from './install-steps.js'
 import {readPipSources} from './pip-config.js'
 import {pointScriptsAt} from './relocate.js'
 import {execaProbe, findToolchain, type ProbeProgram, type Toolchain, type ToolchainSettings} from './toolchain.js'
+import {uvFromPyPI} from './uv-from-pypi.js'
 
 /** Written last into a finished environment: what it holds, for listing it. */
 export const MARKER = 'service-environment.json'
 const TEMPORARY = '.creating-'
+const UV_CACHE = '.uv-cache'
 const REMOVING = '.removing-'
 /** What `environmentName` makes: nothing else in the folder is an environment (or may be removed as one). */
 const NAME = /^py\d+\.\d+\.\d+-[\da-f]{16}$/
@@ -45,16 +48,6 @@ export interface EnvironmentRecord {
 
 /** An environment as listings show it, before the worker adds the models using it. */
 export type EnvironmentSummary = Omit<VirtualEnvironment, 'models'>
-
-/** Bytes of the files under a folder (links counted as themselves). */
-async function folderSize(folder: string): Promise<number> {
-  let total = 0
-  for (const entry of await readdir(folder, {recursive: true, withFileTypes: true})) {
-    if (entry.isFile()) total += (await lstat(join(entry.parentPath, entry.name))).size
-  }
-
-  return total
-}
 
 export interface PythonEnvironmentsOptions extends ToolchainSettings {
   /** The folder environments live in. */
@@ -164,9 +157,17 @@ export class PythonEnvironments {
     }
   }
 
+  /** uv keeps its cache beside the environments: hard links, which let them share package files, stay on one filesystem. */
   private toolchain(): Promise<Toolchain> {
     const probe = this.options.probe ?? execaProbe
-    this.toolchainFound ??= findToolchain(this.options, probe)
+    const {log, root} = this.options
+    const installUv =
+      this.options.installUv ??
+      (async (python: string) => {
+        await mkdir(root, {recursive: true})
+        return uvFromPyPI(root, python, log)
+      })
+    this.toolchainFound ??= findToolchain({...this.options, installUv}, probe).then((found) => (found.installer === 'uv' ? {...found, uvCacheDir: join(root, UV_CACHE)} : found))
     // A machine without Python may get one while the service runs: look again next time.
     this.toolchainFound.catch(() => (this.toolchainFound = undefined))
     return this.toolchainFound
@@ -236,19 +237,21 @@ export class PythonEnvironments {
     }
   }
 
-  /** The finished environments, with what their markers say and their size on disk. */
+  /** The finished environments, with what their markers say and their sizes on disk (see `FolderUsage`). */
   async list(): Promise<EnvironmentSummary[]> {
     const entries = existsSync(this.options.root) ? await readdir(this.options.root) : []
-    const summaries = await Promise.all(
-      entries.filter((entry) => NAME.test(entry)).map(async (entry): Promise<EnvironmentSummary | undefined> => {
-        const path = join(this.options.root, entry)
-        const text = await readFile(join(path, MARKER), 'utf8').catch(() => undefined)
-        if (!text) return undefined
-        const {created_at, installer, name, packages, python} = JSON.parse(text) as EnvironmentRecord
-        return {created_at, installer, name, packages, path, python, size_bytes: await folderSize(path)}
-      }),
+    const records = await Promise.all(
+      entries
+        .filter((entry) => NAME.test(entry))
+        .sort()
+        .map(async (entry) => {
+          const text = await readFile(join(this.options.root, entry, MARKER), 'utf8').catch(() => undefined)
+          return text ? {path: join(this.options.root, entry), record: JSON.parse(text) as EnvironmentRecord} : undefined
+        }),
     )
-    return summaries.filter((summary) => summary !== undefined).sort((a, b) => a.name.localeCompare(b.name))
+    const finished = records.filter((found) => found !== undefined)
+    const usages = await folderUsages(finished.map(({path}) => path))
+    return finished.map(({path, record: {created_at, installer, name, packages, python}}, index) => ({created_at, installer, name, packages, path, python, ...usages[index]}))
   }
 
   /** Deletes a finished environment (moved aside first, so it is never half there); answers where it was. */

@@ -38,12 +38,15 @@ export function installSteps(toolchain: Toolchain, request: PythonEnvRequest, en
   const python = join(envDir, 'bin', 'python')
   const packages = request.packages
   if (toolchain.installer === 'uv') {
-    const create: InstallStep = {args: ['venv', '--no-config', '--python', toolchain.python.executable, envDir], file: toolchain.uv ?? 'uv', title: 'uv venv'}
+    // Hard links, not copies, from uv's cache: every environment with torch holds the same files once.
+    const cache = toolchain.uvCacheDir ? ['--cache-dir', toolchain.uvCacheDir, '--link-mode', 'hardlink'] : []
+    const create: InstallStep = {args: ['venv', '--no-config', ...cache, '--python', toolchain.python.executable, envDir], file: toolchain.uv ?? 'uv', title: 'uv venv'}
     if (packages.length === 0) return [create]
     const args = [
       'pip',
       'install',
       '--no-config',
+      ...cache,
       '--python',
       python,
       // pip takes the best version across every index and folder; uv only does when asked.

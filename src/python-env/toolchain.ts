@@ -1,7 +1,8 @@
 /**
  * The programs that make virtual environments on this machine: the Python interpreter they are made from
- * (SERVICE_PYTHON, else `python3` on PATH) and the installer, `uv` when it is on PATH (fast, with a shared cache),
- * else Python's own `venv` and `pip`. SERVICE_VIRTUALENV_INSTALLER (`uv` or `pip`) picks one instead of looking.
+ * (SERVICE_PYTHON, else `python3` on PATH) and the installer: `uv` (fast, and environments share its cache's files)
+ * when it is on PATH or can be installed (`installUv`), else Python's own `venv` and `pip`.
+ * SERVICE_VIRTUALENV_INSTALLER (`uv` or `pip`) picks one instead of looking.
  */
 import {ServiceError} from '../kernel/errors.js'
 
@@ -17,13 +18,17 @@ export interface Toolchain {
   installer: InstallerKind
   /** The `uv` program, when the installer is uv. */
   uv?: string
+  /** uv's cache, where it keeps the package files it hard-links into environments (on their filesystem). */
+  uvCacheDir?: string
 }
 
 export interface ToolchainSettings {
   /** The interpreter command; `python3` unless given. */
   python?: string
-  /** `uv`, `pip`, or `auto` (uv when on PATH). */
+  /** `uv`, `pip`, or `auto` (uv when on PATH or installed by `installUv`). */
   installer?: string
+  /** Installs uv for a machine without it on PATH, from the interpreter found; its path, or undefined when it cannot. */
+  installUv?(python: string): Promise<string | undefined>
 }
 
 /** Runs a program and gives its output, or the error that it could not (ENOENT for a missing program). */
@@ -70,7 +75,9 @@ export async function findToolchain(settings: ToolchainSettings, probe: ProbePro
 
   const uv = await probe('uv', ['--version']).catch(() => undefined)
   if (uv?.exitCode === 0) return {installer: 'uv', python, uv: 'uv'}
+  const installed = await settings.installUv?.(executable)
+  if (installed) return {installer: 'uv', python, uv: installed}
   if (wanted === 'uv')
-    throw new ServiceError(400, 'unsupported', 'SERVICE_VIRTUALENV_INSTALLER is uv, and no `uv` is on PATH; install it (`pip install uv`) or unset the setting to use pip.', 'model_engine')
+    throw new ServiceError(400, 'unsupported', 'SERVICE_VIRTUALENV_INSTALLER is uv, no `uv` is on PATH, and it could not be installed (the service log says why); install it (`pip install uv`) or unset the setting to use pip.', 'model_engine')
   return {installer: 'pip', python}
 }

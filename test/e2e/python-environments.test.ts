@@ -48,7 +48,8 @@ async function serviceWithFixture(env: Record<string, string>): Promise<Setup> {
   const virtualenvDir = join(home, 'virtualenv')
   return {
     api,
-    environments: async () => (existsSync(virtualenvDir) ? (await readdir(virtualenvDir)).sort() : []),
+    // uv's cache, and a uv the service installed, live beside the environments.
+    environments: async () => (existsSync(virtualenvDir) ? (await readdir(virtualenvDir)).filter((name) => !['.uv', '.uv-cache'].includes(name)).sort() : []),
     home,
     launch: (name, uid, parameters = {}) => api('POST', '/v1/models', {model_engine: 'python-echo', model_name: name, model_uid: uid, ...parameters}),
     modelLog: (uid) => readFile(join(home, 'logs', 'models', `${uid}.log`), 'utf8').catch(() => ''),

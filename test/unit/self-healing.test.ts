@@ -26,6 +26,9 @@ describe('self-healing (ModelHealer)', () => {
   let holdBackoff: boolean
   let record: InstanceRecord
   let healer: ModelHealer
+  /** Requests fail, as from a server whose engine dies at its first request. */
+  let failRequests: boolean
+  let clock: number
 
   beforeEach(() => {
     waits = []
@@ -34,9 +37,12 @@ describe('self-healing (ModelHealer)', () => {
     terminated = []
     failLaunch = undefined
     holdBackoff = false
+    failRequests = false
+    clock = 0
     const worker = {
       id: 'local',
       async *invoke() {
+        if (failRequests) throw new ServiceError(502, 'internal_error', "model demo's program failed the request: fetch failed")
         yield {text: 'hello'}
       },
       async launch(launch: InstanceLaunch) {
@@ -55,7 +61,7 @@ describe('self-healing (ModelHealer)', () => {
       if (holdBackoff) await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), {once: true}))
     }
 
-    healer = new ModelHealer({changed: (_, state, reason) => states.push(reason ? `${state}: ${reason}` : state), log: quiet, now: () => 0, policy: {...DEFAULT_RESTART_POLICY, attempts: 3, waitMs: 1000}, wait})
+    healer = new ModelHealer({changed: (_, state, reason) => states.push(reason ? `${state}: ${reason}` : state), log: quiet, now: () => clock, policy: {...DEFAULT_RESTART_POLICY, attempts: 3, waitMs: 1000}, wait})
   })
 
   it('relaunches the crashed process on its worker after the backoff, and the model answers again', async () => {
@@ -89,6 +95,35 @@ describe('self-healing (ModelHealer)', () => {
     expect(record.healing).to.include({lastError: 'relaunch failed: not a GGUF file', restarts: 3})
     expect(states.filter((state) => state.startsWith('restarting'))).to.have.length(3)
     expect(states.at(-1)).to.equal('error: relaunch failed: not a GGUF file')
+  })
+
+  it('gives up on a model that is ready for minutes each time but fails every request, and counts again once one is answered', async () => {
+    const request = async () => {
+      for await (const _ of modelHandle(record).invoke('chat', {}, new AbortController().signal));
+    }
+
+    failRequests = true
+    for (let crashes = 1; crashes <= 4; crashes++) {
+      healer.crashed(record, crash)
+      await record.healing!.settled
+      if (record.status !== 'ready') break
+      // Up far longer than the policy's stable time, yet its first request fails and the process dies.
+      clock += 10 * 60_000
+      await request().catch(() => {})
+    }
+
+    expect(launches).to.have.length(3)
+    expect(record.status).to.equal('error')
+    expect(healer.outlook(record)).to.contain('it crashed 4 times in a row')
+
+    failRequests = false
+    record.healing = undefined
+    healer.crashed(record, crash)
+    await record.healing!.settled
+    await request()
+    clock += 10 * 60_000
+    healer.crashed(record, crash)
+    expect(record.healing).to.include({inARow: 1})
   })
 
   it('a request that arrives during the relaunch waits for it, then runs', async () => {

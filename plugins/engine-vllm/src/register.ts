@@ -3,7 +3,9 @@ import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook} from 'ser
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
+import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, weightsBytes} from './launch-checks.js'
 import {VLLM_PARAMETERS, vllmCommand} from './server-command.js'
+import {vllmStartFailure} from './start-failure.js'
 
 /** The plugin's `python/` folder, whose `sitecustomize.py` every process of the server runs first. */
 const STARTUP_DIR = fileURLToPath(new URL('../python', import.meta.url))
@@ -38,12 +40,13 @@ const register: RegisterHook = async ({api}) => {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
       const parameters = await withFiles(request.parameters)
-      return vllmCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
+      return vllmCommand({...request, modelPath: await modelFolder(request.modelPath), parameters}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or vLLM compiling its graphs on first start, takes minutes.
     health: {path: '/health', timeoutMs: 30 * 60_000},
     info,
     operations: api.external.openAICompatible(),
+    startFailure: vllmStartFailure,
     // vLLM frees the GPU's memory when it exits in order; its engine processes need a moment for that.
     stopGraceMs: 30_000,
   }
@@ -51,8 +54,18 @@ const register: RegisterHook = async ({api}) => {
     engines: [
       {
         availability: () => vllmAvailability(),
-        // Before the weights download: a file the launch may not read fails it at once.
-        checkLaunch: async (request) => void (await withFiles(request.parameters)),
+        // Before the weights download: a file the launch may not read, weights vLLM cannot load, memory the CPU build cannot have.
+        async checkLaunch(request) {
+          await withFiles(request.parameters)
+          checkSpec(request, api.errors)
+          if (!hasNvidiaGpu()) checkCpuMemory(request.parameters, await machineMemory(), api.errors)
+        },
+        // Before vLLM's environment is made: what the model's config.json says it cannot run, and its weights' memory.
+        async checkFiles(request) {
+          const folder = await modelFolder(request.modelPath)
+          await checkModelFolder(folder, request, !hasNvidiaGpu(), api.errors)
+          if (!hasNvidiaGpu()) checkCpuMemory(request.parameters, await machineMemory(), api.errors, await weightsBytes(folder))
+        },
         external,
         formats: ['pytorch', 'awq', 'gptq', 'fp8'],
         modelTypes: ['LLM'],

@@ -1,4 +1,7 @@
-/** Cache: the model versions the workers hold, with size, hub and whether complete; delete one. */
+/**
+ * Cache: the model versions the workers hold, with size, hub and whether complete; delete one. Below them the Python
+ * environments engines made, with their size alone and the part hard-linked with other environments.
+ */
 import {client} from '../api.js'
 import {sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, formatBytes, Table, useAction, useLoad} from '../ui.js'
@@ -42,6 +45,41 @@ export function CachePage() {
           ))}
         </Table>
       )}
+      <PythonEnvironments />
     </section>
+  )
+}
+
+function PythonEnvironments() {
+  const environments = useLoad(() => client.virtualEnvironments())
+  const list = environments.data ?? []
+  const onDisk = list.reduce((sum, environment) => sum + environment.disk_bytes, 0)
+  return (
+    <>
+      <h2>Python environments</h2>
+      <ErrorLine error={environments.error} />
+      {environments.data && list.length === 0 && <p>No Python environments: an engine that runs Python makes one at its first launch.</p>}
+      {list.length > 0 && (
+        <>
+          <Table headings={['Name', 'Packages', 'Size', 'Shared with others', 'Models', 'Worker']}>
+            {list.map((environment) => (
+              <tr key={`${environment.worker}/${environment.name}`}>
+                <th scope="row">
+                  <code>{environment.name}</code>
+                </th>
+                <td>{environment.packages.join(' ')}</td>
+                <td>{formatBytes(environment.size_bytes)}</td>
+                <td>{formatBytes(environment.shared_bytes)}</td>
+                <td>{environment.models.join(', ') || '—'}</td>
+                <td>{environment.worker}</td>
+              </tr>
+            ))}
+          </Table>
+          <p>
+            {formatBytes(onDisk)} on disk in all: files hard-linked into several environments count once.
+          </p>
+        </>
+      )}
+    </>
   )
 }
