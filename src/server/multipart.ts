@@ -102,6 +102,12 @@ export function parseMultipart(route: RouteDefinition, uploadDir = tmpdir()): Ko
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxTotalBytes,
         onFileBegin: (_name: string, file: {filepath: string}) => written.add(file.filepath),
+        // A part is a file by its filename (RFC 7578 §4.2); a text field may still carry `Content-Type: text/plain`, as
+        // aiohttp's FormData (Xinference's async client) writes every field, and formidable would take it for a file.
+        onPart: <Part extends {originalFilename: string | null; mimetype: string | null}>(part: Part, handle: (part: Part) => void) => {
+          if (part.originalFilename === null) part.mimetype = null
+          handle(part)
+        },
         uploadDir,
       },
       json: false,
