@@ -1,6 +1,7 @@
 /**
  * Xinference's own clients, unmodified from PyPI, against a real `service-local` serving generated tiny models (a
- * chat LLM, an embedding and a rerank model on llama.cpp): xinference-client 1.0.1 (which Dify's Xinference plugin
+ * chat LLM, an embedding and a rerank model on llama.cpp, tiny-random-vits for speech and tiny-random-whisper for
+ * transcription): xinference-client 1.0.1 (which Dify's Xinference plugin
  * pins), 1.16.0 (the newest langchain-xinference accepts) and 4.1.0, sync and async, with access control off and on
  * (an API key, a login, and the 401/403 reasons the user reads); then langchain-xinference, LlamaIndex's Xinference
  * classes and RAGFlow's rerank request (test/fixtures/xinference-clients). The Python environments are made with uv
@@ -14,8 +15,8 @@ import {join} from 'node:path'
 
 import {apiKeyOf, passwordOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {writeTinyChatModel, writeTinyRetrievalModel} from '../helpers/models.js'
-import {pythonWithPackages} from '../helpers/python-tools.js'
-import {callApi, ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {pythonWithPackages, TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
+import {callApi, closedPort, ROOT, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
 
 const CLIENT_VERSIONS = ['1.0.1', '1.16.0', '4.1.0']
 /** The platforms' packages go beside the client version they accept. */
@@ -23,7 +24,7 @@ const INTEGRATIONS = ['langchain-xinference==0.1.2', 'llama-index-embeddings-xin
 const INTEGRATIONS_CLIENT = '1.16.0'
 const FIXTURES = join(ROOT, 'test/fixtures/xinference-clients')
 const TABLE = join(ROOT, 'docs/compatibility.md')
-const MODELS = {CHAT: 'tiny-chat', CHAT_NAME: 'tiny-chat', EMBEDDER: 'tiny-embedding', EMBEDDER_NAME: 'tiny-embedding', RERANKER: 'tiny-rerank'}
+const MODELS = {CHAT: 'tiny-chat', CHAT_NAME: 'tiny-chat', EMBEDDER: 'tiny-embedding', EMBEDDER_NAME: 'tiny-embedding', RERANKER: 'tiny-rerank', SPEAKER: 'tiny-random-vits', TRANSCRIBER: 'tiny-random-whisper'}
 
 const AIOHTTP_REASON = "shows aiohttp's status line (`400, message='Bad Request'`) instead of the service's reason: this version's async client replaces `detail` with it; fixed in later versions"
 /** Why a call fails with a client, by `column|call`: a failure not listed here fails the test, as does a listed one that works. */
@@ -34,6 +35,9 @@ const KNOWN: Record<string, string> = {
     'fails in the client before sending: aiohttp refuses the `False` this version puts in the query string; fixed in later versions',
   '1.16.0 async|launch_model without permission (reason shown)': AIOHTTP_REASON,
   '1.16.0 async|rerank (refused: reason shown)': AIOHTTP_REASON,
+  '1.16.0 async|speech': "answers aiohttp's unread stream instead of the audio: a bug of this version's async client, fixed in later versions",
+  '1.16.0 async|speech (stream)': "closes the answer before reading its stream: a bug of this version's async client, fixed in later versions",
+  '1.16.0 async|transcriptions, translations': "fails in the client before sending: this version's async client hands requests' `files=` to aiohttp; fixed in later versions",
   '4.1.0 async|chat (enable_thinking)': 'needs `chat_template_kwargs`, which the reasoning work adds (not yet in this build)',
   '4.1.0 async|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
   '4.1.0|chat (enable_thinking)': 'needs `chat_template_kwargs`, which the reasoning work adds (not yet in this build)',
@@ -65,7 +69,10 @@ async function runScript(python: string, script: string, args: string[], env: Re
 
 async function serveTinyModels(args: string[], headers: Record<string, string>): Promise<RunningService> {
   const directory = await temporaryDirectory()
-  const service = await startService({args})
+  // No hub: the audio models' weights are generated on first launch; the VITS engine's Python environment is cached.
+  const unreachable = `http://127.0.0.1:${await closedPort()}`
+  const env = {HF_ENDPOINT: unreachable, MODELSCOPE_ENDPOINT: unreachable, PATH: `${await uvFromPyPI()}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}
+  const service = await startService({args, env})
   const models = [
     ['embedding', (await writeTinyRetrievalModel(directory, 'embedding', MODELS.EMBEDDER)).family, {}],
     ['rerank', (await writeTinyRetrievalModel(directory, 'rerank', MODELS.RERANKER)).family, {}],
@@ -74,6 +81,11 @@ async function serveTinyModels(args: string[], headers: Record<string, string>):
   for (const [type, family, launch] of models) {
     expect((await callApi(service, 'POST', `/v1/model_registrations/${type}`, {model: family, persist: false}, headers)).status).to.equal(200)
     expect((await callApi(service, 'POST', '/v1/models', {model_name: family.model_name, n_threads: 1, ...launch}, headers)).status).to.equal(200)
+  }
+
+  for (const [name, engine] of [[MODELS.SPEAKER, 'vits'], [MODELS.TRANSCRIBER, 'whisper.cpp']]) {
+    const launched = await callApi(service, 'POST', '/v1/models', {model_engine: engine, model_name: name, model_type: 'audio'}, headers)
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
   }
 
   return service
