@@ -6,8 +6,11 @@
  */
 import {ServiceError} from '../kernel/errors.js'
 
-/** Finished requests remembered for their progress, the newest kept; past this many the oldest is forgotten. */
-const FINISHED_KEPT = 1000
+/**
+ * How many finished requests are remembered for their progress, and blocked ids for their block: the newest are
+ * kept, the oldest forgotten past these, so that no caller can grow either without bound.
+ */
+const KEPT = {blocked: 10_000, finished: 1000}
 
 interface Running {
   model: string
@@ -17,6 +20,8 @@ interface Running {
 export type AbortOutcome = 'DONE' | 'NOT_FOUND'
 
 export class NamedRequests {
+  constructor(private readonly kept = KEPT) {}
+
   private readonly running = new Map<string, Running>()
   private readonly finished = new Set<string>()
   /** Request id → until when (ms since the epoch) a request of that id is refused. */
@@ -36,14 +41,19 @@ export class NamedRequests {
       if (!this.running.delete(requestId)) return
       this.finished.delete(requestId)
       this.finished.add(requestId)
-      if (this.finished.size > FINISHED_KEPT) this.finished.delete(this.finished.values().next().value!)
+      if (this.finished.size > this.kept.finished) this.finished.delete(this.finished.values().next().value!)
     }
   }
 
   /** Stops the request of that id sent to that model, if it runs, and blocks the id for `blockSeconds`. */
   abort(model: string, requestId: string, blockSeconds: number): AbortOutcome {
-    if (blockSeconds > 0) this.blocked.set(requestId, Date.now() + blockSeconds * 1000)
     for (const [id, until] of this.blocked) if (until <= Date.now()) this.blocked.delete(id)
+    if (blockSeconds > 0) {
+      this.blocked.delete(requestId)
+      this.blocked.set(requestId, Date.now() + blockSeconds * 1000)
+      if (this.blocked.size > this.kept.blocked) this.blocked.delete(this.blocked.keys().next().value!)
+    }
+
     const request = this.running.get(requestId)
     if (!request || request.model !== model) return 'NOT_FOUND'
     request.stop(new ServiceError(499, 'request_aborted', `request "${requestId}" was aborted by POST /v1/models/${model}/requests/${requestId}/abort.`))

@@ -130,6 +130,15 @@ describe('Xinference compatibility', () => {
     })
   })
 
+  it('remember a bounded number of finished requests and blocked ids, forgetting the oldest', () => {
+    const named = new NamedRequests({blocked: 2, finished: 2})
+    for (const id of ['a', 'b', 'c']) named.enter(id, 'tiny', () => {})()
+    expect(['a', 'b', 'c'].map((id) => named.progress(id))).to.deep.equal([undefined, 1, 1])
+    for (const id of ['x', 'y', 'z']) named.abort('tiny', id, 60)
+    expect(() => named.enter('x', 'tiny', () => {})).not.to.throw()
+    expect(() => named.enter('z', 'tiny', () => {})).to.throw('blocked')
+  })
+
   describe('launch fields', () => {
     it("take Xinference's fields at the values that ask for nothing, as its clients send them", () => {
       const sent = {enable_virtual_env: null, envs: null, model_name: 'm', model_path: null, n_gpu: 'auto', n_worker: 1, peft_model_config: null, replica: 1, replica_config: null, request_limits: null, virtual_env_packages: null, wait_ready: 'False'}
