@@ -5,8 +5,9 @@ import type {WorkerApi} from './worker.js'
 import {notFound} from '../kernel/errors.js'
 
 /** Every worker's cached model versions (optionally of one model), each with the worker that has it. */
-export async function cachedModelsOf(workers: WorkerApi[], modelName?: string): Promise<Array<CachedModel & {worker: string}>> {
-  const lists = await Promise.all(workers.map(async (worker) => (await worker.cachedModels()).map((entry) => ({...entry, worker: worker.id}))))
+export async function cachedModelsOf(workers: WorkerApi[], modelName?: string): Promise<Array<CachedModel & {worker: string; actor_ip_address: string}>> {
+  // actor_ip_address: Xinference's name for the worker holding an entry, which its clients read.
+  const lists = await Promise.all(workers.map(async (worker) => (await worker.cachedModels()).map((entry) => ({...entry, actor_ip_address: worker.id, worker: worker.id}))))
   return lists.flat().filter((entry) => !modelName || entry.model_name === modelName)
 }
 

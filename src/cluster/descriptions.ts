@@ -10,7 +10,7 @@ import type {InstanceRecord} from './model-table.js'
 import {flattenFamily} from '../kernel/catalogue.js'
 
 export function describeRecord(record: InstanceRecord): ModelDescription {
-  const family = record.family as {model_lang?: unknown; language?: unknown; model_description?: unknown; context_length?: unknown; dimensions?: unknown; max_tokens?: unknown}
+  const family = record.family as {model_lang?: unknown; language?: unknown; model_description?: unknown; model_family?: unknown; context_length?: unknown; dimensions?: unknown; max_tokens?: unknown}
   // Embedding and rerank families say `language`, `dimensions` and `max_tokens` (Xinference's names); the engine's
   // own figures win, because they describe the file actually loaded.
   const dimensions = record.info.dimensions ?? family.dimensions
@@ -30,6 +30,9 @@ export function describeRecord(record: InstanceRecord): ModelDescription {
     model_ability: record.abilities,
     model_lang: family.model_lang ?? family.language ?? [],
     model_description: family.model_description ?? '',
+    // Xinference's clients read both: Dify picks an audio model's voices by its family, which families without one share with their name.
+    model_family: typeof family.model_family === 'string' ? family.model_family : record.modelName,
+    revision: record.spec.model_revision,
     context_length: record.contextLength ?? family.context_length ?? null,
     ...(dimensions === undefined ? {} : {dimensions}),
     ...(maxTokens === undefined ? {} : {max_tokens: maxTokens}),

@@ -171,6 +171,15 @@ export function toOpenAiErrorBody(error: ServiceErrorShape) {
   return {error: {code: error.code, message: error.message, param: error.param ?? null, type: openAiErrorType(error.status)}}
 }
 
+/**
+ * An error answer of every route but Anthropic's: OpenAI's envelope, with the message also as `detail`, where
+ * Xinference's clients read it (FastAPI's `{"detail": …}`). One body serves both without telling who asked, since
+ * OpenAI's clients read only `error` and Xinference's only `detail`.
+ */
+export function toErrorAnswerBody(error: ServiceErrorShape) {
+  return {detail: error.message, ...toOpenAiErrorBody(error)}
+}
+
 /** Anthropic's error envelope: `{type: 'error', error: {type, message}}`. */
 export function toAnthropicErrorBody(error: ServiceErrorShape) {
   const type = ANTHROPIC_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error')

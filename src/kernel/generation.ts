@@ -14,6 +14,8 @@ export interface SamplingOptions {
   stop?: string[]
   presencePenalty?: number
   frequencyPenalty?: number
+  /** Divides the logits of tokens already seen (vLLM's and Transformers' repetition_penalty, llama.cpp's repeat_penalty); 1 is off. */
+  repetitionPenalty?: number
   /** Token id → value added to its logit (OpenAI's logit_bias); -100 bans the token, 100 all but forces it. */
   logitBias?: Record<number, number>
   /** Never end on an end-of-generation token (vLLM's and llama.cpp's ignore_eos), e.g. to generate exactly maxTokens. */

@@ -42,6 +42,7 @@ const sampling = (options: SamplingOptions) => ({
   max_tokens: options.maxTokens,
   min_p: options.minP,
   presence_penalty: options.presencePenalty,
+  repetition_penalty: options.repetitionPenalty,
   seed: options.seed,
   stop: options.stop,
   temperature: options.temperature,

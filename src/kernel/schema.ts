@@ -116,10 +116,24 @@ export function int64(options: Common = {}): Schema<number> {
   )
 }
 
-export function boolean(options: Common = {}): Schema<boolean> {
-  return make({description: options.description, type: 'boolean'}, (value, path) =>
-    typeof value === 'boolean' ? value : fail(path, 'true or false', value),
-  )
+/**
+ * A yes or no written as text, as Python's clients write one: RAGFlow sends `"return_documents": "true"`, and
+ * requests puts `wait_ready=False` in a query string. Case does not matter; anything else is no answer (undefined).
+ */
+export function booleanText(text: string): boolean | undefined {
+  const lowered = text.toLowerCase()
+  return lowered === 'true' || lowered === '1' ? true : lowered === 'false' || lowered === '0' ? false : undefined
+}
+
+/** `fromText`: also "true" and "false" as text (see booleanText), for the fields Xinference's clients send that way. */
+export function boolean(options: Common & {fromText?: boolean} = {}): Schema<boolean> {
+  const {description, fromText = false} = options
+  const json = fromText ? {anyOf: [{type: 'boolean'}, {enum: ['true', 'false', 'True', 'False', '1', '0'], type: 'string'}], description} : {description, type: 'boolean'}
+  return make(json, (value, path) => {
+    if (typeof value === 'boolean') return value
+    const read = fromText && typeof value === 'string' ? booleanText(value) : undefined
+    return read ?? fail(path, fromText ? 'true or false (or the text "true" or "false")' : 'true or false', value)
+  })
 }
 
 export function literal<const T extends string | number | boolean>(expected: T, options: Common = {}): Schema<T> {
@@ -246,7 +260,7 @@ export function object<S extends Shape>(
         if (unknownKeys === 'reject') {
           const fieldPath = path ? `${path}.${key}` : key
           throw badRequest(
-            `\`${fieldPath}\` is not a known field. Known fields: ${Object.keys(shape).join(', ')}.`,
+            Object.keys(shape).length === 0 ? `\`${fieldPath}\` is not taken: \`${path || 'body'}\` takes no fields.` : `\`${fieldPath}\` is not a known field. Known fields: ${Object.keys(shape).join(', ')}.`,
             fieldPath,
             'unknown_parameter',
           )
@@ -293,6 +307,25 @@ export function union<const T extends readonly Schema<unknown>[]>(
     }
 
     return fail(path, expected, value)
+  })
+}
+
+/**
+ * Xinference's `kwargs`: further arguments as the JSON text of an object (its clients send `"kwargs": "{}"` with every
+ * rerank and speech request, and form fields can carry nothing else), or as the object itself; either is checked
+ * against `schema`, so a key the route does not take is named as `kwargs.<key>`.
+ */
+export function jsonText<T>(schema: Schema<T>, options: Common = {}): Schema<T> {
+  return make({anyOf: [schema.json, {contentMediaType: 'application/json', type: 'string'}], description: options.description}, (value, path) => {
+    if (typeof value !== 'string') return schema.parse(value, path)
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(value)
+    } catch {
+      return fail(path, 'JSON text (or the JSON value itself)', value)
+    }
+
+    return schema.parse(parsed, path)
   })
 }
 

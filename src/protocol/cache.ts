@@ -25,6 +25,13 @@ export const cachedModelSchema = s.object(cachedModelFields, {title: 'CachedMode
 export type CachedModel = s.Infer<typeof cachedModelSchema>
 
 export const cachedModelListSchema = s.object(
-  {list: s.array(s.object({...cachedModelFields, worker: s.string({description: 'The worker whose cache holds it.'})}, {title: 'WorkerCachedModel'}))},
+  {
+    list: s.array(
+      s.object(
+        {...cachedModelFields, actor_ip_address: s.string({description: "The worker again, by Xinference's name for it."}), worker: s.string({description: 'The worker whose cache holds it.'})},
+        {title: 'WorkerCachedModel'},
+      ),
+    ),
+  },
   {title: 'CachedModelList'},
 )

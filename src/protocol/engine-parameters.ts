@@ -10,14 +10,11 @@ import {badRequest} from '../kernel/errors.js'
 import * as s from '../kernel/schema.js'
 import {LAUNCH_FIELDS} from './launch.js'
 
-/** Keys Xinference clients send with every launch, often as null, that are not engine parameters here. */
-const CLIENT_KEYS = new Set(['peft_model_config', 'request_limits', 'enable_virtual_env', 'virtual_env_packages', 'envs', 'model_path'])
-
 export function engineParameters(engine: EngineDefinition, request: LaunchRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [name, raw] of Object.entries(request)) {
-    // Launch fields (and the extra keys Xinference clients send) reach the engine only when it declares them.
-    if (raw === null || raw === undefined || ((LAUNCH_FIELDS.has(name) || CLIENT_KEYS.has(name)) && !engine.parameters[name])) continue
+    // Launch fields (Xinference's among them) reach the engine only when it declares them.
+    if (raw === null || raw === undefined || (LAUNCH_FIELDS.has(name) && !engine.parameters[name])) continue
     const declared = engine.parameters[name]
     if (!declared) {
       const accepted = Object.keys(engine.parameters).sort().join(', ') || '(none)'

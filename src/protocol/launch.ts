@@ -4,6 +4,7 @@
  * alike; they import only the kernel's schema builders (and only the service loads those: the client imports
  * this module's types alone), so the client needs no server code.
  */
+import {badRequest} from '../kernel/errors.js'
 import * as s from '../kernel/schema.js'
 
 /** A model uid: what `model_uid` may be, and what a model name must look like to serve as one. */
@@ -17,7 +18,74 @@ const SIZE = s.union([s.string({minLength: 1}), s.number({minimum: 0})], 'a size
  */
 export const MAX_REPLICAS = 128
 
+/**
+ * Xinference's launch fields that ask for what the service does not do (its clients send them with every launch,
+ * mostly as null): accepted at the value that asks for nothing, and otherwise refused with why and what to do instead,
+ * naming the field, rather than taken for an unknown engine parameter or dropped.
+ */
+function onlyWhen<T>(schema: s.Schema<T>, asksNothing: (value: T) => boolean, why: string) {
+  return s.optional(
+    s.refine(schema, (value, path) => {
+      if (!asksNothing(value)) throw badRequest(`\`${path}\` ${why}`, path)
+      return value
+    }),
+  )
+}
+
+const PACKAGE_TEXT = s.string({maxLength: 512, minLength: 1})
+const MAX_PACKAGES = 64
+
+/** What Xinference's clients send beside the service's own launch fields; see onlyWhen. */
+const xinferenceLaunchFields = {
+  enable_virtual_env: onlyWhen(
+    s.boolean({description: "Xinference's switch; engines that run Python always get a virtual environment of their own, so only true (or null) is taken."}),
+    (value) => value,
+    'cannot be false: engines that run Python always run in a virtual environment of their own (see Python virtual environments), and the others need none.',
+  ),
+  envs: onlyWhen(
+    s.record(s.string({maxLength: 4096}), {description: 'Only {} (or null): a model process gets the environment the service was started with.'}),
+    (value) => Object.keys(value).length === 0,
+    "is not supported: a model's process gets the environment the service was started with; set the variables where the service starts.",
+  ),
+  model_path: onlyWhen(
+    s.string({description: 'Not taken at launch (null only): register the model with a file:// model_uri and launch it by name.', maxLength: 4096}),
+    (value) => value === '',
+    'is not taken at launch: register the model with `model_uri` "file:///…" (POST /v1/model_registrations/{model_type}, where the path is checked against SERVICE_ALLOWED_MODEL_DIRS) and launch it by its name.',
+  ),
+  n_worker: onlyWhen(
+    s.integer({description: 'Workers to shard one replica over; only 1 (a replica runs in one process on one worker).', maximum: MAX_REPLICAS, minimum: 1}),
+    (value) => value === 1,
+    'can only be 1: a replica runs in one process on one worker here; launch several replicas (`replica`) to spread a model over workers.',
+  ),
+  peft_model_config: onlyWhen(
+    s.record(s.unknown(), {description: 'Only null or without adapters: LoRA adapters are not supported.'}),
+    (value) => Object.values(value).every((entry) => entry === null || (Array.isArray(entry) ? entry.length === 0 : typeof entry === 'object' && Object.keys(entry).length === 0)),
+    'is not supported: the engines here load no LoRA adapters; merge the adapter into the weights and register the result.',
+  ),
+  replica_config: onlyWhen(
+    s.array(s.record(s.unknown()), {description: 'Only null or []: place replicas with worker_ip and gpu_idx.', maxItems: MAX_REPLICAS}),
+    (value) => value.length === 0,
+    'is not supported: replicas are placed by the service; use `worker_ip` and `gpu_idx` to choose where a launch runs.',
+  ),
+  request_limits: onlyWhen(
+    s.integer({description: 'Only null: the service does not cap the requests a model takes at once.', minimum: 0}),
+    () => false,
+    "is not supported: requests a model cannot take at once wait in its queue; leave it null.",
+  ),
+  virtual_env_find_links: onlyWhen(
+    s.array(PACKAGE_TEXT, {description: 'Only null or []: give find_links in the registration\'s virtualenv settings.', maxItems: MAX_PACKAGES}),
+    (value) => value.length === 0,
+    "is not taken at launch: give `find_links` in the registration's `virtualenv` settings, where they are checked when the model is registered.",
+  ),
+  virtual_env_packages: onlyWhen(
+    s.array(PACKAGE_TEXT, {description: "Only null or []: add packages with the registration's virtualenv.packages.", maxItems: MAX_PACKAGES}),
+    (value) => value.length === 0,
+    "is not taken at launch: add the packages to the registration's `virtualenv.packages` (POST /v1/model_registrations/{model_type}), where they are checked when the model is registered.",
+  ),
+}
+
 const launchFields = {
+  ...xinferenceLaunchFields,
   download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
   model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
   model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
@@ -38,6 +106,7 @@ const launchFields = {
     }),
   ),
   size_in_billions: s.optional(SIZE),
+  wait_ready: s.optional(s.boolean({description: 'As the query parameter ?wait_ready= (Xinference 1.0 clients send it in the body); the query wins.', fromText: true})),
   worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/workers` lists it) instead of the one with the most room.'}))),
 }
 

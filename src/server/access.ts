@@ -21,6 +21,9 @@ export const ANTHROPIC_PREFIX = '/anthropic'
 /** Routes under this prefix speak Ollama's API, whose errors are `{"error": "…"}`. */
 export const OLLAMA_PREFIX = '/api/'
 
+/** A request to a route of Anthropic's API: under ANTHROPIC_PREFIX, or one the app marked so (POST /v1/messages). */
+const speaksAnthropic = (ctx: Koa.Context) => (ctx.state as {errorStyle?: string}).errorStyle === 'anthropic' || ctx.path.startsWith(ANTHROPIC_PREFIX)
+
 interface AccessState {
   caller?: Promise<Caller>
   /** The caller a route's guard let through; none for a public route, which asks for no credential. */
@@ -37,8 +40,7 @@ export function bearerCredential(header: string | undefined): string | undefined
 }
 
 export function accessGuards(access: AccessControl) {
-  const credentialOf = (ctx: Koa.Context): string | undefined =>
-    bearerCredential(ctx.get('authorization')) ?? (ctx.path.startsWith(ANTHROPIC_PREFIX) ? ctx.get('x-api-key') || undefined : undefined)
+  const credentialOf = (ctx: Koa.Context): string | undefined => bearerCredential(ctx.get('authorization')) ?? (speaksAnthropic(ctx) ? ctx.get('x-api-key') || undefined : undefined)
 
   /** Who is calling; worked out once per request, when first needed. */
   const callerOf = (ctx: Koa.Context): Promise<Caller> => {
@@ -47,7 +49,7 @@ export function accessGuards(access: AccessControl) {
       const credential = credentialOf(ctx)
       if (credential) return access.authenticate(credential)
       const bearer = '`Authorization: Bearer <credential>` with an API key or an access token from POST /token'
-      const how = ctx.path.startsWith(ANTHROPIC_PREFIX) ? `\`x-api-key: <API key>\`, or ${bearer}` : bearer
+      const how = speaksAnthropic(ctx) ? `\`x-api-key: <API key>\`, or ${bearer}` : bearer
       throw new ServiceError(401, 'unauthorized', `this service has access control on: send ${how} (servicectl: --api-key, or \`servicectl login\`).`)
     })()
     return state.caller

@@ -12,8 +12,9 @@ import Koa from 'koa'
 import type {AccessControl} from '../auth/access-control.js'
 import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 import type {OperationMap} from '../kernel/operations.js'
+import type {NamedRequests} from './named-requests.js'
 
-import {ServiceError, type ServiceErrorShape, toAnthropicErrorBody, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
+import {ServiceError, type ServiceErrorShape, toAnthropicErrorBody, toErrorAnswerBody, toOpenAiErrorBody, toServiceError} from '../kernel/errors.js'
 import {describeJsonMistake} from '../kernel/json-text.js'
 import {logServiceEvents, ServiceEvents} from '../kernel/observability.js'
 import {CLUSTER, requiredPermission} from '../kernel/permissions.js'
@@ -65,13 +66,15 @@ export interface AppOptions {
   webUi?: boolean
   /** Who may call from a browser (browser-guard.ts); without it, the service's own origin at loopback names and IP addresses only. */
   browsers?: BrowserPolicy
+  /** Where requests named with a body's `request_id` are entered while they run, so that they can be aborted by it. */
+  namedRequests?: NamedRequests
   /** Fail a route's answer of a media type it does not declare, rather than log it (see produces.ts); by SERVICE_UNDECLARED_ANSWERS unless given. */
   failUndeclaredAnswers?: boolean
 }
 
-/** Ollama's clients read `error` as the message itself. */
+/** Xinference's clients read `detail` beside OpenAI's envelope; Ollama's read `error` as the message itself. */
 const errorBody = (style: ErrorStyle, error: ServiceErrorShape) =>
-  style === 'anthropic' ? toAnthropicErrorBody(error) : style === 'ollama' ? {error: error.message} : toOpenAiErrorBody(error)
+  style === 'anthropic' ? toAnthropicErrorBody(error) : style === 'ollama' ? {error: error.message} : toErrorAnswerBody(error)
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
@@ -187,7 +190,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.status = shaped.status
       if (shaped.status === 401) ctx.set('WWW-Authenticate', challenge(shaped))
       if (shaped.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(shaped.retryAfterSeconds))
-      ctx.body = errorBody(styleOf(ctx.path), shaped)
+      ctx.body = errorBody((ctx.state as {errorStyle?: ErrorStyle}).errorStyle ?? styleOf(ctx.path), shaped)
     }
   })
   app.use(reportRequests(events))
@@ -217,6 +220,9 @@ export function createApp(options: AppOptions): Koa {
       })
       if (definition.query) checkQuery(definition.query, ctx.query)
       const body = definition.body ? definition.body.parse(ctx.request.body ?? {}) : undefined
+      const named = body as {model?: unknown; request_id?: unknown} | undefined
+      if (options.namedRequests && typeof named?.request_id === 'string' && typeof named.model === 'string')
+        ctx.res.once('close', options.namedRequests.enter(named.request_id, named.model, (reason) => controller.abort(reason)))
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
       const request: RouteRequest = {
         authority: guards ? guards.authorityOf(ctx) : SERVICE_AUTHORITY,
@@ -263,7 +269,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.set({'Cache-Control': 'no-cache', 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no'})
       ctx.req.socket.setNoDelay(true)
       ctx.body = toServerSentEvents(result.events, {
-        errorEvent: result.errorEvent ?? ((error) => errorEvent(definition.errorStyle ?? styleOf(definition.path), error)),
+        errorEvent: result.errorEvent ?? ((error) => errorEvent(errorStyle, error)),
         onError: (error) => error.status >= 500 && error.code !== 'shutting_down' && log.error(`${definition.method} ${definition.path} stream: ${error.message}`),
         terminator: result.terminator,
         until: shutdown,
@@ -272,7 +278,13 @@ export function createApp(options: AppOptions): Koa {
 
     const method = definition.method.toLowerCase() as 'delete' | 'get' | 'post' | 'put'
     const guard = requiredPermission(definition) === CLUSTER && clusterToken ? clusterGuard(clusterToken) : guards?.route(definition)
+    // The route's own error style, before its guard: Anthropic's routes outside /anthropic (POST /v1/messages) answer in theirs.
+    const errorStyle = definition.errorStyle ?? styleOf(definition.path)
     const chain: Koa.Middleware[] = [
+      async (ctx, next) => {
+        ;(ctx.state as {errorStyle?: ErrorStyle}).errorStyle = errorStyle
+        await next()
+      },
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
       ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),

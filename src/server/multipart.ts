@@ -85,6 +85,7 @@ function checkFiles(route: RouteDefinition, files: Record<string, FormidableFile
 interface FormidablePart extends Readable {
   name?: string | null
   mimetype?: string | null
+  originalFilename?: string | null
 }
 
 /** Longer than any model uid: a `model` field past it is left to the route's own check. */
@@ -129,6 +130,9 @@ export function parseMultipart(route: RouteDefinition, uploadFolder?: string, ch
     const refused = new Promise<never>((_resolve, reject) => (refuse = reject))
     refused.catch(() => {})
     const onPart = (part: FormidablePart, delegate: (part: FormidablePart) => void) => {
+      // A part is a file by its filename (RFC 7578 §4.2); a text field may still carry `Content-Type: text/plain`, as
+      // aiohttp's FormData (Xinference's async client) writes every field, and formidable would take it for a file.
+      if (part.originalFilename === null) part.mimetype = null
       if (checkModel && !part.mimetype && part.name === 'model') {
         const chunks: Buffer[] = []
         let size = 0

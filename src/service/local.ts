@@ -28,6 +28,7 @@ import {lockHome} from '../util/home-lock.js'
 import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
+import {NamedRequests} from '../server/named-requests.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {authRoutes} from '../server/routes/auth.js'
 import {coreRoutes} from '../server/routes/core.js'
@@ -39,6 +40,7 @@ import {openApiDocument} from '../server/openapi.js'
 import {docsRoutes} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
 import {virtualEnvironmentRoutes} from '../server/routes/virtualenvs.js'
+import {xinferenceRoutes} from '../server/routes/xinference.js'
 import {ServiceMetrics} from '../server/metrics.js'
 import {restoreClusterModels} from '../cluster/desired-cluster.js'
 import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
@@ -152,8 +154,13 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     await homeLock.release()
   })
 
+  const namedRequests = new NamedRequests()
   const routes = [
     ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
+    // Before the core routes: /v1/engines/{engine}/build and /v1/models/instances would otherwise be taken for
+    // /v1/engines/{model_type}/{model_name} and /v1/models/{model_uid}.
+    ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),
+    ...xinferenceRoutes({namedRequests, supervisor}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...authRoutes(access).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
@@ -161,13 +168,12 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
     ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
-    ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
-  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
+  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, namedRequests, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

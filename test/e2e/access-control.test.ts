@@ -26,6 +26,8 @@ interface Route {
   path: string
   permission: string
   hasBody: boolean
+  /** Anthropic's API (under /anthropic, and POST /v1/messages), as its document's error answer says. */
+  anthropic: boolean
 }
 
 interface Answer {
@@ -57,8 +59,14 @@ describe('access control (service-local --auth-config)', function () {
     const directory = await temporaryDirectory()
     service = await startService({args: ['--auth-config', await writeTestAuthConfig(directory), '--log-level', 'debug']})
     const document = (await call('GET', '/openapi.json')).body
-    routes = Object.entries(document.paths as Record<string, Record<string, {'x-permission': string; requestBody?: unknown}>>).flatMap(([path, operations]) =>
-      Object.entries(operations).map(([method, operation]) => ({hasBody: operation.requestBody !== undefined, method: method.toUpperCase(), path, permission: operation['x-permission']})),
+    routes = Object.entries(document.paths as Record<string, Record<string, {'x-permission': string; requestBody?: unknown; responses: {default?: unknown}}>>).flatMap(([path, operations]) =>
+      Object.entries(operations).map(([method, operation]) => ({
+        anthropic: JSON.stringify(operation.responses.default ?? '').includes('AnthropicError'),
+        hasBody: operation.requestBody !== undefined,
+        method: method.toUpperCase(),
+        path,
+        permission: operation['x-permission'],
+      })),
     )
     await Promise.all(
       TEST_USERS.map(async ({username}) => {
@@ -112,12 +120,12 @@ describe('access control (service-local --auth-config)', function () {
         ['a token signed with another key', {authorization: `Bearer ${await mintToken({secret: OTHER_SECRET, sub: 'root'})}`}, /^the bearer credential is neither/],
         ['a token with another algorithm', {authorization: `Bearer ${await mintToken({algorithm: 'HS512', sub: 'root'})}`}, /^the bearer credential is neither/],
         ['an unsigned token (alg: none)', {authorization: `Bearer ${unsignedToken('root')}`}, /^the bearer credential is neither/],
-        ['an x-api-key header outside /anthropic', {'x-api-key': apiKeyOf('root')}, /^this service has access control on/],
+        ['an x-api-key header outside Anthropic\'s API', {'x-api-key': apiKeyOf('root')}, /^this service has access control on/],
       ]
       for (const route of guarded()) {
         for (const [what, headers, message] of credentials) {
           // Anthropic clients send their key in x-api-key, so there it is a credential like any other.
-          if (route.path.startsWith('/anthropic') && 'x-api-key' in headers) continue
+          if (route.anthropic && 'x-api-key' in headers) continue
           const answer = await callRoute(route, {headers})
           const where = `${route.method} ${route.path} with ${what}`
           expect(answer.status, where).to.equal(401)
@@ -148,7 +156,7 @@ describe('access control (service-local --auth-config)', function () {
             }
 
             // Anthropic's error shape has no code; the type says the same.
-            expect(answer.body.error).to.include(route.path.startsWith('/anthropic') ? {type: 'permission_error'} : {code: 'forbidden', type: 'permission_error'})
+            expect(answer.body.error).to.include(route.anthropic ? {type: 'permission_error'} : {code: 'forbidden', type: 'permission_error'})
             expect(answer.body.error.message).to.contain(needs)
           }
         }

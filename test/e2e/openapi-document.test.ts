@@ -88,7 +88,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
   })
 
   it('answers the service routes as documented: health, version, plugins, cluster, metrics as text, the docs page as HTML', async () => {
-    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/workers', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
+    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/workers', '/v1/supervisor', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
     expect((await ok('GET', '/metrics')).body).to.match(/^# HELP /m)
     expect((await refused(400, 'POST', '/token', {body: {password: 'x', username: 'x'}})).body.error.code).to.equal('auth_disabled')
   })
@@ -122,6 +122,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(404, 'GET', '/v1/model_registrations/{model_type}/{model_name}', {params: {model_name: 'short-lived', model_type: 'LLM'}})
     await refused(400, 'POST', '/v1/model_registrations/{model_type}', {body: {model: {model_name: 'x'}, persist: 'yes'}, params: {model_type: 'LLM'}})
     await ok('GET', '/v1/engines/{model_name}', {params: {model_name: LLM}})
+    await ok('GET', '/v1/engines/{model_type}/{model_name}', {params: {model_name: 'tiny-random-embedding', model_type: 'embedding'}})
     await ok('GET', '/v1/engines/{engine}/build', {params: {engine: 'llama.cpp'}})
     await ok('GET', '/v1/engine-builds')
     await refused(404, 'GET', '/v1/engines/{engine}/build', {params: {engine: 'vllm'}})
@@ -146,6 +147,8 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('POST', '/v1/models', {body: {model_name: 'tiny-random-embedding', model_type: 'embedding'}})
     await ok('POST', '/v1/models', {body: {model_name: 'tiny-random-rerank', model_type: 'rerank'}})
     await ok('GET', '/v1/models')
+    await ok('GET', '/v1/models/instances')
+    await ok('GET', '/v1/models/instances', {query: {model_name: LLM}})
     for (const uid of [LLM, 'tiny-random-embedding', 'tiny-random-rerank']) {
       await ok('GET', '/v1/models/{model_uid}', {params: {model_uid: uid}})
       await ok('GET', '/v1/models/{model_uid}/progress', {params: {model_uid: uid}})
@@ -172,6 +175,12 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('POST', '/v1/completions', {body: completion})
     await ok('POST', '/v1/completions', {body: {...completion, echo: true, stream: true, stream_options: {include_usage: true}}})
     await refused(400, 'POST', '/v1/completions', {body: {...completion, prompt: 3}})
+
+    await ok('POST', '/v1/chat/completions', {body: {...chat, repetition_penalty: 1.1, request_id: 'documented-1'}})
+    await ok('GET', '/v1/requests/{request_id}/progress', {params: {request_id: 'documented-1'}})
+    await refused(404, 'GET', '/v1/requests/{request_id}/progress', {params: {request_id: 'never-sent'}})
+    await ok('POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {block_duration: 0}, params: {model_uid: LLM, request_id: 'documented-1'}})
+    await refused(404, 'POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {}, params: {model_uid: 'ghost', request_id: 'documented-1'}})
   })
 
   it('answers embeddings and rerank as documented', async () => {
@@ -179,12 +188,15 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('POST', '/v1/embeddings', {body: {encoding_format: 'base64', input: 'Hello', model: 'tiny-random-embedding'}})
     await refused(400, 'POST', '/v1/embeddings', {body: {input: ' ', model: 'tiny-random-embedding'}})
     await ok('POST', '/v1/rerank', {body: {documents: ['Paris is in France.', 'Cats sleep a lot.'], model: 'tiny-random-rerank', query: 'Where is Paris?', return_documents: true, top_n: 1}})
+    await ok('POST', '/v1/rerank', {body: {documents: ['Paris is in France.'], kwargs: '{}', model: 'tiny-random-rerank', query: 'Where is Paris?', return_documents: 'true', return_len: 'true'}})
     await refused(400, 'POST', '/v1/rerank', {body: {documents: [], model: 'tiny-random-rerank', query: 'q'}})
   })
 
   it("answers the Anthropic routes as documented, their stream's named events, and errors in Anthropic's shape", async () => {
     const message = {max_tokens: 6, messages: [{content: 'Hello!', role: 'user'}], model: LLM}
     await ok('POST', '/anthropic/v1/messages', {body: message})
+    await ok('POST', '/v1/messages', {body: message})
+    expect((await refused(400, 'POST', '/v1/messages', {body: {...message, max_tokens: 0}})).body.type).to.equal('error')
     const streamed = await ok('POST', '/anthropic/v1/messages', {body: {...message, stream: true}})
     expect(streamed.events!.map((event) => event.type)).to.include.members(['message_start', 'content_block_delta', 'message_stop'])
     await ok('POST', '/anthropic/v1/messages', {body: {...message, max_tokens: 40, stream: true, temperature: 0, tool_choice: {name: 'get_weather', type: 'tool'}, tools: [{input_schema: WEATHER_TOOL.function.parameters, name: 'get_weather'}]}})
@@ -285,7 +297,9 @@ ${lines.join('\n')}
     const error = local.document.components.responses.Error.content!['application/json'].schema as {required: string[]; properties: {error: {required: string[]}}}
     expect(error.required).to.include.members(openAiRequired('ErrorResponse'))
     expect(error.properties.error.required).to.include.members(openAiRequired('Error'))
-    for (const [key, body] of local.errors) if (!key.includes(' /anthropic/') && !key.includes(' /api/')) assertOpenAiSchema('ErrorResponse', body)
+    // Anthropic's routes (under /anthropic, and POST /v1/messages) and Ollama's answer in their own shapes, as their document says.
+    const ownShape = (key: string) => /AnthropicError|OllamaError/.test(JSON.stringify(operation(key).responses.default))
+    for (const [key, body] of local.errors) if (!ownShape(key)) assertOpenAiSchema('ErrorResponse', body)
   })
 
   it('has called every route of every document, with an answer that matched', () => {

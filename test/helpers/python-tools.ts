@@ -3,6 +3,7 @@
  * or SERVICE_TEST_CACHE) and reused by every later run: a fresh clone on a fresh machine pays for them once.
  */
 import {execa} from 'execa'
+import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
 import {mkdir, rename, rm} from 'node:fs/promises'
 import {homedir} from 'node:os'
@@ -26,4 +27,27 @@ export async function uvFromPyPI(): Promise<string> {
   })
   await rm(temporary, {force: true, recursive: true})
   return bin
+}
+
+/**
+ * A Python virtual environment with `requirements` installed from PyPI by uv, made once in the test cache under a name
+ * that the requirements determine, and reused by every later run; answers its Python. Made beside its place and renamed
+ * into it, so that a run stopped halfway leaves no half-made environment behind.
+ */
+export async function pythonWithPackages(requirements: string[]): Promise<string> {
+  const name = `python-packages-${createHash('sha256').update(requirements.join('\n')).digest('hex').slice(0, 16)}`
+  const folder = join(TEST_CACHE, name)
+  const python = join(folder, 'bin', 'python')
+  if (existsSync(python)) return python
+  const uv = join(await uvFromPyPI(), 'uv')
+  const temporary = `${folder}.${process.pid}.tmp`
+  await rm(temporary, {force: true, recursive: true})
+  await execa(uv, ['venv', '--quiet', '--python', 'python3', temporary])
+  await execa(uv, ['pip', 'install', '--quiet', ...requirements], {env: {VIRTUAL_ENV: temporary}})
+  await rename(temporary, folder).catch(async (error: Error) => {
+    // Another test run made it first.
+    if (!existsSync(python)) throw error
+  })
+  await rm(temporary, {force: true, recursive: true})
+  return python
 }

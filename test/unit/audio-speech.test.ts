@@ -71,6 +71,19 @@ describe('audio: the speech route\'s input', () => {
   })
 })
 
+describe("audio: the speech route and Xinference's clients", () => {
+  it('takes voice "", stream and kwargs "{}" as speech() sends them, speaking with the model\'s default voice', async () => {
+    const sent = speechRoute(api).body!.parse({input: 'Hello.', kwargs: '{}', model: 'voice', response_format: 'pcm', speed: 1, stream: false, voice: ''})
+    let asked: {voice?: string} = {}
+    const {models} = waitingEngine()
+    const listening = {...models, get: (uid: string) => ({...models.get(uid), invoke: (operation: string, payload: {voice: string}, signal: AbortSignal) => ((asked = payload), models.get(uid).invoke(operation, payload, signal))})}
+    const result = await speechRoute(api).handler({body: sent, models: listening, signal: new AbortController().signal} as unknown as RouteRequest<never>)
+    expect(asked.voice).to.equal('default')
+    if (result.kind === 'bytes') await result.body[Symbol.asyncIterator]().return?.()
+    expect(() => speechRoute(api).body!.parse({input: 'Hello.', kwargs: '{"prompt_text": "x"}', model: 'voice', voice: ''})).to.throw('`kwargs.prompt_text` is not taken')
+  })
+})
+
 describe('audio: the speech route and FFmpeg', function () {
   this.timeout(20_000)
 

@@ -14,4 +14,11 @@ describe('llama.cpp sampling options', () => {
     expect(sampling({seed: 42, temperature: 1}, 100).seed).to.equal(42)
     expect(sampling({seed: 0}, 100).seed).to.equal(0)
   })
+
+  it("hands repetition_penalty to llama.cpp as its repeat penalty, beside OpenAI's penalties, and none when not asked", () => {
+    expect(sampling({repetitionPenalty: 1.3}, 100).repeatPenalty).to.include({penalty: 1.3})
+    expect(sampling({presencePenalty: 0.5, repetitionPenalty: 1.1}, 100).repeatPenalty).to.include({penalty: 1.1, presencePenalty: 0.5})
+    expect(sampling({presencePenalty: 0.5}, 100).repeatPenalty).to.include({penalty: 1})
+    expect(sampling({}, 100).repeatPenalty).to.equal(false)
+  })
 })

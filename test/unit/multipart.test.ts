@@ -179,6 +179,20 @@ describe('multipart routes', () => {
     expect(await leftovers()).to.deep.equal([])
   })
 
+  it("takes text fields that say Content-Type: text/plain, as aiohttp's FormData (Xinference's async client) writes them", async () => {
+    const boundary = 'aiohttp-boundary'
+    const part = (headers: string, content: string) => `--${boundary}\r\n${headers}\r\n\r\n${content}\r\n`
+    const body =
+      part('Content-Type: text/plain; charset=utf-8\r\nContent-Disposition: form-data; name="model"', 'whisper-test') +
+      part('Content-Type: application/octet-stream\r\nContent-Disposition: form-data; name="file"; filename="file"', 'RIFF') +
+      `--${boundary}--\r\n`
+    const response = await post('/v1/audio/transcriptions', body, {'content-type': `multipart/form-data; boundary=${boundary}`})
+    expect(response.status, await response.clone().text()).to.equal(200)
+    expect(seen!.body).to.deep.equal({model: 'whisper-test'})
+    expect(seen!.files.map(({content, field}) => ({content, field}))).to.deep.equal([{content: 'RIFF', field: 'file'}])
+    expect(await leftovers()).to.deep.equal([])
+  })
+
   it('text fields still go through the route schema', async () => {
     const form = new FormData()
     form.append('file', new Blob(['abc']), 'a.wav')

@@ -44,7 +44,7 @@ describe('shutdown (app and server)', () => {
     const openai = await fetch(`${listening.url}/v1/stream`, {method: 'POST'})
     expect(openai.status).to.equal(503)
     expect(openai.headers.get('connection')).to.equal('close')
-    expect(await openai.json()).to.deep.equal({error: {code: 'shutting_down', message: SHUTTING_DOWN.message, param: null, type: 'server_error'}})
+    expect(await openai.json()).to.deep.equal({detail: SHUTTING_DOWN.message, error: {code: 'shutting_down', message: SHUTTING_DOWN.message, param: null, type: 'server_error'}})
     const anthropic = await fetch(`${listening.url}/anthropic/v1/stream`, {method: 'POST'})
     expect(await anthropic.json()).to.deep.equal({error: {message: SHUTTING_DOWN.message, type: 'overloaded_error'}, type: 'error'})
     await listening.close()

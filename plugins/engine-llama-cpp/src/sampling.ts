@@ -34,14 +34,14 @@ export function tokenBiasFor(model: LlamaModel, TokenBiasClass: typeof TokenBias
  * undefined, node-llama-cpp seeds with the current second, so requests arriving in the same second would sample alike.
  */
 export function sampling(options: SamplingOptions, budget: number, tokenBias?: TokenBias) {
-  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined
+  const penalize = options.presencePenalty !== undefined || options.frequencyPenalty !== undefined || options.repetitionPenalty !== undefined
   return {
     tokenBias,
     customStopTriggers: options.stop?.length ? options.stop : undefined,
     maxTokens: Math.max(1, Math.min(options.maxTokens ?? budget, budget)),
     minP: options.minP,
     repeatPenalty: penalize
-      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: 1, presencePenalty: options.presencePenalty}
+      ? {frequencyPenalty: options.frequencyPenalty, lastTokens: 64, penalty: options.repetitionPenalty ?? 1, presencePenalty: options.presencePenalty}
       : (false as const),
     seed: options.seed ?? randomInt(SEEDS),
     temperature: options.temperature ?? 1,

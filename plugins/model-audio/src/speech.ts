@@ -10,6 +10,8 @@ import {contentTypeOf, encodeSpeech, SPEECH_FORMATS, type SpeechFormat} from './
 
 /** OpenAI's limit on `input`. */
 export const MAX_SPEECH_INPUT = 4096
+/** The voice every speech engine takes for the model's own default one. */
+const DEFAULT_VOICE = 'default'
 
 /** `input`: at most MAX_SPEECH_INPUT characters, and not only whitespace, which the engine would answer with silence. */
 function speechInput({errors, schema: s}: KernelApi) {
@@ -32,8 +34,10 @@ function speechSchema(api: KernelApi) {
       model: s.string({description: 'Uid of a running text2audio model.', minLength: 1}),
       response_format: s.optional(s.string({description: 'mp3 (default), opus, aac, flac, wav or pcm (16-bit 24 kHz mono).', enum: SPEECH_FORMATS})),
       speed: s.optional(s.number({description: 'Speaking speed, 0.25 to 4 (default 1).', maximum: 4, minimum: 0.25})),
+      kwargs: s.optional(s.nullable(s.jsonText(s.object({}), {description: "Xinference's further arguments, as JSON text (its clients send \"{}\"); the speech engines here take none."}))),
+      stream: s.optional(s.nullable(s.boolean({description: "Xinference's: the audio always streams as it is made, so true and false answer alike."}))),
       stream_format: s.optional(s.string({description: 'audio (default): the audio file itself, streamed as it is made.', enum: ['audio']})),
-      voice: s.string({description: 'One of the model\'s voices (`default` for a single-voice model).', minLength: 1}),
+      voice: s.optional(s.string({description: "One of the model's voices; `default`, empty (as Xinference's clients send it) or absent for the model's default voice.", maxLength: 256})),
     },
     {title: 'CreateSpeechRequest'},
   )
@@ -63,7 +67,7 @@ export function speechRoute(api: KernelApi, {ffmpeg}: {ffmpeg?: string} = {}): R
       api.requireAbility(model, 'text2audio', 'speak text')
       // The encoder stops the engine itself when its reader goes away: the iterator it returns may be all it is told.
       const engine = new AbortController()
-      const events = model.invoke('speak', {input: body.input, speed: body.speed ?? 1, voice: body.voice}, AbortSignal.any([signal, engine.signal]))[Symbol.asyncIterator]()
+      const events = model.invoke('speak', {input: body.input, speed: body.speed ?? 1, voice: body.voice || DEFAULT_VOICE}, AbortSignal.any([signal, engine.signal]))[Symbol.asyncIterator]()
       // The engine's first event says it took the request (the voice is known), so a refusal is still an HTTP error.
       const first = await events.next()
       if (first.done || first.value.type !== 'format') throw new Error('the engine sent no audio format before its audio')

@@ -382,5 +382,8 @@ function modelRoutes(api: KernelApi, shapes: Shapes): RouteDefinition[] {
 
 export function anthropicRoutes(api: KernelApi): RouteDefinition[] {
   const shapes = anthropicResponseSchemas(api.schema)
-  return [messagesRoute(api, shapes), countTokensRoute(api, shapes), ...modelRoutes(api, shapes)] as RouteDefinition[]
+  const messages = messagesRoute(api, shapes)
+  // Xinference serves Messages at the root as well, where clients set up for it send them.
+  const atRoot = {...messages, path: '/v1/messages', summary: `${messages.summary} (also at the root, as Xinference serves it)`}
+  return [messages, atRoot, countTokensRoute(api, shapes), ...modelRoutes(api, shapes)] as RouteDefinition[]
 }

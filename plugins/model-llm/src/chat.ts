@@ -285,7 +285,8 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
             yield chunk({tool_calls: [{function: {arguments: '', name: event.name}, id: toolCallId(), index: event.index, type: 'function'}]}, null)
           else if (event.type === 'tool_arguments') yield chunk({tool_calls: [{function: {arguments: event.text}, index: event.index}]}, null)
           else if (event.type === 'done') {
-            yield chunk({}, finishReasonOf(event.finishReason))
+            // With content, empty: Xinference's last delta has it, and LangChain's ChatXinference reads it from every delta.
+            yield chunk({content: ''}, finishReasonOf(event.finishReason))
             if (includeUsage) yield {choices: [], created, id, model: body.model, object: 'chat.completion.chunk', usage: usageOf(event.promptTokens, event.completionTokens, event.cachedTokens)}
           }
         }

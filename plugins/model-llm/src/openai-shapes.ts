@@ -22,6 +22,12 @@ export function samplingFields(s: KernelApi['schema']) {
     min_p: s.optional(s.nullable(s.number({maximum: 1, minimum: 0}))),
     n: s.optional(s.nullable(s.integer({description: 'Choices to generate, up to 128 as OpenAI allows; only 1 is supported here.', maximum: 128, minimum: 1}))),
     presence_penalty: s.optional(s.nullable(s.number({maximum: 2, minimum: -2}))),
+    repetition_penalty: s.optional(
+      s.nullable(s.number({description: 'Divides the logits of tokens already in the prompt or answer (vLLM, Transformers and Xinference extension); 1 is off.', maximum: 2, minimum: 0.01})),
+    ),
+    request_id: s.optional(
+      s.nullable(s.string({description: "Xinference's: the caller's name for this request, by which POST /v1/models/{uid}/requests/{id}/abort stops it.", maxLength: 128, minLength: 1})),
+    ),
     seed: s.optional(s.nullable(s.int64({description: 'Same seed, same request: same answer.'}))),
     // An empty stop string is found at once, so it would end every answer before its first token.
     stop: s.optional(
@@ -57,6 +63,7 @@ export interface SamplingRequest {
   max_tokens?: number | null
   min_p?: number | null
   presence_penalty?: number | null
+  repetition_penalty?: number | null
   seed?: number | null
   stop?: string | string[] | null
   temperature?: number | null
@@ -98,6 +105,7 @@ export function toSampling(api: KernelApi, request: SamplingRequest, defaultMaxT
     maxTokens: defined(request.max_completion_tokens) ?? defined(request.max_tokens) ?? defaultMaxTokens,
     minP: defined(request.min_p),
     presencePenalty: defined(request.presence_penalty),
+    repetitionPenalty: defined(request.repetition_penalty),
     seed: defined(request.seed),
     stop: request.stop === null || request.stop === undefined ? undefined : Array.isArray(request.stop) ? request.stop : [request.stop],
     temperature: defined(request.temperature),

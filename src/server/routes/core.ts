@@ -13,6 +13,7 @@ import {parseFamily} from '../../kernel/catalogue.js'
 import {notFound, ServiceError} from '../../kernel/errors.js'
 import {PUBLIC} from '../../kernel/permissions.js'
 import * as s from '../../kernel/schema.js'
+import {booleanText} from '../../kernel/schema.js'
 import {cachedModelListSchema} from '../../protocol/cache.js'
 import {launchProgressSchema, launchReplySchema, launchSchema, memoryEstimateReplySchema, memoryEstimateSchema} from '../../protocol/launch.js'
 import {modelDescriptionSchema, modelListSchema} from '../../protocol/models.js'
@@ -45,7 +46,7 @@ const registerSchema = s.object(
 )
 
 /** A yes/no query parameter (`?wait_ready=false`), checked against the route's declaration: its default when absent. */
-const flag = (query: Record<string, string | string[] | undefined>, name: string, fallback: boolean) => (query[name] === undefined ? fallback : query[name] === 'true' || query[name] === '1')
+const flag = (query: Record<string, string | string[] | undefined>, name: string, fallback: boolean) => (typeof query[name] === 'string' ? (booleanText(query[name]) ?? fallback) : fallback)
 
 function familyOf(model: string | Record<string, unknown>): ModelFamily {
   return typeof model === 'string' ? parseFamily(model, '`model` is a string but', 'model') : (model as ModelFamily)
@@ -56,7 +57,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     {
       body: launchSchema,
       async handler({authority, body, query, signal}) {
-        return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', true)}))
+        return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
       },
       method: 'POST',
       onArrival: () => supervisor.launchArriving(),
