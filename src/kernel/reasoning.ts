@@ -83,18 +83,9 @@ class MarkerScanner {
 const LEADING_SPACE = /^\s+/
 const TRAILING_SPACE = /\s+$/
 
-/** `<think>…</think>`: reasoning between the tags, without the blank lines templates put around it. */
-class TagsParser {
-  private readonly scanner: MarkerScanner
-  private reasoning = false
-  /** At the start of a section, whose leading line breaks are dropped. */
-  private sectionStart = false
-  /** Trailing white space of the reasoning, kept back in case the end tag follows. */
-  private heldSpace = ''
-
-  constructor(private readonly format: {start: string; end: string}) {
-    this.scanner = new MarkerScanner([format.start, format.end])
-  }
+/** A parser fed through a marker scanner: each chunk's text and whole markers, in order, go to `take`. */
+abstract class MarkerParser {
+  constructor(private readonly scanner: MarkerScanner) {}
 
   push(chunk: string, out: ReasoningPiece[]): void {
     const tokens: Token[] = []
@@ -108,7 +99,22 @@ class TagsParser {
     this.take(tokens, out)
   }
 
-  private take(tokens: Token[], out: ReasoningPiece[]): void {
+  protected abstract take(tokens: Token[], out: ReasoningPiece[]): void
+}
+
+/** `<think>…</think>`: reasoning between the tags, without the blank lines templates put around it. */
+class TagsParser extends MarkerParser {
+  private reasoning = false
+  /** At the start of a section, whose leading line breaks are dropped. */
+  private sectionStart = false
+  /** Trailing white space of the reasoning, kept back in case the end tag follows. */
+  private heldSpace = ''
+
+  constructor(private readonly format: {start: string; end: string}) {
+    super(new MarkerScanner([format.start, format.end]))
+  }
+
+  protected take(tokens: Token[], out: ReasoningPiece[]): void {
     for (const token of tokens) {
       if ('marker' in token) {
         const opens = token.marker === this.format.start
@@ -144,25 +150,16 @@ const HARMONY_MARKERS = ['<|start|>', '<|channel|>', '<|message|>', '<|end|>', '
  * gpt-oss's harmony format: `<|channel|>analysis<|message|>…<|end|>` is reasoning, `final` (and `commentary`, the
  * preamble of tool calls) the answer. Headers (`<|start|>assistant`, the channel name) are dropped.
  */
-class HarmonyParser {
-  private readonly scanner = new MarkerScanner(HARMONY_MARKERS)
+class HarmonyParser extends MarkerParser {
   private state: 'outside' | 'header' | 'body' = 'outside'
   private header = ''
   private channel = ''
 
-  push(chunk: string, out: ReasoningPiece[]): void {
-    const tokens: Token[] = []
-    this.scanner.push(chunk, tokens)
-    this.take(tokens, out)
+  constructor() {
+    super(new MarkerScanner(HARMONY_MARKERS))
   }
 
-  finish(out: ReasoningPiece[]): void {
-    const tokens: Token[] = []
-    this.scanner.flush(tokens)
-    this.take(tokens, out)
-  }
-
-  private take(tokens: Token[], out: ReasoningPiece[]): void {
+  protected take(tokens: Token[], out: ReasoningPiece[]): void {
     for (const token of tokens) {
       if ('text' in token) {
         if (this.state === 'header') this.header += token.text
