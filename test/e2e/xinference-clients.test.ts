@@ -40,9 +40,7 @@ const KNOWN: Record<string, string> = {
   '1.16.0 async|speech': "answers aiohttp's unread stream instead of the audio: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|speech (stream)': "closes the answer before reading its stream: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|transcriptions, translations': "fails in the client before sending: this version's async client hands requests' `files=` to aiohttp; fixed in later versions",
-  '4.1.0 async|chat (enable_thinking)': 'needs `chat_template_kwargs`, which the reasoning work adds (not yet in this build)',
   '4.1.0 async|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
-  '4.1.0|chat (enable_thinking)': 'needs `chat_template_kwargs`, which the reasoning work adds (not yet in this build)',
   '4.1.0|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
 }
 
