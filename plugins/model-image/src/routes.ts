@@ -122,6 +122,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const generations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, false), prompt}, {title: 'CreateImageRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', n: 1, prompt: 'A red apple on a table', size: '64x64', steps: 2}},
     async handler(request) {
       const {body} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'text2image', 'make images from text')
@@ -141,6 +142,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
       {title: 'CreateImageEditRequest'},
     ) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', prompt: 'Make it blue', steps: 2}},
     async handler(request) {
       const {body, files} = request
       const picture = await pictureOf(api, files)
@@ -163,6 +165,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const variations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', steps: 2}},
     async handler(request) {
       const {body, files} = request
       const picture = await pictureOf(api, files)
@@ -182,6 +185,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const inpainting: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', prompt: 'A blue sky', steps: 2}},
     async handler(request) {
       const {body, files} = request
       const [image] = await api.media.uploadedImages(files.image, 'image')
@@ -209,6 +213,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   )
   const ocr: RouteDefinition<{model: string; kwargs?: unknown}> = {
     body: ocrBody as never,
+    example: {body: {model: 'tiny-random-ocr'}},
     async handler(request) {
       const {body, files, signal} = request
       const [image] = await api.media.uploadedImages(files.image, 'image')

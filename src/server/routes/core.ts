@@ -68,6 +68,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
   const routes: Array<RouteDefinition<any>> = [
     {
       body: launchSchema,
+      example: {body: {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_type: 'LLM'}, query: {wait_ready: true}},
       async handler({body, query, signal}) {
         return json(await supervisor.launch(body, {signal, waitReady: flag(query, 'wait_ready', true)}))
       },
@@ -83,6 +84,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: memoryEstimateSchema,
+      example: {body: {context_length: 2048, model_engine: 'llama.cpp', model_name: 'tiny-random-llm'}},
       async handler({body, signal}) {
         return json(await supervisor.estimateMemory(body, signal))
       },
@@ -94,6 +96,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({params}) {
         return json(supervisor.progress(params.model_uid))
       },
@@ -105,6 +108,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({mayListModels, params}) {
         await supervisor.cancel(params.model_uid, {listRunning: mayListModels})
         return json(null)
@@ -117,6 +121,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {query: {model_name: 'tiny-random-llm'}},
       async handler({query}) {
         const modelName = typeof query.model_name === 'string' && query.model_name ? query.model_name : undefined
         return json({list: await supervisor.cachedModels(modelName)})
@@ -130,6 +135,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {query: {model_version: 'tiny-random-llm--0_0001B--ggufv2--f32'}},
       async handler({query}) {
         const version = query.model_version as string
         const entries = (await supervisor.cachedModels()).filter((entry) => entry.model_version === version)
@@ -145,6 +151,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {query: {model_version: 'tiny-random-llm--0_0001B--ggufv2--f32'}},
       async handler({query}) {
         return json({...(await supervisor.removeCachedModel(query.model_version as string)), result: true})
       },
@@ -168,6 +175,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({params}) {
         return json(supervisor.describeModel(params.model_uid))
       },
@@ -179,6 +187,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({mayListModels, params}) {
         await supervisor.terminate(params.model_uid, {listRunning: mayListModels})
         return json(null)
@@ -191,6 +200,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_type: 'LLM'}, query: {detailed: false}},
       async handler({params, query}) {
         const detailed = flag(query, 'detailed', false)
         return json(
@@ -209,6 +219,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: registerSchema,
+      example: {body: {model: {context_length: 2048, model_ability: ['chat', 'generate'], model_lang: ['en'], model_name: 'my-tiny-llm', model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_0001', model_src: {generated: {model_file_name_template: 'my-tiny-llm-{quantization}.gguf', model_id: 'tiny-random-llama', quantizations: ['f32']}}}], version: 2}, persist: false}, params: {model_type: 'LLM'}},
       async handler({body, params}) {
         await registry.register(params.model_type, familyOf(body.model), body.persist)
         return json(null)
@@ -221,6 +232,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'tiny-random-llm', model_type: 'LLM'}},
       async handler({params}) {
         const entry = registry.get(params.model_type, params.model_name)
         return json({...entry.family, is_builtin: entry.builtin})
@@ -233,6 +245,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'my-tiny-llm', model_type: 'LLM'}},
       async handler({params}) {
         await registry.unregister(params.model_type, params.model_name)
         return json(null)
@@ -245,6 +258,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'tiny-random-llm'}},
       async handler({params}) {
         return json(await supervisor.engines(params.model_name))
       },
@@ -299,6 +313,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     {
       acceptsForm: true,
       body: tokenSchema,
+      example: {body: {password: 'change-me', username: 'admin'}},
       async handler({body, log}) {
         if (!access) throw new ServiceError(400, 'auth_disabled', 'access control is off on this service, so there is nothing to log in to; every call works without credentials.')
         try {

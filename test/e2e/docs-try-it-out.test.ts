@@ -1,0 +1,169 @@
+/**
+ * /docs "Try it out" with the examples /openapi.json gives, on a real `service-local` running the catalogue's
+ * tiny-random models: every operation carries an example for its body and each of its parameters (so a new route
+ * without one fails here), each example is sent as swagger-ui sends it (the example body as it is, the example
+ * parameters in the path and the query) and succeeds, and in a real Chromium "Try it out" then "Execute" on the chat
+ * route answers 200.
+ */
+import {expect} from 'chai'
+
+import {openBrowser} from '../helpers/browser.js'
+import {solidPng} from '../helpers/media.js'
+import {callApi, type RunningService, startService} from '../helpers/service.js'
+
+interface Parameter {
+  name: string
+  in: 'path' | 'query'
+  example?: unknown
+}
+
+interface MediaType {
+  example?: unknown
+  schema: {properties?: Record<string, {format?: string}>; required?: string[]}
+}
+
+interface Operation {
+  operationId: string
+  parameters?: Parameter[]
+  requestBody?: {content: Record<string, MediaType>}
+  tags: string[]
+  'x-plugin': string
+}
+
+type Operations = Array<{key: string; method: string; path: string; operation: Operation}>
+
+/** The launch route's example launches tiny-random-llm, which the other examples name; these are launched beside it. */
+const ALSO_LAUNCHED = ['tiny-random-embedding', 'tiny-random-rerank']
+/**
+ * Model types whose tiny models need a Python environment or a compiled program (whisper.cpp, piper, diffusers, an ONNX
+ * graph the test writes), minutes of work on the two shared cores this suite runs on; their models' routes are run
+ * for real by the test each names. Here their examples must pass every check of the route and reach the lookup of
+ * the model they name, which answers 404 as it is not running.
+ */
+const TYPES_NOT_LAUNCHED: Record<string, string> = {
+  '@service-toolkit/plugin-model-audio': 'test/e2e/audio.test.ts, test/e2e/audio-piper.test.ts',
+  '@service-toolkit/plugin-model-flexible': 'test/e2e/flexible-onnx.test.ts',
+  '@service-toolkit/plugin-model-image': 'test/e2e/images.test.ts',
+  '@service-toolkit/plugin-model-video': 'test/e2e/videos.test.ts',
+}
+/** Routes whose success needs a state that no example can name; their example must be answered with the refusal given, not a 400 about a field. */
+const NEEDS_STATE: Record<string, {status: number; why: string}> = {
+  'DELETE /v1/virtualenvs/{name}': {status: 404, why: 'only an environment a launch made can be removed (python-environments.test.ts)'},
+  'GET /v1/images/files/{id}': {status: 404, why: 'the id is one a generation with response_format url answers'},
+  'GET /v1/video/files/{id}': {status: 404, why: 'the id is one a generation with response_format url answers'},
+  'POST /token': {status: 400, why: 'access control is off, so there is nothing to log in to (docs-page.test.ts logs in with it on)'},
+  'POST /v1/models/{model_uid}/cancel': {status: 409, why: 'only a launch in progress can be cancelled, and the example model is running'},
+}
+/**
+ * The order the examples run in: the launch first (it starts the model the others name), then the rest as the document
+ * lists them, then the deletions, the model's termination before the removal of its cached files, which is refused
+ * while it runs.
+ */
+const FIRST = 'POST /v1/models'
+const LAST = ['DELETE /v1/models/{model_uid}', 'DELETE /v1/cache/models', 'DELETE /v1/model_registrations/{model_type}/{model_name}']
+const PICTURE = solidPng(64, 64, [200, 40, 40])
+
+function operationsOf(document: {paths: Record<string, Record<string, Operation>>}): Operations {
+  const all = Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({key: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), operation, path})),
+  )
+  const rank = ({key}: {key: string}) => (key === FIRST ? -1 : LAST.includes(key) ? LAST.indexOf(key) + 1 : 0)
+  return all.sort((a, b) => rank(a) - rank(b))
+}
+
+/**
+ * The request swagger-ui's "Try it out" makes of an operation: its example parameters in the path and the query, and
+ * its example body as JSON, or as form fields (text as it is, anything else as JSON) with a picture for each file
+ * field the route requires (else its first one) for a multipart route.
+ */
+async function tryOut(service: RunningService, {method, operation, path}: Operations[number]): Promise<{status: number; body: unknown}> {
+  const parameters = operation.parameters ?? []
+  let url = path
+  for (const {example, name} of parameters.filter((p) => p.in === 'path')) url = url.replace(`{${name}}`, encodeURIComponent(String(example)))
+  const query = new URLSearchParams(parameters.filter((p) => p.in === 'query').map(({example, name}) => [name, String(example)]))
+  if (query.size > 0) url += `?${query}`
+  const [[type, media] = []] = Object.entries(operation.requestBody?.content ?? {})
+  let body: BodyInit | undefined
+  const headers: Record<string, string> = {accept: 'application/json'}
+  if (type === 'multipart/form-data') {
+    const form = new FormData()
+    for (const [name, value] of Object.entries((media.example ?? {}) as Record<string, unknown>)) form.append(name, typeof value === 'string' ? value : JSON.stringify(value))
+    const files = Object.entries(media.schema.properties ?? {}).filter(([, {format}]) => format === 'binary').map(([name]) => name)
+    const required = files.filter((name) => media.schema.required?.includes(name))
+    for (const name of required.length > 0 ? required : files.slice(0, 1)) form.append(name, new Blob([PICTURE], {type: 'image/png'}), `${name}.png`)
+    body = form
+  } else if (type) {
+    body = JSON.stringify(media.example)
+    headers['content-type'] = type
+  }
+
+  const response = await fetch(`${service.url}${url}`, {body, headers, method})
+  const text = await response.text()
+  let parsed: unknown = text
+  try {
+    parsed = JSON.parse(text)
+  } catch {}
+
+  return {body: parsed, status: response.status}
+}
+
+describe('/docs "Try it out": every operation\'s example succeeds on a service with the tiny-random models', function () {
+  this.timeout(300_000)
+  let service: RunningService
+  let operations: Operations
+
+  before(async () => {
+    service = await startService()
+    operations = operationsOf((await callApi(service, 'GET', '/openapi.json')).body)
+  })
+
+  after(async () => service?.stop())
+
+  it('gives every operation an example of its body and of each of its parameters', () => {
+    const missing = operations.flatMap(({key, operation}) => [
+      ...(operation.parameters ?? []).filter(({example}) => example === undefined).map(({name}) => `${key}: parameter ${name}`),
+      ...Object.entries(operation.requestBody?.content ?? {})
+        .filter(([, {example}]) => example === undefined)
+        .map(([type]) => `${key}: ${type} body`),
+    ])
+    expect(missing, 'operations without an example (RouteDefinition.example)').to.deep.equal([])
+  })
+
+  it('sends each example as "Try it out" would: 2xx, or the refusal its route needs a state for, never a 400 about a field', async () => {
+    for (const name of [FIRST, ...ALSO_LAUNCHED]) {
+      const answer = name === FIRST ? await tryOut(service, operations[0]) : await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name})
+      expect(answer.status, `launching ${name}: ${JSON.stringify(answer.body)}`).to.equal(200)
+    }
+
+    for (const entry of operations.slice(1)) {
+      const answer = await tryOut(service, entry)
+      const seen = `${entry.key}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 400)}`
+      const needs = NEEDS_STATE[entry.key]
+      if (needs) expect(answer.status, `${seen} (${needs.why})`).to.equal(needs.status)
+      else if (TYPES_NOT_LAUNCHED[entry.operation['x-plugin']]) expect(answer.status, `${seen} (the model is not running)`).to.equal(404)
+      else expect(answer.status, seen).to.be.within(200, 299)
+    }
+  })
+
+  it('"Try it out" then "Execute" on the chat route in Chromium answers 200 with its example', async function () {
+    const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: 'tiny-random-llm'})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    const browser = await openBrowser(service.url)
+    try {
+      const {page} = browser
+      await page.goto(`${service.url}/docs`)
+      const operation = page.locator('#operations-LLM-postV1ChatCompletions')
+      await operation.locator('.opblock-summary-control').click()
+      await operation.locator('.try-out__btn').click()
+      await operation.locator('.execute').click()
+      const status = operation.locator('.live-responses-table .response .response-col_status')
+      await status.waitFor()
+      const shown = await operation.locator('.live-responses-table .response-col_description .microlight').first().innerText()
+      expect((await status.innerText()).trim(), shown).to.equal('200')
+      expect(JSON.parse(shown)).to.have.nested.property('choices[0].message.role', 'assistant')
+      browser.check()
+    } finally {
+      await browser.close()
+    }
+  })
+})
