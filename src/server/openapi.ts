@@ -73,15 +73,18 @@ function parameters(definition: RouteDefinition) {
 }
 
 /**
- * The example body goes on the media type, where swagger-ui takes a JSON body from; swagger-ui fills a form's fields from
- * each property's own `example` instead, so a multipart route's text fields carry theirs too.
+ * The example body goes on the media type, where swagger-ui takes a JSON body from. swagger-ui fills a form's fields from
+ * each property's own `example` instead, else from a value it makes up ("string", the first of an enum) and sends them
+ * all: a multipart route's text fields carry the example's value, or '' for a field the example leaves out, which the
+ * route takes as not given (multipart.ts).
  */
 function requestBody(definition: RouteDefinition) {
   const example = definition.example?.body
   if (definition.multipart) {
     const schema = multipartSchema(definition) as {properties: Record<string, JsonSchema>}
-    const fields = Object.entries((example ?? {}) as Record<string, unknown>)
-    for (const [name, value] of fields) schema.properties[name] = {...schema.properties[name], example: value}
+    const values = (example ?? {}) as Record<string, unknown>
+    const textFields = Object.keys((definition.body?.json.properties ?? {}) as JsonSchema)
+    for (const name of textFields) schema.properties[name] = {...schema.properties[name], example: values[name] ?? ''}
     return {content: {'multipart/form-data': {example, schema}}, required: true}
   }
 

@@ -118,7 +118,7 @@ describe('multipart routes', () => {
     const {content} = document.paths['/v1/audio/transcriptions'].post.requestBody
     expect(Object.keys(content)).to.deep.equal(['multipart/form-data'])
     expect(content['multipart/form-data'].schema).to.deep.include({required: ['model', 'file'], type: 'object'})
-    expect(content['multipart/form-data'].schema.properties).to.deep.include({file: {format: 'binary', type: 'string'}, model: {type: 'string'}})
+    expect(content['multipart/form-data'].schema.properties).to.deep.include({file: {format: 'binary', type: 'string'}, model: {example: '', type: 'string'}})
     expect(await (await fetch(`${server.url}/docs`)).text()).to.contain('request body (multipart/form-data)')
   })
 
@@ -167,6 +167,18 @@ describe('multipart routes', () => {
     const broken = await post('/v1/audio/transcriptions', '--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nabc', {'content-type': 'multipart/form-data; boundary=b'})
     expect(broken.status).to.equal(400)
     expect((await broken.json()).error.message).to.match(/^the request body is not valid multipart\/form-data: /)
+    expect(await leftovers()).to.deep.equal([])
+  })
+
+  it("takes a field sent empty as not given, as a form sends those left blank (/docs' Try it out)", async () => {
+    const form = new FormData()
+    form.append('model', 'whisper-test')
+    form.append('language', '')
+    form.append('prompt_audio', '')
+    form.append('file', new Blob(['abc']), 'a.wav')
+    const response = await post('/v1/audio/transcriptions', form)
+    expect(response.status, await response.clone().text()).to.equal(200)
+    expect(seen!.body).to.deep.equal({model: 'whisper-test'})
     expect(await leftovers()).to.deep.equal([])
   })
 
