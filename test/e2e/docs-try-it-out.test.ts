@@ -40,7 +40,8 @@ const ALSO_LAUNCHED = ['tiny-random-embedding', 'tiny-random-rerank']
  * Model types whose tiny models need a Python environment or a compiled program (whisper.cpp, piper, diffusers, an ONNX
  * graph the test writes), minutes of work on the two shared cores this suite runs on; their models' routes are run
  * for real by the test each names. Here their examples must pass every check of the route and reach the lookup of
- * the model they name, which answers 404 as it is not running.
+ * the model they name, which answers 404 as it is not running. (Animating a picture, from one or two frames, has no
+ * tiny model: those two examples name the smallest catalogue models that do it.)
  */
 const TYPES_NOT_LAUNCHED: Record<string, string> = {
   '@service-toolkit/plugin-model-audio': 'test/e2e/audio.test.ts, test/e2e/audio-piper.test.ts',

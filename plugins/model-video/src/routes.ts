@@ -69,7 +69,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   return [
     {
       body: s.object({...videoFields(api, false), prompt: s.string({description: 'What the video shows.', minLength: 1})}, {title: 'TextToVideoRequest'}) as never,
-      example: {body: {model: 'tiny-random-video', num_frames: 2, prompt: 'A boat on a lake', size: '64x64', steps: 2}},
+      example: {body: {model: 'tiny-random-video', num_frames: 5, prompt: 'A boat on a lake', size: '64x64', steps: 2}},
       handler: (request: RouteRequest<Fields>) => generate(request, 'text2video'),
       method: 'POST',
       path: '/v1/video/generations',
@@ -79,7 +79,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'ImageToVideoRequest'}) as never,
-      example: {body: {model: 'tiny-random-video', num_frames: 2, steps: 2}},
+      example: {body: {model: 'Wan2.2-ti2v-5B', num_frames: 5, prompt: 'The boat sails away', steps: 2}},
       handler: async (request: RouteRequest<Fields>) => generate(request, 'image2video', {image: await picture(request, 'image')}),
       method: 'POST',
       multipart: {files: {image: {description: 'The picture to animate (PNG, JPEG or WebP).', required: true}}, maxFileBytes: MAX_FILE_BYTES},
@@ -90,7 +90,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'FirstLastFrameToVideoRequest'}) as never,
-      example: {body: {model: 'tiny-random-video', num_frames: 2, steps: 2}},
+      example: {body: {model: 'Wan2.1-flf2v-14B-720p', num_frames: 5, prompt: 'Day turns to night', steps: 2}},
       async handler(request: RouteRequest<Fields>) {
         const first = await picture(request, 'first_frame')
         const last = await picture(request, 'last_frame')
