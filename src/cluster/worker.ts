@@ -6,7 +6,7 @@
 import {availableParallelism, freemem, totalmem} from 'node:os'
 import {basename, join} from 'node:path'
 
-import type {EngineDefinition, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
+import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
 import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {PythonEnvironment, PythonEnvRequest, VirtualEnvSettings} from '../kernel/virtualenv.js'
@@ -78,6 +78,19 @@ export interface LocalWorkerOptions {
 /** CPU and memory of this machine, and its GPUs as found when the worker started (devices.ts). */
 export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
   return {cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
+}
+
+/**
+ * A registration's `dimensions` is what clients are told the vectors are (GET /v1/models, servicectl registrations):
+ * one that the loaded file contradicts would have them size their vector index wrongly, so the launch is refused.
+ */
+function refuseContradictedDimensions({family}: Pick<LoadRequest, 'family'>, info: LoadedModelInfo): void {
+  const declared = family.dimensions
+  if (typeof declared !== 'number' || typeof info.dimensions !== 'number' || declared === info.dimensions) return
+  throw badRequest(
+    `${family.model_name} is registered with dimensions ${declared}, but its file makes ${info.dimensions}-dimensional embeddings; register it again with dimensions: ${info.dimensions}.`,
+    'dimensions',
+  )
 }
 
 export class LocalWorker implements WorkerApi {
@@ -181,6 +194,7 @@ export class LocalWorker implements WorkerApi {
       const loading = (fraction: number) => onProgress?.({fraction, stage: 'loading'})
       const request = {...load, modelPath, parameters}
       await (instance instanceof ExternalProgram ? instance.load(request, signal, loading) : instance.load(engine.hostModule!, request, signal, loading))
+      refuseContradictedDimensions(load, instance.info)
     } catch (error) {
       this.forget(load.modelUid, holder)
       await instance.dispose(1000)

@@ -305,6 +305,7 @@ export class MediaStore {
 /** `produces`: the media types the store's files may have, for /openapi.json. */
 export function mediaFileRoute(store: MediaStore, path: string, tag: string, produces: string[]): RouteDefinition {
   return {
+    example: {params: {id: `00000000-0000-4000-8000-000000000000.${produces[0].split('/')[1]}`}},
     async handler({params}) {
       const item = store.get(params.id)
       if (!item) throw notFound(`no file ${params.id}: files are kept for a while after they are made, then removed; generate it again.`)

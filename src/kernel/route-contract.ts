@@ -79,6 +79,16 @@ export interface QueryParameter {
   required?: boolean
 }
 
+/**
+ * A request of a route that succeeds on a service running the catalogue's tiny-random models: what /docs "Try it out"
+ * fills in and sends. `body` is the JSON body (a multipart route's text fields; its files are the caller's to pick).
+ */
+export interface RouteExample {
+  body?: unknown
+  params?: Record<string, string>
+  query?: Record<string, boolean | number | string>
+}
+
 export interface RouteDefinition<Body = unknown> {
   method: 'DELETE' | 'GET' | 'POST' | 'PUT'
   /** Koa-router path, e.g. `/v1/chat/completions`. */
@@ -95,6 +105,8 @@ export interface RouteDefinition<Body = unknown> {
   produces?: string | string[]
   /** JSON Schema of each server-sent event's data, for a route that streams (`text/event-stream`) when its request asks to. */
   events?: JsonSchema
+  /** Required of a route that takes a body or parameters: without it, swagger-ui makes up a request from the schema that fails. */
+  example?: RouteExample
   /** The query parameters it reads, by name, for /openapi.json and the clients made from it. */
   query?: Record<string, QueryParameter>
   /**

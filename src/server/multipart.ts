@@ -181,6 +181,9 @@ export function parseMultipart(route: RouteDefinition, uploadFolder?: string, ch
       if (over) await removeAll()
     }
 
+    // A form sends every field it shows, one left empty as '' (an HTML form, /docs "Try it out"): a field not given.
+    const fields = ctx.request.body as Record<string, unknown> | undefined
+    if (fields) ctx.request.body = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== '')) as typeof ctx.request.body
     try {
       ;(ctx.state as {files?: UploadedFiles}).files = checkFiles(route, (ctx.request as {files?: Record<string, FormidableFile | FormidableFile[]>}).files ?? {})
       await next()

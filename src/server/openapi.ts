@@ -60,16 +60,38 @@ function security(definition: RouteDefinition) {
 }
 
 function parameters(definition: RouteDefinition) {
-  const inPath = [...definition.path.matchAll(/:(\w+)/g)].map(([, name]) => ({description: PATH_PARAMETERS[name], in: 'path', name, required: true, schema: {type: 'string'}}))
-  const inQuery = Object.entries(definition.query ?? {}).map(([name, {description, required, schema}]) => ({description, in: 'query', name, required: required === true, schema}))
+  const {params, query} = definition.example ?? {}
+  const inPath = [...definition.path.matchAll(/:(\w+)/g)].map(([, name]) => ({
+    description: PATH_PARAMETERS[name],
+    example: params?.[name],
+    in: 'path',
+    name,
+    required: true,
+    schema: {type: 'string'},
+  }))
+  const inQuery = Object.entries(definition.query ?? {}).map(([name, {description, required, schema}]) => ({description, example: query?.[name], in: 'query', name, required: required === true, schema}))
   const all = [...inPath, ...inQuery]
   return all.length > 0 ? all : undefined
 }
 
+/**
+ * The example body goes on the media type, where swagger-ui takes a JSON body from. swagger-ui fills a form's fields from
+ * each property's own `example` instead, else from a value it makes up ("string", the first of an enum) and sends them
+ * all: a multipart route's text fields carry the example's value, or '' for a field the example leaves out, which the
+ * route takes as not given (multipart.ts).
+ */
 function requestBody(definition: RouteDefinition) {
-  if (definition.multipart) return {content: {'multipart/form-data': {schema: multipartSchema(definition)}}, required: true}
+  const example = definition.example?.body
+  if (definition.multipart) {
+    const schema = multipartSchema(definition) as {properties: Record<string, JsonSchema>}
+    const values = (example ?? {}) as Record<string, unknown>
+    const textFields = Object.keys((definition.body?.json.properties ?? {}) as JsonSchema)
+    for (const name of textFields) schema.properties[name] = {...schema.properties[name], example: values[name] ?? ''}
+    return {content: {'multipart/form-data': {example, schema}}, required: true}
+  }
+
   if (!definition.body) return undefined
-  return {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {schema: definition.body!.json}])), required: true}
+  return {content: Object.fromEntries(bodyTypes(definition).map((type) => [type, {example, schema: definition.body!.json}])), required: true}
 }
 
 function success(definition: RouteDefinition) {

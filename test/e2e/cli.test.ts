@@ -170,6 +170,8 @@ describe('servicectl (real processes)', function () {
     const typo = await servicectl(['lsit'])
     expect(typo.exitCode).to.equal(127)
     expect(typo.stderr).to.contain('lsit is not a servicectl command')
+    // Not on a terminal there is no one to ask, so the suggestion is printed.
+    expect(typo.stderr).to.contain('Did you mean list?')
   })
 
   it('shows the usage line of service-local, service-supervisor and service-worker as they are typed', async () => {

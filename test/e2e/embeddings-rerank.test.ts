@@ -221,6 +221,16 @@ describe('embeddings and rerank (service-local, openai client)', function () {
       expect((await callApi(service, 'GET', '/v1/models/not-a-reranker')).status).to.equal(404)
     })
 
+    it('refuses to launch an embedding model whose registered dimensions its file contradicts, naming both', async () => {
+      const {family} = await writeTinyRetrievalModel(await temporaryDirectory(), 'embedding', 'wrong-dimensions')
+      expect((await callApi(service, 'POST', '/v1/model_registrations/embedding', {model: {...family, dimensions: 384}, persist: false})).status).to.equal(200)
+      const launched = await callApi(service, 'POST', '/v1/models', {model_name: 'wrong-dimensions', n_threads: 1})
+      expect(launched.status, JSON.stringify(launched.body)).to.equal(400)
+      expect(launched.body.error).to.include({param: 'dimensions'})
+      expect(launched.body.error.message).to.contain('dimensions 384').and.to.contain('64-dimensional')
+      expect((await callApi(service, 'GET', '/v1/models/wrong-dimensions')).status).to.equal(404)
+    })
+
     it('shows the type-specific columns in servicectl list and registrations', async () => {
       const env = {env: {SERVICE_ENDPOINT: service.url}}
       const listed = (await servicectl(['list'], env)).stdout

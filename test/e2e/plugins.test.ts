@@ -1,14 +1,15 @@
 /**
  * User plugins as a person installs them: `servicectl plugins link` (a real CLI process) into a temporary
- * SERVICE_HOME, then a real `service-local` that loads them. The fixtures are plain-JavaScript oclif plugins:
+ * SERVICE_HOME, then a real `service-local` that loads them; `servicectl plugins install` of a packed plugin by its path. The fixtures are plain-JavaScript oclif plugins:
  * engine-echo contributes an engine and a route; broken throws from its register hook.
  */
 import {expect} from 'chai'
+import {execa} from 'execa'
 import {rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {ROOT, callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {ROOT, SERVICECTL, callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const FIXTURES = join(ROOT, 'test/fixtures/plugins')
 
@@ -35,6 +36,44 @@ describe('user plugins (servicectl plugins link + service-local)', function () {
 
   after(async () => {
     await rm(home, {force: true, recursive: true})
+  })
+
+  describe('installed from disk, and linked without a lockfile', () => {
+    let elsewhere: string
+
+    before(async () => {
+      elsewhere = await temporaryDirectory('service-plugins-elsewhere-')
+      await execa('npm', ['pack', '--pack-destination', elsewhere], {cwd: join(FIXTURES, 'engine-echo')})
+    })
+
+    after(async () => {
+      await rm(elsewhere, {force: true, recursive: true})
+    })
+
+    it('`plugins install` and `plugins add` take a relative, absolute or file: path to a package file, not a GitHub repository', async () => {
+      for (const [command, path] of [
+        ['install', './engine-echo-0.0.1.tgz'],
+        ['add', join(elsewhere, 'engine-echo-0.0.1.tgz')],
+        ['install', 'file:engine-echo-0.0.1.tgz'],
+      ]) {
+        const pluginHome = await temporaryDirectory('service-plugins-install-')
+        const env = {SERVICE_HOME: pluginHome}
+        const installed = await execa('node', [SERVICECTL, 'plugins', command, path], {cwd: elsewhere, env, reject: false})
+        expect(installed.exitCode, `${command} ${path}: ${installed.stderr}`).to.equal(0)
+        expect(installed.stderr).not.to.contain('github.com')
+        expect((await servicectl(['plugins'], {env})).stdout).to.match(/^engine-echo 0\.0\.1$/m)
+        await rm(pluginHome, {force: true, recursive: true})
+      }
+    })
+
+    it('`plugins link` of a plugin folder with no lockfile links it with no warning about one', async () => {
+      const linkHome = await temporaryDirectory('service-plugins-link-')
+      const linked = await servicectl(['plugins', 'link', join(FIXTURES, 'engine-echo')], {env: {SERVICE_HOME: linkHome}})
+      expect(linked.exitCode, linked.stderr).to.equal(0)
+      expect(linked.stderr).not.to.contain('lockfile')
+      expect((await servicectl(['plugins'], {env: {SERVICE_HOME: linkHome}})).stdout).to.match(/^engine-echo 0\.0\.1 \(link\) /m)
+      await rm(linkHome, {force: true, recursive: true})
+    })
   })
 
   describe('a plugin that contributes an engine and a route', () => {

@@ -77,12 +77,13 @@ describe('README examples', () => {
     await writeRandomBertGguf(reranker, {kind: 'reranker'})
     const retrieval = (await readmeBlock('embeddings-rerank'))
       .replace('/path/to/bge-small-en-v1.5-q8_0.gguf', embedder)
+      // The generated embedding model has 64 dimensions where bge-small has 384, and a launch refuses a registration its file contradicts.
+      .replace('"dimensions": 384', '"dimensions": 64')
       .replace('/path/to/bge-reranker-v2-m3-Q4_0.gguf', reranker)
       .replaceAll('http://127.0.0.1:9997', service.url)
     const embedded = await execa('bash', ['-euo', 'pipefail', '-c', retrieval], {cwd: directory, env, reject: false})
     expect(embedded.exitCode, embedded.stderr).to.equal(0)
     expect(embedded.stdout).to.match(/my-embedder\s+embedding\s+my-embedder\s+llama.cpp\s+q8_0\s+64\s+127\s+ready/)
-    // The generated embedding model has 64 dimensions where bge-small has 384.
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
   })
 

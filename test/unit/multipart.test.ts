@@ -127,7 +127,7 @@ describe('multipart routes', () => {
     const {content} = document.paths['/v1/audio/transcriptions'].post.requestBody
     expect(Object.keys(content)).to.deep.equal(['multipart/form-data'])
     expect(content['multipart/form-data'].schema).to.deep.include({required: ['model', 'file'], type: 'object'})
-    expect(content['multipart/form-data'].schema.properties).to.deep.include({file: {format: 'binary', type: 'string'}, model: {type: 'string'}})
+    expect(content['multipart/form-data'].schema.properties).to.deep.include({file: {format: 'binary', type: 'string'}, model: {example: '', type: 'string'}})
     expect(await (await fetch(`${server.url}/docs`)).text()).to.contain('request body (multipart/form-data)')
   })
 
@@ -190,6 +190,17 @@ describe('multipart routes', () => {
     expect(response.status, await response.clone().text()).to.equal(200)
     expect(seen!.body).to.deep.equal({model: 'whisper-test'})
     expect(seen!.files.map(({content, field}) => ({content, field}))).to.deep.equal([{content: 'RIFF', field: 'file'}])
+  })
+
+  it("takes a field sent empty as not given, as a form sends those left blank (/docs' Try it out)", async () => {
+    const form = new FormData()
+    form.append('model', 'whisper-test')
+    form.append('language', '')
+    form.append('prompt_audio', '')
+    form.append('file', new Blob(['abc']), 'a.wav')
+    const response = await post('/v1/audio/transcriptions', form)
+    expect(response.status, await response.clone().text()).to.equal(200)
+    expect(seen!.body).to.deep.equal({model: 'whisper-test'})
     expect(await leftovers()).to.deep.equal([])
   })
 

@@ -20,13 +20,22 @@ describe('openApiDocument', () => {
     [
       route({method: 'GET', path: '/health', permission: 'public', response: {type: 'object'}}),
       route({
+        example: {params: {thing_id: 'thing-1'}, query: {detailed: true}},
         method: 'GET',
         path: '/v1/things/:thing_id/parts',
         permission: 'models:list',
         query: {detailed: {description: 'More.', schema: {type: 'boolean'}}, part: {description: 'One part.', required: true, schema: {type: 'string'}}},
         tag: 'things',
       }),
-      route({body: s.object({model: s.string()}), events: s.object({text: s.string()}).json, method: 'POST', path: '/v1/things', permission: 'models:read', response: {type: 'object'}}),
+      route({
+        body: s.object({model: s.string()}),
+        events: s.object({text: s.string()}).json,
+        example: {body: {model: 'tiny-random-llm'}},
+        method: 'POST',
+        path: '/v1/things',
+        permission: 'models:read',
+        response: {type: 'object'},
+      }),
       route({method: 'POST', path: '/v1/cluster/things', permission: 'cluster'}),
       route({errorStyle: 'anthropic', method: 'GET', path: '/anthropic/v1/things', permission: 'models:list'}),
       route({method: 'GET', path: '/metrics', permission: 'metrics:read', produces: 'text/plain', response: {type: 'string'}}),
@@ -45,11 +54,15 @@ describe('openApiDocument', () => {
 
   it('lists path parameters as required and the declared query parameters with theirs', () => {
     expect(operation('/v1/things/{thing_id}/parts', 'get').parameters).to.deep.equal([
-      {description: undefined, in: 'path', name: 'thing_id', required: true, schema: {type: 'string'}},
-      {description: 'More.', in: 'query', name: 'detailed', required: false, schema: {type: 'boolean'}},
-      {description: 'One part.', in: 'query', name: 'part', required: true, schema: {type: 'string'}},
+      {description: undefined, example: 'thing-1', in: 'path', name: 'thing_id', required: true, schema: {type: 'string'}},
+      {description: 'More.', example: true, in: 'query', name: 'detailed', required: false, schema: {type: 'boolean'}},
+      {description: 'One part.', example: undefined, in: 'query', name: 'part', required: true, schema: {type: 'string'}},
     ])
     expect(operation('/health', 'get').parameters).to.equal(undefined)
+  })
+
+  it("gives the route's example body as its media type's example, what /docs' Try it out sends", () => {
+    expect(operation('/v1/things', 'post').requestBody.content['application/json']).to.deep.include({example: {model: 'tiny-random-llm'}})
   })
 
   it('answers JSON, the declared media type, or with events also a text/event-stream whose x-itemSchema is theirs', () => {

@@ -62,6 +62,7 @@ async function* pcmOf(events: AsyncIterator<SpeechEvent>): AsyncGenerator<Buffer
 export function speechRoute(api: KernelApi, {ffmpeg}: {ffmpeg?: string} = {}): RouteDefinition<SpeechRequest> {
   return {
     body: speechSchema(api),
+    example: {body: {input: 'Hello there.', model: 'tiny-random-piper', response_format: 'wav', voice: 'alloy'}},
     async handler({body, models, signal}) {
       const model = models.get<AudioOperations>(body.model)
       api.requireAbility(model, 'text2audio', 'speak text')

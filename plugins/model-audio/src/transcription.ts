@@ -47,6 +47,7 @@ const maxSeconds = () => {
 function transcriptionRoute(api: KernelApi, translation: boolean): RouteDefinition<TranscriptionRequest> {
   return {
     body: transcriptionSchema(api, translation) as never,
+    example: {body: {model: 'tiny-random-whisper', response_format: 'json'}},
     async handler({body, files, models, signal}) {
       const model = models.get<AudioOperations>(body.model)
       api.requireAbility(model, 'audio2text', translation ? 'translate speech' : 'transcribe speech')

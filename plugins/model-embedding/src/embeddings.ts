@@ -58,6 +58,7 @@ const base64Of = (vector: number[]) => Buffer.from(Float32Array.from(vector).buf
 export function embeddingsRoute(api: KernelApi): RouteDefinition<EmbeddingRequest> {
   return {
     body: embeddingSchema(api.schema),
+    example: {body: {input: ['The cat sat on the mat.', 'A dog barked.'], model: 'tiny-random-embedding'}},
     async handler({body, models, signal}) {
       const model = models.get<EmbeddingOperations>(body.model)
       api.requireAbility(model, 'embed', 'create embeddings')

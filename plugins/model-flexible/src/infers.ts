@@ -24,6 +24,7 @@ type InferRequest = {args?: unknown[] | null; model: string} & Record<string, un
 export function infersRoute(api: KernelApi): RouteDefinition<InferRequest> {
   return {
     body: infersSchema(api.schema),
+    example: {body: {bias: [0.25, -0.5], model: 'my-linear', x: [[1, -1, 2]]}},
     async handler({body, models, signal}) {
       const {args, model: uid, ...kwargs} = body
       const model = models.get<FlexibleOperations>(uid)

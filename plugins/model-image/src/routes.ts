@@ -122,6 +122,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const generations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, false), prompt}, {title: 'CreateImageRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', n: 1, prompt: 'A red apple on a table', size: '64x64', steps: 2}},
     async handler(request) {
       const {body} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'text2image', 'make images from text')
@@ -141,6 +142,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
       {title: 'CreateImageEditRequest'},
     ) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', prompt: 'Make it blue', steps: 2}},
     async handler(request) {
       const {body, files} = request
       // The model is checked before the uploads are read: a refused request costs no decoding.
@@ -165,6 +167,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const variations: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt: s.optional(s.nullable(s.string({description: 'What the variations should show (optional).'})))}, {title: 'CreateImageVariationRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', steps: 2}},
     async handler(request) {
       const {body, files} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'image2image', 'make variations of images')
@@ -184,6 +187,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   const inpainting: RouteDefinition<Fields> = {
     body: s.object({...generationFields(api, true), prompt}, {title: 'ImageInpaintingRequest'}) as never,
     events: STREAM_EVENT,
+    example: {body: {model: 'tiny-random-image', prompt: 'A blue sky', steps: 2}},
     async handler(request) {
       const {body, files} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model as string | undefined, 'inpainting', 'repaint masked parts of images')
@@ -211,6 +215,7 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   )
   const ocr: RouteDefinition<{model: string; kwargs?: unknown}> = {
     body: ocrBody as never,
+    example: {body: {model: 'tiny-random-ocr'}},
     async handler(request) {
       const {body, files, signal} = request
       const model = imageModel(api, request as RouteRequest<unknown>, body.model, 'ocr', 'read text from images')

@@ -220,6 +220,7 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
     body: messagesSchema(api.schema),
     errorStyle: 'anthropic',
     events: shapes.events.json,
+    example: {body: {max_tokens: 16, messages: [{content: 'Hello!', role: 'user'}], model: 'tiny-random-llm'}},
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
@@ -314,6 +315,7 @@ function countTokensRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Conve
   return {
     body: countSchema(api.schema),
     errorStyle: 'anthropic',
+    example: {body: {messages: [{content: 'Hello!', role: 'user'}], model: 'tiny-random-llm'}},
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', 'chat, so it cannot count the tokens of a conversation')
@@ -365,6 +367,7 @@ function modelRoutes(api: KernelApi, shapes: Shapes): RouteDefinition[] {
     },
     {
       errorStyle: 'anthropic',
+      example: {params: {model_id: 'tiny-random-llm'}},
       async handler({models, params}) {
         const model = models.get(params.model_id)
         api.requireAbility(model, 'chat', 'chat, so the Anthropic API does not serve it')

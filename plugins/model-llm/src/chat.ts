@@ -225,6 +225,7 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
   return {
     body: chatSchema(api.schema),
     events: chatChunk.json,
+    example: {body: {max_tokens: 16, messages: [{content: 'Hello!', role: 'user'}], model: 'tiny-random-llm'}},
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')

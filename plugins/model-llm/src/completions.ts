@@ -78,6 +78,7 @@ export function completionsRoute(api: KernelApi): RouteDefinition<CompletionRequ
   return {
     body: completionSchema(api.schema),
     events: completionChunk.json,
+    example: {body: {max_tokens: 16, model: 'tiny-random-llm', prompt: 'Once upon a time'}},
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'generate', 'complete text')

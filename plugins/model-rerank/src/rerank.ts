@@ -52,6 +52,7 @@ function rerankResponseSchema(s: KernelApi['schema']) {
 export function rerankRoute(api: KernelApi): RouteDefinition<RerankRequest> {
   return {
     body: rerankSchema(api.schema),
+    example: {body: {documents: ['Paris is the capital of France.', 'Cats sleep a lot.'], model: 'tiny-random-rerank', query: 'What is the capital of France?', top_n: 2}},
     async handler({body, models, signal}) {
       const model = models.get<RerankOperations>(body.model)
       api.requireAbility(model, 'rerank', 'rerank documents')

@@ -71,6 +71,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
   return [
     {
       body: s.object({...videoFields(api, false), prompt: s.string({description: 'What the video shows.', minLength: 1})}, {title: 'TextToVideoRequest'}) as never,
+      example: {body: {model: 'tiny-random-video', num_frames: 5, prompt: 'A boat on a lake', size: '64x64', steps: 2}},
       handler: (request: RouteRequest<Fields>) => generate(request, 'text2video'),
       method: 'POST',
       path: '/v1/video/generations',
@@ -80,6 +81,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'ImageToVideoRequest'}) as never,
+      example: {body: {model: 'Wan2.2-ti2v-5B', num_frames: 5, prompt: 'The boat sails away', steps: 2}},
       handler: (request: RouteRequest<Fields>) => generate(request, 'image2video', async () => ({image: await picture(request, 'image')})),
       method: 'POST',
       multipart: {files: {image: {description: 'The picture to animate (PNG, JPEG or WebP).', required: true}}, maxFileBytes: MAX_FILE_BYTES},
@@ -90,6 +92,7 @@ export function videoRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
     },
     {
       body: s.object(videoFields(api, true), {title: 'FirstLastFrameToVideoRequest'}) as never,
+      example: {body: {model: 'Wan2.1-flf2v-14B-720p', num_frames: 5, prompt: 'Day turns to night', steps: 2}},
       handler: (request: RouteRequest<Fields>) =>
         generate(request, 'firstlastframe2video', async () => {
           const first = await picture(request, 'first_frame')

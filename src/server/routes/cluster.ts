@@ -61,6 +61,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
   routes.push(
     {
       body: registrationSchema,
+      example: {body: {address: 'http://127.0.0.1:41000', instances: [], resources: {cpu_count: 8, gpus: [], memory_free_bytes: 8_000_000_000, memory_total_bytes: 16_000_000_000}, version: '0.1.0'}},
       async handler({body}) {
         return json(await cluster.registry.register(body))
       },
@@ -73,6 +74,7 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
     },
     {
       body: heartbeatSchema,
+      example: {body: {address: 'http://127.0.0.1:41000', instances: [], resources: {cpu_count: 8, gpus: [], memory_free_bytes: 8_000_000_000, memory_total_bytes: 16_000_000_000}}},
       async handler({body}) {
         cluster.registry.heartbeat(body.address, body.resources as WorkerResources, body.instances as unknown as InstanceSummary[])
         return json(null)

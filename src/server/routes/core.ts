@@ -56,6 +56,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
   const routes: Array<RouteDefinition<any>> = [
     {
       body: launchSchema,
+      example: {body: {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_type: 'LLM'}, query: {wait_ready: true}},
       async handler({authority, body, query, signal}) {
         return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
       },
@@ -71,6 +72,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: memoryEstimateSchema,
+      example: {body: {context_length: 2048, model_engine: 'llama.cpp', model_name: 'tiny-random-llm'}},
       async handler({authority, body, signal}) {
         return json(await supervisor.estimateMemory(body, {authority, signal}))
       },
@@ -82,6 +84,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({params}) {
         return json(supervisor.progress(params.model_uid))
       },
@@ -93,6 +96,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({mayListModels, params}) {
         await supervisor.cancel(params.model_uid, {listRunning: mayListModels})
         return json(null)
@@ -105,6 +109,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {query: {model_name: 'tiny-random-llm'}},
       async handler({query}) {
         const modelName = typeof query.model_name === 'string' && query.model_name ? query.model_name : undefined
         return json({list: await supervisor.cachedModels(modelName)})
@@ -118,6 +123,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {query: {model_version: 'tiny-random-llm--0_0001B--ggufv2--f32'}},
       async handler({query}) {
         const version = query.model_version as string
         const entries = (await supervisor.cachedModels()).filter((entry) => entry.model_version === version)
@@ -133,6 +139,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
+      example: {query: {model_version: 'tiny-random-llm--0_0001B--ggufv2--f32'}},
       async handler({query}) {
         return json({...(await supervisor.removeCachedModel(query.model_version as string)), result: true})
       },
@@ -156,6 +163,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({params}) {
         return json(supervisor.describeModel(params.model_uid))
       },
@@ -167,6 +175,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({mayListModels, params}) {
         await supervisor.terminate(params.model_uid, {listRunning: mayListModels})
         return json(null)
@@ -179,6 +188,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'models',
     },
     {
+      example: {params: {model_type: 'LLM'}, query: {detailed: false}},
       async handler({params, query}) {
         const detailed = flag(query, 'detailed', false)
         return json(
@@ -197,6 +207,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       body: registerSchema,
+      example: {body: {model: {context_length: 2048, model_ability: ['chat', 'generate'], model_lang: ['en'], model_name: 'my-tiny-llm', model_specs: [{model_format: 'ggufv2', model_size_in_billions: '0_0001', model_src: {generated: {model_file_name_template: 'my-tiny-llm-{quantization}.gguf', model_id: 'tiny-random-llama', quantizations: ['f32']}}}], version: 2}, persist: false}, params: {model_type: 'LLM'}},
       async handler({authority, body, params}) {
         await registry.register(params.model_type, familyOf(body.model), {authority, persist: body.persist})
         return json(null)
@@ -209,6 +220,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'tiny-random-llm', model_type: 'LLM'}},
       async handler({params}) {
         const entry = registry.get(params.model_type, params.model_name)
         return json({...entry.family, is_builtin: entry.builtin})
@@ -221,6 +233,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'my-tiny-llm', model_type: 'LLM'}},
       async handler({mayListModels, params}) {
         // A running model would lose the registration its relaunches and restores read; Xinference refuses the same.
         const running = supervisor.describeAll().filter((model) => model.model_type === params.model_type && model.model_name === params.model_name)
@@ -240,6 +253,7 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'registrations',
     },
     {
+      example: {params: {model_name: 'tiny-random-llm'}},
       async handler({params}) {
         return json(await supervisor.engines(params.model_name))
       },

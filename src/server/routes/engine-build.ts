@@ -32,6 +32,7 @@ export function engineBuildRoutes(builds: EngineBuilds | undefined, permission: 
   return [
     list,
     {
+      example: {params: {engine: 'llama.cpp'}},
       async handler({params}) {
         return {body: await builds.status(params.engine), kind: 'json', status: 200}
       },

@@ -14,6 +14,7 @@ const json = (body: unknown) => ({body, kind: 'json' as const, status: 200})
 export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
   return [
     {
+      example: {params: {model_uid: 'tiny-random-llm'}},
       async handler({params}) {
         return json(source.events(params.model_uid))
       },
@@ -25,6 +26,7 @@ export function eventRoutes(source: ModelEventSource): RouteDefinition[] {
       tag: 'models',
     },
     {
+      example: {query: {model_name: 'tiny-random-llm'}},
       async handler({query}) {
         return json(source.history(typeof query.model_name === 'string' && query.model_name ? query.model_name : undefined))
       },

@@ -16,6 +16,7 @@ export function virtualEnvironmentRoutes(service: VirtualEnvironmentService): Ro
       tag: 'virtualenvs',
     },
     {
+      example: {params: {name: 'transformers'}},
       async handler({params}) {
         return {body: {...(await service.removeVirtualEnvironment(params.name)), result: true}, kind: 'json'}
       },
