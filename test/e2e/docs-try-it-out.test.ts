@@ -62,6 +62,9 @@ const NEEDS_STATE: Record<string, {status: number; why: string}> = {
   'GET /v1/video/files/{id}': {status: 404, why: 'the id is one a generation with response_format url answers'},
   'POST /token': {status: 400, why: 'access control is off, so there is nothing to log in to (docs-page.test.ts logs in with it on)'},
   'POST /v1/models/{model_uid}/cancel': {status: 409, why: 'only a launch in progress can be cancelled, and the example model is running'},
+  'GET /v1/requests/{request_id}/progress': {status: 404, why: 'the id is one a request named with request_id (xinference-clients.test.ts)'},
+  'POST /v1/auth/logout': {status: 400, why: 'access control is off, so there is no token to revoke (login-security.test.ts)'},
+  'POST /v1/auth/users/{username}/revoke': {status: 400, why: 'access control is off, so there are no tokens to revoke (login-security.test.ts)'},
 }
 /**
  * The order the examples run in: the launch first (it starts the model the others name), then the rest as the document

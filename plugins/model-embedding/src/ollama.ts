@@ -65,6 +65,7 @@ export function ollamaEmbeddingRoutes(api: KernelApi): RouteDefinition[] {
       const {promptTokens, vectors} = await embed(api, models.get<EmbeddingOperations>(body.model), inputs, body.dimensions, signal)
       return {body: {embeddings: vectors, load_duration: 0, model: body.model, prompt_eval_count: promptTokens, total_duration: Number(process.hrtime.bigint() - startedAt)}, kind: 'json'}
     },
+    example: {body: {input: ['first text', 'second text'], model: 'tiny-random-embedding'}},
     method: 'POST',
     path: '/api/embed',
     permission: 'models:read',
@@ -79,6 +80,7 @@ export function ollamaEmbeddingRoutes(api: KernelApi): RouteDefinition[] {
       const {vectors} = await embed(api, models.get<EmbeddingOperations>(body.model), [body.prompt], undefined, signal)
       return {body: {embedding: vectors[0]}, kind: 'json'}
     },
+    example: {body: {model: 'tiny-random-embedding', prompt: 'first text'}},
     method: 'POST',
     path: '/api/embeddings',
     permission: 'models:read',

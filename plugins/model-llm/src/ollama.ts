@@ -221,6 +221,7 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
         model: body.model,
       }))
     },
+    example: {body: {messages: [{content: 'Hello!', role: 'user'}], model: 'tiny-random-llm', options: {num_predict: 16}, stream: false}},
     method: 'POST',
     path: '/api/chat',
     permission: 'models:read',
@@ -242,6 +243,7 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
       const events = !body.raw && model.abilities.includes('chat') ? model.invoke('chat', templatedPrompt(body, sampling), signal) : rawCompletion(api, model, body, sampling, signal)
       return answer(api, await started(events), body.stream !== false, line)
     },
+    example: {body: {model: 'tiny-random-llm', options: {num_predict: 16}, prompt: 'Once upon a time', stream: false}},
     method: 'POST',
     path: '/api/generate',
     permission: 'models:read',

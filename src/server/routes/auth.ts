@@ -43,6 +43,7 @@ export function authRoutes(access: AccessControl | undefined): RouteDefinition[]
         throw error
       }
     },
+    example: {body: {password: 'change-me', username: 'admin'}},
     method: 'POST',
     path: '/token',
     permission: PUBLIC,
@@ -76,6 +77,7 @@ export function authRoutes(access: AccessControl | undefined): RouteDefinition[]
         log.info(`every access token of user "${params.username}" issued until ${validFrom.toISOString()} was revoked`)
         return {body: {tokens_valid_from: validFrom.toISOString(), username: params.username}, kind: 'json', status: 200}
       },
+      example: {params: {username: 'reader'}},
       method: 'POST',
       path: '/v1/auth/users/:username/revoke',
       permission: ADMIN,

@@ -104,6 +104,7 @@ export function ollamaRoutes({version}: {version: string}): RouteDefinition[] {
           template: '',
         })
       },
+      example: {body: {model: 'tiny-random-llm'}},
       method: 'POST',
       path: '/api/show',
       permission: 'models:list',

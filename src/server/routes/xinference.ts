@@ -45,6 +45,7 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
       async handler({params}) {
         return json(await supervisor.engines(params.model_name, params.model_type))
       },
+      example: {params: {model_name: 'tiny-random-llm', model_type: 'LLM'}},
       method: 'GET',
       path: '/v1/engines/:model_type/:model_name',
       permission: 'models:list',
@@ -73,6 +74,7 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
           }))
         return json(instances)
       },
+      example: {query: {model_name: 'tiny-random-llm', model_uid: 'tiny-random-llm'}},
       method: 'GET',
       path: '/v1/models/instances',
       permission: 'models:list',
@@ -99,6 +101,7 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
           throw notFound(`no request with request_id "${params.request_id}" is running or has finished lately; send the request with that request_id first.`, 'not_found', 'request_id')
         return json({progress})
       },
+      example: {params: {request_id: 'my-request-1'}},
       method: 'GET',
       path: '/v1/requests/:request_id/progress',
       permission: 'models:read',
@@ -115,6 +118,7 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
         models.get(params.model_uid)
         return json({msg: namedRequests.abort(params.model_uid, params.request_id, body.block_duration ?? 30)})
       },
+      example: {body: {}, params: {model_uid: 'tiny-random-llm', request_id: 'my-request-1'}},
       method: 'POST',
       path: '/v1/models/:model_uid/requests/:request_id/abort',
       permission: 'models:read',
