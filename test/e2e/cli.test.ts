@@ -85,7 +85,7 @@ describe('servicectl (real processes)', function () {
   it('shows a server error as one line with a non-zero exit code, or as JSON with --json', async () => {
     const failed = await cli(['launch', '-n', 'qwen2.5-instruct', '--model-engine', 'llama.cpp', '--n_bogus', '1'])
     expect(failed.exitCode).to.equal(1)
-    expect(failed.stderr.trim()).to.equal('Error: unknown parameter "n_bogus" for engine llama.cpp; it accepts: flash_attn, n_batch, n_ctx, n_gpu_layers, n_parallel, n_threads, use_mmap.')
+    expect(failed.stderr.trim()).to.equal('Error: unknown parameter "n_bogus" for engine llama.cpp; it accepts: enable_thinking, flash_attn, n_batch, n_ctx, n_gpu_layers, n_parallel, n_threads, reasoning_format, use_mmap.')
     const json = await cli(['terminate', '--model-uid', 'ghost', '--json'])
     expect(json.exitCode).to.equal(1)
     expect(JSON.parse(json.stdout).error).to.deep.include({code: 'model_not_found', status: 404})

@@ -140,7 +140,10 @@ describe('background engine build in a cluster', function () {
         const onWorker = await callApi(worker, 'GET', '/v1/engines/llama.cpp/build')
         expect(onWorker.status).to.equal(200)
         expect(onWorker.body).to.deep.include({engine: 'llama.cpp', state: 'off'})
-        expect((await callApi(supervisor, 'GET', '/v1/engines/llama.cpp/build')).status).to.equal(404)
+        // No build route there: the path reads as Xinference's GET /v1/engines/{model_type}/{model_name}, of no such type.
+        const onSupervisor = await callApi(supervisor, 'GET', '/v1/engines/llama.cpp/build')
+        expect(onSupervisor.status).to.equal(400)
+        expect(onSupervisor.body.error.message).to.match(/^model type "llama\.cpp" is not known/)
       } finally {
         await worker.stop()
       }
