@@ -61,8 +61,12 @@ function runtimeFiles(manifest: Manifest): string[] {
     .map((path) => path.replace(/^\.\//, ''))
 }
 
+/**
+ * onnxruntime-node's install script would fetch its CUDA binaries from a host this machine cannot reach; an install of
+ * the tarballs skips it as the container build does (the CPU binaries are in its package).
+ */
 async function npm(args: string[], cwd: string) {
-  return execa('npm', ['--no-audit', '--no-fund', '--loglevel=error', ...args], {cwd})
+  return execa('npm', ['--no-audit', '--no-fund', '--loglevel=error', ...args], {cwd, env: {npm_config_onnxruntime_node_install: 'skip'}})
 }
 
 describe('npm packages: packed, installed from the tarballs into an empty folder, and run from there', function () {

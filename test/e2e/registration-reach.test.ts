@@ -96,11 +96,19 @@ describe('what models:register and models:start can make the service run or read
       [{model_engine: 'vllm', trust_remote_code: 'true'}, 'trust_remote_code'],
       [{chat_template: '/etc/shadow', model_engine: 'vllm'}, 'chat_template'],
       [{chat_template: '/etc/no-such-template.jinja', model_engine: 'sglang'}, 'chat_template'],
-      [{envs: {LD_PRELOAD: '/tmp/evil.so'}, model_engine: 'transformers'}, 'envs'],
-      [{enable_virtual_env: true, model_engine: 'transformers', virtual_env_packages: ['evil @ http://127.0.0.1:1/evil.whl']}, 'virtual_env_packages[0]'],
-      [{model_engine: 'transformers', model_path: '/etc'}, 'model_path'],
     ]
     for (const [parameters, field] of refusals) expectRefused(await launch(REGISTRANT, {model_name: 'hub-chat', ...parameters}), field)
+    // Xinference's launch fields that would bring code or paths are refused at launch to everyone, pointing to a registration.
+    const xinference: Array<[Record<string, unknown>, string]> = [
+      [{envs: {LD_PRELOAD: '/tmp/evil.so'}, model_engine: 'transformers'}, 'envs'],
+      [{enable_virtual_env: true, model_engine: 'transformers', virtual_env_packages: ['evil @ http://127.0.0.1:1/evil.whl']}, 'virtual_env_packages'],
+      [{model_engine: 'transformers', model_path: '/etc'}, 'model_path'],
+    ]
+    for (const [parameters, field] of xinference) {
+      const answer = await launch(REGISTRANT, {model_name: 'hub-chat', ...parameters})
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(400)
+      expect(answer.body.error.param).to.equal(field)
+    }
     // What asks for nothing passes the check: the answer is about the spec asked for, not about permissions.
     const harmless = await launch(REGISTRANT, {chat_template: '{{ messages }}', envs: null, model_engine: 'vllm', model_name: 'hub-chat', quantization: 'no-such', trust_remote_code: false})
     expect(harmless.status).to.equal(400)

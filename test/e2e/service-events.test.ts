@@ -11,6 +11,7 @@ import type {RunningService} from '../../dist/service/local.js'
 import type {ModelStateChanged, RequestFinished} from '../../dist/kernel/observability.js'
 
 import {startLocalService} from '../../dist/service/local.js'
+import {loadSettings} from '../../dist/kernel/settings.js'
 import {callApi, ROOT, temporaryDirectory, until} from '../helpers/service.js'
 
 describe('service events (service-local in process, openai client)', function () {
@@ -23,7 +24,8 @@ describe('service events (service-local in process, openai client)', function ()
   before(async () => {
     const home = await temporaryDirectory()
     const config = await Config.load(ROOT)
-    service = await startLocalService(config, {allowedModelDirs: [], home, host: '127.0.0.1', logFormat: 'text', logLevel: 'warn', modelSource: 'huggingface', port: 0})
+    // The settings a start with this home reads, so that settings added later take their defaults here too.
+    service = await startLocalService(config, {...(await loadSettings({SERVICE_HOME: home})), logLevel: 'warn', port: 0})
     service.events!.on('request', (event) => requests.push(event))
     service.events!.on('model', (event) => models.push(event))
     client = new OpenAI({apiKey: 'not-needed', baseURL: `${service.url}/v1`, maxRetries: 0})
