@@ -34,6 +34,16 @@ const abilities = new WeakMap<LoadRequest, string[]>()
  * VAE and text encoders it lacks given as files on this machine or downloaded as its companions (the program refuses to
  * start, naming them, when one it needs is missing).
  */
+/**
+ * The program's own refusal of a GGUF file that holds only the diffusion model (server.py's Model): the one line of its
+ * output the launch's caller gets back, as it names the launch parameters that fix it; the rest stays in the log.
+ */
+const MISSING_COMPANIONS = /^[^\n]{1,200}'s GGUF file holds only the diffusion model; stable-diffusion\.cpp also needs [^\n]{1,400}$/m
+
+export function missingCompanions(output: string): string | undefined {
+  return MISSING_COMPANIONS.exec(output)?.[0].replace(/\.$/, '')
+}
+
 const register: RegisterHook = async ({api}) => {
   /** The parameters with the real path of each companion file they name. */
   const withFiles = async (given: Record<string, unknown>) => {
@@ -64,6 +74,7 @@ const register: RegisterHook = async ({api}) => {
           health: {path: '/health', timeoutMs: 15 * 60 * 1000},
           info: (request) => ({abilities: abilities.get(request)}),
           operations: stableDiffusionOperations(api.external.jsonLines('stable-diffusion.cpp')),
+          startFailure: missingCompanions,
           stopGraceMs: 5000,
         },
         estimatorModule: fileURLToPath(new URL('estimate.js', import.meta.url)),
