@@ -124,7 +124,7 @@ describe('cluster observability (supervisor and worker as real processes, fake h
     await hub.stop()
     supervisor = await startSupervisor()
     worker = await startWorker()
-    const back = await until(bothReady, 'the supervisor to relaunch both models', 60_000)
+    const back = await until(bothReady, 'the supervisor to relaunch both models', 150_000)
     expect(back.map((model) => [model.id, model.replicas.length])).to.deep.equal([
       ['pair', 2],
       ['single', 1],
