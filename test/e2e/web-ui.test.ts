@@ -84,6 +84,9 @@ describe('web interface (service-local, headless Chromium)', function () {
     await page.setViewportSize({height: 800, width: 1280})
     await page.goto(`${service.url}/ui/`)
     await page.getByRole('button', {name: 'Configure tiny-random-llm'}).waitFor()
+    // The catalogue holds a few hundred models: a keyboard user types the name into the search first.
+    await page.getByRole('searchbox', {name: 'Search'}).focus()
+    await page.keyboard.type('tiny-random')
     for (let presses = 0; presses < 80; presses++) {
       await page.keyboard.press('Tab')
       if (await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Configure tiny-random-llm')) break
