@@ -5,9 +5,7 @@ import type {ServiceSettings} from '../kernel/settings.js'
 
 import {ALLOWED_MODEL_DIRS_SETTING} from '../kernel/model-files.js'
 import {ALLOWED_PIP_SOURCES_SETTING, ALLOWED_PYTHON_MODULES_SETTING} from '../kernel/reach.js'
-import {DEFAULT_MAX_REGISTRATIONS_PER_USER, MAX_REGISTRATIONS_SETTING} from '../kernel/settings.js'
-
-const list = (value: string, separator = ',') => value.split(separator).map((item) => item.trim()).filter(Boolean)
+import {DEFAULT_MAX_REGISTRATIONS_PER_USER, MAX_REGISTRATIONS_SETTING, settingList} from '../kernel/settings.js'
 
 /**
  * The operator's bounds on what registrations and launches may make the service run or read (src/kernel/reach.ts), for
@@ -35,9 +33,9 @@ type ReachFlagValues = {'allowed-model-dirs'?: string; 'allowed-pip-sources'?: s
 export function withReachFlags<Settings extends ServiceSettings>(settings: Settings, flags: ReachFlagValues): Settings {
   return {
     ...settings,
-    allowedModelDirs: flags['allowed-model-dirs'] === undefined ? settings.allowedModelDirs : list(flags['allowed-model-dirs'], delimiter).map((folder) => resolve(folder)),
-    allowedPipSources: flags['allowed-pip-sources'] === undefined ? settings.allowedPipSources : list(flags['allowed-pip-sources']),
-    allowedPythonModules: flags['allowed-python-modules'] === undefined ? settings.allowedPythonModules : list(flags['allowed-python-modules']),
+    allowedModelDirs: flags['allowed-model-dirs'] === undefined ? settings.allowedModelDirs : settingList(flags['allowed-model-dirs'], delimiter).map((folder) => resolve(folder)),
+    allowedPipSources: flags['allowed-pip-sources'] === undefined ? settings.allowedPipSources : settingList(flags['allowed-pip-sources']),
+    allowedPythonModules: flags['allowed-python-modules'] === undefined ? settings.allowedPythonModules : settingList(flags['allowed-python-modules']),
     maxRegistrationsPerUser: flags['max-registrations-per-user'] ?? settings.maxRegistrationsPerUser,
   }
 }

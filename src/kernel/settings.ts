@@ -48,8 +48,8 @@ export const ALLOWED_HOSTS_ENV = 'SERVICE_ALLOWED_HOSTS'
 export const ALLOWED_ORIGINS_ENV = 'SERVICE_ALLOWED_ORIGINS'
 
 /** A comma-separated setting (an environment variable, a flag, or a config file's string) as its entries; a config file's list as it is. */
-export const settingList = (value: unknown): string[] =>
-  (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((entry) => entry.trim()).filter(Boolean)
+export const settingList = (value: unknown, separator = ','): string[] =>
+  (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(separator) : []).map((entry) => entry.trim()).filter(Boolean)
 
 export function serviceHome(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.SERVICE_HOME || join(homedir(), '.service'))
@@ -113,7 +113,6 @@ function allowedModelDirs(env: NodeJS.ProcessEnv, fromFile: unknown, fileFolder:
   const listed = Array.isArray(fromFile) ? fromFile.map(String) : typeof fromFile === 'string' ? fromFile.split(delimiter) : []
   return listed.filter(Boolean).map((folder) => resolve(fileFolder, folder))
 }
-
 
 /** A quota that is not a whole number of at least 0 would be read as none, so it stops the service instead. */
 function registrationQuota(value: unknown): number {
