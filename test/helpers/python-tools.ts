@@ -9,8 +9,11 @@ import {mkdir, rename, rm} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
+import {UV_REQUIREMENT} from '../../src/python-env/uv-from-pypi.js'
+
 export const TEST_CACHE = process.env.SERVICE_TEST_CACHE || join(homedir(), '.cache', 'service-test')
-const UV_VERSION = '0.13.9'
+// The release the service itself installs where uv is missing, so the tests make environments as it does.
+const UV_VERSION = UV_REQUIREMENT.replace('uv==', '')
 
 /** The folder holding `uv`, pip-installed from PyPI into the test cache unless it is there already. */
 export async function uvFromPyPI(): Promise<string> {
