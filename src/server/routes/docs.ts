@@ -58,15 +58,19 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).di
 const contentSecurityPolicy = (script: string, styles: string) =>
   `default-src 'none'; script-src ${sha256(script)} ${sha256(START)}; style-src ${sha256(styles)}; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
 
+/** Swagger UI's files do not change while the service runs: their hashes are taken once, by the first /docs request. */
+let policy: string | undefined
+
 export async function docsPage(document: OpenApiDocument): Promise<{html: string; contentSecurityPolicy: string}> {
   const [script, styles] = await Promise.all([swaggerUiFile('swagger-ui-bundle.js'), swaggerUiFile('swagger-ui.css')])
+  policy ??= contentSecurityPolicy(script, styles)
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(document.info.title)} ${escape(document.info.version)}</title><link rel="icon" href="data:,"><style>${styles}</style></head>
 <body><div id="swagger-ui"></div>
 <noscript><h1>${escape(document.info.title)} ${escape(document.info.version)}</h1><p>Machine-readable: <a href="openapi.json">/openapi.json</a>.</p><ul>${operationList(document)}</ul></noscript>
 <script>${script}</script>
 <script>${START}</script></body></html>`
-  return {contentSecurityPolicy: contentSecurityPolicy(script, styles), html}
+  return {contentSecurityPolicy: policy, html}
 }
 
 export function docsRoutes(document: () => OpenApiDocument): RouteDefinition[] {
