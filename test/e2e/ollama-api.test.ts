@@ -82,6 +82,16 @@ describe("Ollama's API (service-local, the official ollama npm client)", functio
     expect(status).to.equal(400)
     expect(Object.keys(body)).to.deep.equal(['error'])
     expect(body.error).to.contain('messages')
+    // Hostile schemas get the bounds of every route's JSON Schemas, before anything reaches the model.
+    const huge = await callApi(service, 'POST', '/api/chat', {format: {items: {type: 'string'}, minItems: 200_000, type: 'array'}, messages: [{content: 'Hi', role: 'user'}], model: 'tiny-random-llm', stream: false})
+    expect(huge.status).to.equal(400)
+    expect(huge.body.error).to.match(/^`format` must be "json", or a JSON Schema/)
+    let deep: Record<string, unknown> = {type: 'string'}
+    for (let level = 0; level < 100; level++) deep = {properties: {a: deep}, type: 'object'}
+    const tools = [{function: {name: 'deep', parameters: deep}, type: 'function'}]
+    const nested = await callApi(service, 'POST', '/api/chat', {messages: [{content: 'Hi', role: 'user'}], model: 'tiny-random-llm', stream: false, tools})
+    expect(nested.status).to.equal(400)
+    expect(nested.body.error).to.include('more than 64 levels deep')
     const wrongType = await ollama.embed({input: 'text', model: 'tiny-random-llm'}).catch((error: Error) => error)
     expect((wrongType as Error).message).to.contain('cannot create embeddings')
   })

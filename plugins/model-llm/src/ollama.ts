@@ -29,7 +29,7 @@ function optionsSchema(s: KernelApi['schema']) {
 
 function commonFields(s: KernelApi['schema']) {
   return {
-    format: s.optional(s.union([s.literal('json'), s.record(s.unknown())], '"json", or a JSON Schema the answer must match')),
+    format: s.optional(s.union([s.literal('json'), s.jsonSchema()], '"json", or a JSON Schema the answer must match')),
     keep_alive: s.optional(s.union([s.string({maxLength: 32}), s.number()], 'a duration such as "5m", or seconds')),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     options: s.optional(optionsSchema(s)),
@@ -52,7 +52,7 @@ function chatSchema(s: KernelApi['schema']) {
     {title: 'OllamaMessage'},
   )
   const tool = s.object({
-    function: s.object({description: s.optional(s.string()), name: s.string({pattern: /^[\w-]{1,64}$/}), parameters: s.optional(s.record(s.unknown()))}, {unknownKeys: 'strip'}),
+    function: s.object({description: s.optional(s.string()), name: s.string({pattern: /^[\w-]{1,64}$/}), parameters: s.optional(s.jsonSchema({description: 'JSON Schema of the arguments.'}))}, {unknownKeys: 'strip'}),
     type: s.literal('function'),
   })
   return s.object({...commonFields(s), messages: s.array(message, {maxItems: 4096}), tools: s.optional(s.array(tool, {maxItems: 128}))}, {title: 'OllamaChatRequest'})
