@@ -177,11 +177,11 @@ describe('cluster (supervisor and two workers as real processes)', function () {
   it('loses nothing when the supervisor restarts: the worker registers again with its models', async () => {
     await supervisor.stop()
     supervisor = await startSupervisor(['-p', String(port)])
-    const back = await until(async () => {
-      const list = await models()
-      return list.some((m) => m.id === 'twin') ? list : undefined
-    }, 'twin to come back')
-    const twin = back.find((m) => m.id === 'twin')!
+    // Each worker registers again on its own heartbeat, so twin comes back one replica at a time.
+    const twin = await until(async () => {
+      const found = (await models()).find((m) => m.id === 'twin')
+      return found?.replicas.length === 2 ? found : undefined
+    }, 'twin to come back with both replicas')
     expect(twin.status).to.equal('ready')
     expect(twin.worker.split(', ')).to.include(workers[0].url.replace('http://', ''))
     const reply = await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})
