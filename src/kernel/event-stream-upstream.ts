@@ -2,8 +2,8 @@
  * A streamed POST to a program the service started on this machine, read as server-sent events: the lean path
  * every relayed token of an external engine takes. Node's own HTTP client with a keep-alive agent, not fetch: fetch
  * hands each socket read through web streams (the body, a TextDecoderStream, an EventSourceParserStream), and on a
- * 1 ms-a-token stream that cost the service 0.13 ms of CPU a token against 0.08 here (bench/relay-cost.ts and the
- * README's Performance section), CPU a small machine takes from the engine. Events are parsed by eventsource-parser,
+ * 1 ms-a-token stream that cost the service 0.13 ms of CPU a token against 0.08 here (bench/relay-cost.ts and
+ * docs/benchmarks.md), CPU a small machine takes from the engine. Events are parsed by eventsource-parser,
  * as everywhere else in the service.
  */
 import type {IncomingMessage} from 'node:http'

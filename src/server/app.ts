@@ -265,7 +265,7 @@ export function createApp(options: AppOptions): Koa {
       ctx.status = 200
       // No Connection header of our own: Node then announces its keep-alive timeout (Keep-Alive: timeout=65), without
       // which clients such as fetch close an idle connection after 4 s, and a burst of requests then reaches the
-      // service out of order, those on new connections after those on kept ones (see README, Performance).
+      // service out of order, those on new connections after those on kept ones (see docs/benchmarks.md).
       ctx.set({'Cache-Control': 'no-cache', 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no'})
       ctx.req.socket.setNoDelay(true)
       ctx.body = toServerSentEvents(result.events, {

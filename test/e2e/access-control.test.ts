@@ -14,6 +14,7 @@ import {Client} from '../../src/client/client.js'
 import {PERMISSIONS} from '../../src/kernel/permissions.js'
 import {apiKeyOf, AUTH_SECRET, mintToken, OTHER_SECRET, passwordOf, TEST_USERS, unsignedToken, writeTestAuthConfig} from '../helpers/auth.js'
 import {writeTinyChatModel} from '../helpers/models.js'
+import {pageWith} from '../helpers/readme.js'
 import {callApi, ROOT, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 /** The routes anyone may call. Any other route without a permission fails the first test. */
@@ -88,15 +89,15 @@ describe('access control (service-local --auth-config)', function () {
       expect(routes.filter((r) => r.permission === 'public').map((r) => `${r.method} ${r.path}`)).to.have.members(PUBLIC_ROUTES)
     })
 
-    it("matches the README's permission table, route for route", async () => {
-      const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
-      const table = readme.slice(readme.indexOf('<!-- permission table -->')).split('\n\n')[0]
+    it("matches the documentation's permission table, route for route", async () => {
+      const {path, text} = await pageWith('<!-- permission table -->')
+      const table = text.slice(text.indexOf('<!-- permission table -->')).split('\n\n')[0]
       const documented = table.split('\n').flatMap((row) => {
         const [, permission, cell] = /^\| `?([\w:]+)`? \| (.*) \|$/.exec(row) ?? []
         return permission ? [...cell.matchAll(/`(\w+ \/\S*)`/g)].map(([, route]) => `${route} ${permission}`) : []
       })
       const actual = routes.map((r) => `${r.method} ${r.path} ${r.permission}`)
-      expect(documented, 'add each route to the permission table in README.md').to.have.members(actual)
+      expect(documented, `add each route to the permission table in ${path}`).to.have.members(actual)
     })
 
     it('answers the public routes to anyone, whatever credential comes along', async () => {

@@ -87,6 +87,14 @@ describe('README examples', () => {
     expect(embedded.stdout).to.match(/\n64\n64\n\[\{"document":null,"index":[01],"relevance_score":[\d.e-]+\}\]$/)
   })
 
+  it('runs the client library block, with the built-in embedding and rerank models it says to launch', async () => {
+    for (const model of ['tiny-random-embedding', 'tiny-random-rerank']) {
+      const launch = await execa('servicectl', ['launch', '-n', model], {cwd: directory, env, reject: false})
+      expect(launch.exitCode, launch.stderr).to.equal(0)
+    }
+    expect(await runNode('client-library')).to.match(/\S[\s\S]*tiny-random-embedding/)
+  })
+
   it('runs the reasoning blocks: tiny-random-llm launched to reason, its reasoning answered, streamed, and switched off', async () => {
     const launch = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('reasoning-launch')], {cwd: directory, env, reject: false})
     expect(launch.exitCode, launch.stderr).to.equal(0)
