@@ -40,8 +40,8 @@ const KNOWN: Record<string, string> = {
   '1.16.0 async|speech': "answers aiohttp's unread stream instead of the audio: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|speech (stream)': "closes the answer before reading its stream: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|transcriptions, translations': "fails in the client before sending: this version's async client hands requests' `files=` to aiohttp; fixed in later versions",
-  '4.1.0 async|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
-  '4.1.0|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
+  '4.1.0 async|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see [Models after a restart](./configuration.md#models-after-a-restart))',
+  '4.1.0|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see [Models after a restart](./configuration.md#models-after-a-restart))',
 }
 
 interface Outcome {
@@ -167,7 +167,7 @@ describe('Xinference clients from PyPI (xinference-client 1.0.1, 1.16.0, 4.1.0; 
 Written by \`test/e2e/xinference-clients.test.ts\` from its own run: every public method of xinference-client's
 \`RESTfulClient\` and \`AsyncRESTfulClient\` (and their model handles) that this service's model types support, called
 by the clients exactly as PyPI ships them, against a service serving generated tiny models. A call counts as working
-only if it worked with access control off, with an API key and after \`login()\` (see README, Xinference clients). A
+only if it worked with access control off, with an API key and after \`login()\` (see [Xinference clients](./http-api.md#xinference-clients)). A
 "—" is a method or an async client the version does not have.
 
 ## xinference-client
