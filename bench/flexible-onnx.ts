@@ -27,7 +27,7 @@ import {callApi, type RunningService, startService, temporaryDirectory} from '..
 const ROUND_SECONDS = 1
 /** Rounds per side and cell; the order alternates, so each side runs first in half of them. */
 const ROUNDS = 4
-/** Intra-op threads on both sides: the cores of the machine the README's numbers come from. */
+/** Intra-op threads on both sides: the cores of the machine the numbers in docs/benchmarks.md come from. */
 const THREADS = 2
 
 interface Workload {

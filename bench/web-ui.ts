@@ -6,7 +6,7 @@
  *     its long tasks (over 50 ms, which would block input) and the slowest keystroke typed into the message box
  *     while it streams, measured by the browser's Event Timing (key press to the next paint);
  *   - the JavaScript and CSS the page loads, gzip-compressed.
- * `-- --screenshots docs/screenshots` also saves the README's screenshots of the main pages.
+ * `-- --screenshots docs/screenshots` also saves the screenshots of the main pages that docs/web-ui.md shows.
  */
 import {mkdir} from 'node:fs/promises'
 import {join} from 'node:path'

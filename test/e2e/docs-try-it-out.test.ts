@@ -47,7 +47,7 @@ const ALSO_LAUNCHED = [
  * catalogue models that do it.
  */
 const MODELS_NOT_LAUNCHED: Record<string, string> = {
-  'my-linear': "test/e2e/readme.test.ts (the README's flexible block registers it)",
+  'my-linear': "test/e2e/readme.test.ts (the flexible block of docs/flexible.md registers it)",
   'tiny-random-image': 'test/e2e/diffusers.test.ts',
   'tiny-random-ocr': 'test/e2e/transformers-ocr.test.ts',
   'tiny-random-piper': 'test/e2e/audio-piper.test.ts',

@@ -5,7 +5,7 @@
  * service does around a build: the opt-outs, the low priority, the progress route and log, the machine-wide lock
  * (a second service reports the first's build), the outcome, and no retry of a failure until the next start. Then
  * a real llama.cpp launch while node-llama-cpp's build lock is held (by the test; nothing compiles). No real build
- * of llama.cpp runs here (the README says how long one took on this machine).
+ * of llama.cpp runs here (docs/engine-llama-cpp.md says how long one took on this machine).
  */
 import {expect} from 'chai'
 import {mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile} from 'node:fs/promises'

@@ -4,7 +4,7 @@
  * 60 s of it, half-way through which the model process is killed with `kill -9`. The service keeps answering its other
  * routes, self-healing brings the model back, no request hangs (each ends with a success or a clear error within a
  * bound), and the service's memory grows less than 10 % over the 60 s. It asserts outcomes, not speeds; the numbers it
- * measured are printed for the README.
+ * measured are printed for docs/observability.md ("Under load").
  */
 import {expect} from 'chai'
 import {readFile} from 'node:fs/promises'

@@ -37,7 +37,7 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
   })
 
   it('launches tiny-random-llm -f pytorch with no download: generated safetensors, run from the environment', async function () {
-    // A cold first run installs torch and transformers into the test cache (see the README for the time it takes).
+    // A cold first run installs torch and transformers into the test cache (docs/getting-started.md, Run the tests, gives the time it takes).
     this.timeout(900_000)
     const launched = await servicectl(['launch', '-n', 'tiny-random-llm', '--model-engine', 'transformers', '-f', 'pytorch', '--dtype', 'float32', '-e', service.url])
     expect(launched.exitCode, launched.stderr).to.equal(0)

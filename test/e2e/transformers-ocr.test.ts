@@ -70,7 +70,7 @@ describe('OCR on the transformers engine (service-local, tiny-random-ocr as safe
   })
 
   it('launches tiny-random-ocr as an image model with no download, through servicectl', async function () {
-    // A cold first run installs torch, transformers and pillow into the test cache (see the README for the time it takes).
+    // A cold first run installs torch, transformers and pillow into the test cache (docs/getting-started.md, Run the tests, gives the time it takes).
     this.timeout(900_000)
     const launched = await servicectl(['launch', '-n', MODEL, '-t', 'image', '--model-engine', 'transformers', '-e', service.url])
     expect(launched.exitCode, launched.stderr).to.equal(0)

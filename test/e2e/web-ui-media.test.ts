@@ -6,7 +6,7 @@
  * a recorded file (Chromium's fake microphone plays the test's WAV), speaks a text the <audio> element plays, makes
  * and edits images the <img> element decodes at the size asked, shows each step of a generation, stops the model's
  * work on Stop or when the page is left, and shows the service's 400 for bad input. With SERVICE_SCREENSHOTS=<folder>
- * it saves the README's screenshots of these pages there.
+ * it saves the screenshots of these pages in docs/web-ui.md there.
  */
 import {expect} from 'chai'
 import {readFile, writeFile} from 'node:fs/promises'

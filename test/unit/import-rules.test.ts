@@ -1,6 +1,6 @@
 /**
  * The folders of src/ are layers, and imports point down: this reads every import of every source file and
- * checks it against the table of directions allowed, so the architecture the README describes stays true.
+ * checks it against the table of directions allowed, so the architecture docs/architecture.md describes stays true.
  */
 import {expect} from 'chai'
 import {readdirSync, readFileSync} from 'node:fs'
