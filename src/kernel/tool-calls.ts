@@ -97,16 +97,12 @@ export class ToolCallParser {
   private begun = false
   /** White space after the last text, kept back: dropped before and after a call, passed on before more text. */
   private heldSpace = ''
+  /** Whether a call came last, so the text that follows starts without the white space between. */
   private afterCall = false
 
   constructor(format: ToolCallFormat) {
     this.rules = RULES[format]
     this.scanner = new MarkerScanner([...this.rules.opens, ...(this.rules.close ? [this.rules.close] : [])])
-  }
-
-  /** How many calls the output made. */
-  get callCount(): number {
-    return this.calls
   }
 
   /** The events a chunk of output settles; a possible marker at its end, or a call still open, waits. */
