@@ -14,6 +14,7 @@ import type {MediaKit} from './media-kit.js'
 import type {LocalPathCheck} from './model-files.js'
 import type {OpenAICompatibleOperations, OpenAICompatibleOptions} from './openai-upstream.js'
 import type {PcmSpeechOperations} from './pcm-speech-program.js'
+import type {ToolCallFormat} from './tool-calls.js'
 import type {ParameterReach} from './reach.js'
 import type {EngineOperations, OperationMap, UntypedOperations} from './operations.js'
 import type {ModelHandle, RouteDefinition} from './route-contract.js'
@@ -58,6 +59,12 @@ export interface KernelApi {
     pcmSpeech(): PcmSpeechOperations
     /** Calls to a program that answers JSON lines as it works, its failures naming it (see json-lines-program.ts). */
     jsonLines(programName: string): JsonLinesCall
+    /**
+     * How an LLM writes tool calls: the launch's `tool_call_format`, its family's `tool_parser`, or the markers of its
+     * chat template (the family's, or the files beside its weights); undefined when nothing says. The service splits
+     * such calls out of an external program's text itself; a server with parsers of its own is started with its one.
+     */
+    toolCallFormat(request: Pick<LoadRequest, 'family' | 'modelPath' | 'parameters'>): ToolCallFormat | undefined
   }
   /** What the image and video model types share: their families, request checks and url answers. */
   media: MediaKit

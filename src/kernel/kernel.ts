@@ -29,6 +29,7 @@ import {openAICompatibleOperations} from './openai-upstream.js'
 import {pcmSpeechOperations} from './pcm-speech-program.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import * as schema from './schema.js'
+import {toolCallFormatOf} from './tool-call-format.js'
 import {pythonRequirementsProblem} from './virtualenv.js'
 
 export interface Registered<T> {
@@ -62,7 +63,7 @@ export function createKernelApi(version: string, log: Logger, {allowedModelDirs 
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
-    external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations},
+    external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations, toolCallFormat: toolCallFormatOf},
     files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs, ownDirs: cacheDir ? [cacheDir] : []})},
     log,
     media: mediaKit,

@@ -4,7 +4,10 @@
  * reasoning, `final` the answer). Pure and incremental: chunks may end anywhere, inside a marker too, so a tail that
  * could begin a marker is held back until the next chunk settles it. Each chunk costs a few `indexOf` calls.
  */
-import type {GenerationEvent} from './generation.js'
+import type {ChatPayload, GenerationEvent} from './generation.js'
+
+import {MarkerScanner, type MarkerToken as Token} from './marker-scanner.js'
+import {splitToolCalls, type ToolCallFormat} from './tool-calls.js'
 
 export type ReasoningFormat = {kind: 'tags'; start: string; end: string} | {kind: 'harmony'}
 
@@ -29,55 +32,6 @@ export function reasoningFormatOf(family: {model_name?: string; model_ability?: 
   const start = typeof family.reasoning_start_tag === 'string' && family.reasoning_start_tag ? family.reasoning_start_tag : THINK_TAGS.start
   const end = typeof family.reasoning_end_tag === 'string' && family.reasoning_end_tag ? family.reasoning_end_tag : THINK_TAGS.end
   return {end, kind: 'tags', start}
-}
-
-/** Text between markers, or a marker, as the scanner finds them. */
-type Token = {marker: string} | {text: string}
-
-/** Finds markers in streamed text, holding back a tail that may be the start of one. */
-class MarkerScanner {
-  private pending = ''
-  private readonly longest: number
-
-  constructor(private readonly markers: readonly string[]) {
-    this.longest = Math.max(...markers.map((marker) => marker.length))
-  }
-
-  push(chunk: string, out: Token[]): void {
-    let text = this.pending + chunk
-    for (;;) {
-      let at = -1
-      let found = ''
-      for (const marker of this.markers) {
-        const index = text.indexOf(marker)
-        if (index >= 0 && (at < 0 || index < at)) [at, found] = [index, marker]
-      }
-
-      if (at < 0) break
-      if (at > 0) out.push({text: text.slice(0, at)})
-      out.push({marker: found})
-      text = text.slice(at + found.length)
-    }
-
-    const held = this.heldFrom(text)
-    if (held > 0) out.push({text: text.slice(0, held)})
-    this.pending = text.slice(held)
-  }
-
-  /** What is still held back, as text: the output ended inside what looked like a marker. */
-  flush(out: Token[]): void {
-    if (this.pending) out.push({text: this.pending})
-    this.pending = ''
-  }
-
-  private heldFrom(text: string): number {
-    for (let index = Math.max(0, text.length - this.longest + 1); index < text.length; index++) {
-      const tail = text.slice(index)
-      if (this.markers.some((marker) => marker.startsWith(tail))) return index
-    }
-
-    return text.length
-  }
 }
 
 const LEADING_SPACE = /^\s+/
@@ -269,24 +223,27 @@ export interface ServedModel {
   modelType: string
   family: Parameters<typeof reasoningFormatOf>[0]
   parameters: Record<string, unknown>
+  /** How its output carries tool calls, when the engine gives its raw text (see tool-calls.ts). */
+  toolCallFormat?: ToolCallFormat
 }
 
 /**
  * An operation as the model process runs and relays it: a `chat` of an LLM thinks as the launch's `enable_thinking`
- * says (Xinference's launch option) unless the request says, and its reasoning is split out (see splitReasoning);
- * every other operation is run unchanged. The one place both kinds of engine, Node hosts and external programs, get
- * them.
+ * says (Xinference's launch option) unless the request says, its reasoning is split out (see splitReasoning), then,
+ * when it was given tools it may call, its tool calls (see splitToolCalls); every other operation is run unchanged.
+ * The one place both kinds of engine, Node hosts and external programs, get them.
  */
 export function relayedOperation(model: ServedModel, operation: string, payload: unknown, run: (payload: unknown) => AsyncIterable<unknown>): AsyncIterable<unknown> {
   if (operation !== 'chat' || model.modelType !== 'LLM') return run(payload)
   const launched = model.parameters.enable_thinking
-  const chat = payload as {enableThinking?: boolean}
+  const chat = payload as ChatPayload
   const thinking = chat.enableThinking ?? (typeof launched === 'boolean' ? launched : undefined)
-  const events = run(thinking === chat.enableThinking ? payload : {...chat, enableThinking: thinking})
+  const events = run(thinking === chat.enableThinking ? payload : {...chat, enableThinking: thinking}) as AsyncIterable<GenerationEvent>
   const format = reasoningFormatOf(model.family, model.parameters)
   // Nothing to split or drop: the events go on without another step between the engine and the outbox.
-  if (!format && thinking !== false) return events
-  return splitReasoning(events as AsyncIterable<GenerationEvent>, format, thinking !== false)
+  const answer = !format && thinking !== false ? events : splitReasoning(events, format, thinking !== false)
+  const callsTools = model.toolCallFormat && chat.tools?.length && chat.toolChoice !== 'none'
+  return callsTools ? splitToolCalls(answer, model.toolCallFormat!) : answer
 }
 
 /**

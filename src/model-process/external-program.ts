@@ -17,7 +17,8 @@ import type {InstanceState} from '../protocol/worker.js'
 import {gpuEnvironment} from '../kernel/devices.js'
 import {ServiceError, toServiceError} from '../kernel/errors.js'
 import {joinGenerationEvents} from '../kernel/generation.js'
-import {relayedOperation} from '../kernel/reasoning.js'
+import {relayedOperation, type ServedModel} from '../kernel/reasoning.js'
+import {toolCallFormatOf} from '../kernel/tool-call-format.js'
 import {outputIsInLog, PORT_TAKEN, recognisedCause} from './failure-cause.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
@@ -68,7 +69,7 @@ export class ExternalProgram {
   failure?: ServiceError
   private program?: RunningProgram
   private port = 0
-  private request?: LoadRequest
+  private request?: LoadRequest & ServedModel
   /** How the program ended (`exited with code 1`), once it has. */
   private exitHow = 'exited'
   /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
@@ -128,7 +129,8 @@ export class ExternalProgram {
     // The program may have exited, or the launch been cancelled, since it last answered: a dead model is never ready.
     if (this.state !== 'loading') throw this.cancelled()
     this.info = this.engine.info?.(request) ?? {}
-    this.request = request
+    // Read once here, not per request: the template files beside the weights say how the model writes tool calls.
+    this.request = request.modelType === 'LLM' ? {...request, toolCallFormat: toolCallFormatOf(request)} : request
     this.state = 'ready'
     onProgress?.(1)
   }

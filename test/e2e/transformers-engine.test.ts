@@ -76,6 +76,30 @@ describe('the transformers engine (service-local, tiny-random-llm as safetensors
     expect(completion.choices[0].text).to.be.a('string')
   })
 
+  it('renders tools into the chat template unless tool_choice is "none", and refuses a call it cannot force, naming tool_choice', async () => {
+    const tool = {function: {description: 'The weather in a city.', name: 'get_weather', parameters: {properties: {city: {type: 'string'}}, type: 'object'}}, type: 'function' as const}
+    const messages = [{content: 'Say something.', role: 'user' as const}]
+    const ask = (extra: Record<string, unknown>) => openai.chat.completions.create({max_tokens: 4, messages, model: 'tiny-random-llm', temperature: 0, ...extra})
+    const plain = await ask({})
+    const withTools = await ask({tools: [tool]})
+    // One token per byte: the system turn the template adds lists the tool as JSON, its name and description in it.
+    const listed = JSON.stringify(tool.function.description).length + JSON.stringify(tool.function.name).length
+    expect(withTools.usage!.prompt_tokens - plain.usage!.prompt_tokens).to.be.greaterThan(listed)
+    expect((await ask({tool_choice: 'none', tools: [tool]})).usage!.prompt_tokens).to.equal(plain.usage!.prompt_tokens)
+    // A random model writes no call: its text is the answer, parsed and all, streamed the same.
+    expect(withTools.choices[0].finish_reason).to.be.oneOf(['length', 'stop'])
+    const stream = await openai.chat.completions.create({max_tokens: 4, messages, model: 'tiny-random-llm', stream: true, temperature: 0, tools: [tool]})
+    let streamed = ''
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? ''
+    expect(streamed).to.equal(withTools.choices[0].message.content)
+    for (const tool_choice of ['required', {function: {name: 'get_weather'}, type: 'function'}]) {
+      const refused = await callApi(service, 'POST', '/v1/chat/completions', {max_tokens: 4, messages, model: 'tiny-random-llm', tool_choice, tools: [tool]})
+      expect(refused.status).to.equal(400)
+      expect(refused.body.error.param).to.equal('tool_choice')
+      expect(refused.body.error.message).to.contain('llama.cpp, vLLM or SGLang')
+    }
+  })
+
   it('splits the reasoning of a model launched to reason: a prefill opens it, the prompt tail says so, the switch drops it', async function () {
     this.timeout(300_000)
     const launched = await callApi(service, 'POST', '/v1/models', {dtype: 'float32', model_engine: 'transformers', model_format: 'pytorch', model_name: 'tiny-random-llm', model_uid: 'tiny-thinker', reasoning_format: 'think'})

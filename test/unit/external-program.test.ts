@@ -148,6 +148,41 @@ describe('ExternalProgram', () => {
     await program.dispose()
   })
 
+  it("splits the tool calls out of a server's raw text by the model's format, as the transformers host's output is", async () => {
+    const {spawn} = spawner()
+    const program = new ExternalProgram('m-10', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})
+    await program.load(request({family: {model_name: 'qwen2.5-instruct', tool_parser: 'qwen'}}))
+    const pieces = ['Checking.\n<tool', '_call>\n{"name": "weather", "argu', 'ments": {"city": "Oslo"}}\n</tool_call>']
+    const chunks = [
+      {choices: [{delta: {content: '', role: 'assistant'}, index: 0}], prompt: {tail: '<|im_start|>assistant\n', tokens: 40}},
+      ...pieces.map((content) => ({choices: [{delta: {content}, index: 0}]})),
+      {choices: [{delta: {}, finish_reason: 'stop', index: 0}]},
+      {choices: [], usage: {completion_tokens: 20, prompt_tokens: 40}},
+    ]
+    reply = (response) => {
+      response.writeHead(200, {'content-type': 'text/event-stream'})
+      response.end([...chunks.map((chunk) => JSON.stringify(chunk)), '[DONE]'].map((data) => `data: ${data}\n\n`).join(''))
+    }
+
+    const chat = async (toolChoice: string) => {
+      const events = []
+      const payload = {messages: [{content: 'Weather in Oslo?', role: 'user'}], toolChoice, tools: [{name: 'weather', parameters: {type: 'object'}}]}
+      for await (const event of program.invoke('chat', payload, new AbortController().signal)) events.push(event)
+      return events
+    }
+
+    expect(await chat('auto')).to.deep.equal([
+      {promptTail: '<|im_start|>assistant\n', promptTokens: 40, type: 'start'},
+      {text: 'Checking.', type: 'text'},
+      {index: 0, name: 'weather', type: 'tool_call'},
+      {index: 0, text: '{"city":"Oslo"}', type: 'tool_arguments'},
+      {completionTokens: 20, finishReason: 'tool_calls', promptTokens: 40, type: 'done'},
+    ])
+    // Asked not to call tools, the model's text is its answer, whatever it holds.
+    expect((await chat('none')).filter((event: any) => event.type === 'text').map((event: any) => event.text).join('')).to.equal(pieces.join(''))
+    await program.dispose()
+  })
+
   it("passes on the prompt tokens the server says it took from its cache (vLLM's and SGLang's prefix caches)", async () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-9', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})

@@ -3,6 +3,9 @@
  * the program's flags, GPUs as tensor parallelism), the parameters each validates, and where each can run.
  */
 import {expect} from 'chai'
+import {mkdtempSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 
 import type {EngineDefinition} from '../../src/kernel/contracts.js'
 
@@ -13,6 +16,7 @@ import {sglangAvailability} from '../../plugins/engine-sglang/src/register.js'
 import {SGLANG_PARAMETERS, sglangCommand} from '../../plugins/engine-sglang/src/server-command.js'
 import {vllmAvailability} from '../../plugins/engine-vllm/src/register.js'
 import {VLLM_PARAMETERS, vllmCommand} from '../../plugins/engine-vllm/src/server-command.js'
+import {toolCallFormatOf} from '../../src/kernel/tool-call-format.js'
 
 const launch = {port: 41234, python: '/home/.service/virtualenv/abc/bin/python'}
 const vllmLaunch = {...launch, startupDir: '/plugins/engine-vllm/python'}
@@ -62,6 +66,47 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
     it('gives none to a model that does not reason, or whose tags no parser of theirs reads', () => {
       expect(parserOf(vllmCommand({...load({}), family: {model_ability: ['chat'], model_name: 'qwen2.5-instruct'}}, vllmLaunch, commandLineFlags).args)).to.equal(undefined)
       expect(parserOf(sglangCommand({...load({}), family: {...r1, reasoning_start_tag: '◁think▷'}}, launch, commandLineFlags).args)).to.equal(undefined)
+    })
+  })
+
+  describe('tool-call parsers', () => {
+    const flagOf = (args: string[], flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined)
+    /** The launch as each engine's register makes it: the format from the family and the template files beside the weights. */
+    const launchOf = (family: Record<string, unknown>, parameters: Record<string, unknown> = {}, modelPath = '/cache/none') => {
+      const request = {...load(parameters), family: {model_name: 'm', ...family}, modelPath}
+      return {...request, toolCallFormat: toolCallFormatOf(request)}
+    }
+
+    const mistralFolder = mkdtempSync(join(tmpdir(), 'mistral-template-'))
+    writeFileSync(join(mistralFolder, 'tokenizer_config.json'), JSON.stringify({chat_template: '{%- if message.tool_calls %}{{ "[TOOL_CALLS]" }}{% endif %}'}))
+
+    it("starts vLLM with auto tool choice and the parser of the family's format, from its tool_parser or its chat template", () => {
+      const vllm = (family: Record<string, unknown>, parameters?: Record<string, unknown>, modelPath?: string) => vllmCommand(launchOf(family, parameters, modelPath), vllmLaunch, commandLineFlags).args
+      expect(flagOf(vllm({tool_parser: 'qwen'}), '--tool-call-parser')).to.equal('hermes')
+      expect(vllm({tool_parser: 'qwen'})).to.include('--enable-auto-tool-choice')
+      expect(flagOf(vllm({tool_parser: 'llama3'}), '--tool-call-parser')).to.equal('llama3_json')
+      expect(flagOf(vllm({}, {}, mistralFolder), '--tool-call-parser')).to.equal('mistral')
+      expect(flagOf(vllm({chat_template: '{{ "<tool_call>" }}'}), '--tool-call-parser')).to.equal('hermes')
+      const unknown = vllm({})
+      expect(unknown).not.to.include('--tool-call-parser')
+      expect(unknown).not.to.include('--enable-auto-tool-choice')
+    })
+
+    it("lets the launch name vLLM's parser, or turn auto tool choice off", () => {
+      const vllm = (parameters: Record<string, unknown>) => vllmCommand(launchOf({tool_parser: 'qwen'}, parameters), vllmLaunch, commandLineFlags).args
+      expect(flagOf(vllm({tool_call_parser: 'qwen3_coder'}), '--tool-call-parser')).to.equal('qwen3_coder')
+      expect(vllm({tool_call_parser: 'qwen3_coder'}).filter((flag) => flag === '--enable-auto-tool-choice')).to.have.length(1)
+      expect(vllm({enable_auto_tool_choice: false})).to.include('--no-enable-auto-tool-choice')
+      expect(vllm({enable_auto_tool_choice: false})).not.to.include('--tool-call-parser')
+    })
+
+    it("starts SGLang with its parser of the family's format, in SGLang's names, unless the launch names one", () => {
+      const sglang = (family: Record<string, unknown>, parameters?: Record<string, unknown>, modelPath?: string) => flagOf(sglangCommand(launchOf(family, parameters, modelPath), launch, commandLineFlags).args, '--tool-call-parser')
+      expect(sglang({tool_parser: 'qwen'})).to.equal('qwen25')
+      expect(sglang({tool_parser: 'llama3'})).to.equal('llama3')
+      expect(sglang({}, {}, mistralFolder)).to.equal('mistral')
+      expect(sglang({tool_parser: 'qwen'}, {tool_call_parser: 'qwen3_coder'})).to.equal('qwen3_coder')
+      expect(sglang({})).to.equal(undefined)
     })
   })
 

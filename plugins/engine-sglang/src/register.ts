@@ -1,8 +1,8 @@
-import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook} from 'service-toolkit'
+import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook, ToolCallFormat} from 'service-toolkit'
 
 import {existsSync} from 'node:fs'
 
-import {SGLANG_PARAMETERS, sglangCommand} from './server-command.js'
+import {SGLANG_PARAMETERS, sglangCommand, sglangToolCallParser} from './server-command.js'
 
 /**
  * SGLang's package on PyPI is built for CUDA (torch with CUDA, flashinfer, its CUDA kernels), so it needs Linux with an
@@ -15,8 +15,8 @@ export function sglangAvailability(platform: string = process.platform, nvidiaDr
 }
 
 /** Tool calls need SGLang's parser of the model's format, so a model has the tools ability only when launched with one. */
-const info = (request: LoadRequest) => ({
-  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || typeof request.parameters.tool_call_parser === 'string'),
+const info = (request: LoadRequest, format: ToolCallFormat | undefined) => ({
+  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || sglangToolCallParser(format, request.parameters) !== undefined),
   contextLength: (request.parameters.context_length as number | undefined) ?? request.family.context_length,
 })
 
@@ -40,11 +40,11 @@ const register: RegisterHook = async ({api}) => {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
       const parameters = await withFiles(request.parameters)
-      return sglangCommand({...request, parameters}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
+      return sglangCommand({...request, parameters, toolCallFormat: api.external.toolCallFormat(request)}, {port: context.port, python: context.python?.executable ?? 'python3'}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or SGLang capturing its CUDA graphs, takes minutes.
     health: {path: '/health', timeoutMs: 30 * 60_000},
-    info,
+    info: (request) => info(request, api.external.toolCallFormat(request)),
     operations: api.external.openAICompatible(),
     stopGraceMs: 30_000,
   }

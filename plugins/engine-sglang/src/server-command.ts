@@ -2,7 +2,7 @@
  * How a model becomes an SGLang server (`python -m sglang.launch_server`): the launch's engine parameters are
  * SGLang's own options, passed through as flags.
  */
-import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
+import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest, ToolCallFormat} from 'service-toolkit'
 
 /**
  * `launch_server`'s options that a launch may set (`--mem_fraction_static 0.8`), as SGLang names them. Not
@@ -24,7 +24,7 @@ export const SGLANG_PARAMETERS: Record<string, EngineParameter> = {
   mem_fraction_static: {description: 'Fraction of GPU memory for the weights and KV cache, from 0 to 1.', maximum: 1, minimum: 0, type: 'number'},
   random_seed: {description: 'Random seed of the server.', type: 'integer'},
   reasoning_parser: {description: 'Parser that separates the model\'s reasoning from its answer (e.g. deepseek-r1, qwen3).', type: 'string'},
-  tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. qwen25, llama3); the model then has the tools ability.', type: 'string'},
+  tool_call_parser: {description: 'Parser of the model\'s tool calls (default: the one of its format, qwen25 for Qwen, llama3 for Llama 3, mistral for Mistral); the model then has the tools ability.', type: 'string'},
   tp_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
   trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', reaches: 'repository-code', type: 'boolean'},
 }
@@ -46,13 +46,27 @@ export function sglangReasoningParser(family: {model_name?: string; model_abilit
   return (family.reasoning_start_tag ?? '<think>') === '<think>' ? 'deepseek-r1' : undefined
 }
 
+/** SGLang's tool-call parser of each format the service knows (`--tool-call-parser`). */
+const SGLANG_TOOL_PARSERS: Record<ToolCallFormat, string> = {hermes: 'qwen25', llama3_json: 'llama3', mistral: 'mistral'}
+
+/** SGLang's parser for the model's tool-call format, so that it answers calls as `tool_calls`; a launch's own wins. */
+export function sglangToolCallParser(format: ToolCallFormat | undefined, parameters: Record<string, unknown>): string | undefined {
+  if (typeof parameters.tool_call_parser === 'string') return parameters.tool_call_parser
+  return format && SGLANG_TOOL_PARSERS[format]
+}
+
 /**
  * The model is served under its uid, which requests name. SGLang's flags are `store_true`, so a false boolean is
  * simply left out; a launch given several GPUs splits the model across them unless it says otherwise.
  */
-export function sglangCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']}, {port, python}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
+export function sglangCommand(
+  request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']; toolCallFormat?: ToolCallFormat},
+  {port, python}: ServerLaunch,
+  flags: CommandLineFlags,
+): ExternalCommand {
   const reasoningParser = sglangReasoningParser(request.family)
-  const parameters = reasoningParser ? {reasoning_parser: reasoningParser, ...request.parameters} : request.parameters
+  const toolCallParser = sglangToolCallParser(request.toolCallFormat, request.parameters)
+  const parameters = {...(reasoningParser ? {reasoning_parser: reasoningParser} : {}), ...(toolCallParser ? {tool_call_parser: toolCallParser} : {}), ...request.parameters}
   return {
     args: ['-m', 'sglang.launch_server', '--model-path', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(parameters, {splitAcross: {alongside: ['dp_size'], devices: request.devices, parameter: 'tp_size'}})],
     // The weights are local, so the program never needs the hub.

@@ -63,6 +63,17 @@ def load():
 
 
 processor, tokenizer, model, device = load()
+
+
+def tool_markers():
+    """The tool-call markers that are special tokens of this tokenizer (Llama 3's <|python_tag|>, Mistral's
+    [TOOL_CALLS]), by id: decoding skips special tokens, and the service reads calls by these markers."""
+    special = set(tokenizer.all_special_ids) | {i for i, token in getattr(tokenizer, "added_tokens_decoder", {}).items() if getattr(token, "special", False)}
+    ids = {marker: tokenizer.convert_tokens_to_ids(marker) for marker in ("<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]")}
+    return {i: marker for marker, i in ids.items() if isinstance(i, int) and i in special and i != tokenizer.unk_token_id}
+
+
+TOOL_MARKERS = tool_markers()
 # Tokens at the end of a chat prompt that the first chunk of its stream repeats: enough for any template's opening of
 # a reasoning block.
 PROMPT_TAIL_TOKENS = 32
@@ -115,6 +126,25 @@ def sampling(request, prompt_length):
     return settings
 
 
+def renders_tools(request):
+    """Whether the request's tools go into the prompt: not when it asks for no calls (tool_choice "none")."""
+    return bool(request.get("tools")) and request.get("tool_choice") != "none"
+
+
+def decode(ids, keep_markers):
+    """The text of generated ids, special tokens left out but for the tool-call markers when tools were given."""
+    if not keep_markers or not TOOL_MARKERS or not any(i in TOOL_MARKERS for i in ids):
+        return tokenizer.decode(ids, skip_special_tokens=True)
+    parts, run = [], []
+    for i in ids:
+        if i in TOOL_MARKERS:
+            parts += [tokenizer.decode(run, skip_special_tokens=True), TOOL_MARKERS[i]]
+            run = []
+        else:
+            run.append(i)
+    return "".join(parts + [tokenizer.decode(run, skip_special_tokens=True)])
+
+
 def generate(request, prompt_ids, extra=None):
     """Yields text pieces as they are decoded, then ("done", finish_reason, completion_tokens); `extra`: further
     arguments of generate() (a picture's pixel_values, settings the request's own fields do not carry)."""
@@ -138,11 +168,12 @@ def generate(request, prompt_ids, extra=None):
 
     worker = threading.Thread(target=run, daemon=True)
     generated, text, finish = [], "", None
+    keep_markers = renders_tools(request)
     try:
         worker.start()
         for ids in iter(streamer.queue.get, None):
             generated.extend(ids)
-            decoded = tokenizer.decode(generated, skip_special_tokens=True)
+            decoded = decode(generated, keep_markers)
             # A character split across tokens decodes as U+FFFD until its last byte arrives.
             if decoded.endswith("\ufffd") or len(decoded) <= len(text):
                 continue
@@ -157,7 +188,7 @@ def generate(request, prompt_ids, extra=None):
             yield piece
         if finish is None:
             # What the last tokens left undecoded (bytes of no character) still belongs to the reply.
-            rest = tokenizer.decode(generated, skip_special_tokens=True)[len(text):]
+            rest = decode(generated, keep_markers)[len(text):]
             if rest:
                 yield rest
     finally:
@@ -184,7 +215,8 @@ def chat_prompt(request):
     switch = {key: value for key, value in arguments.items() if key in ("enable_thinking", "thinking") and isinstance(value, bool)}
     # A prefill (vLLM's continue_final_message) continues the final assistant turn instead of opening a new one.
     continues = request.get("continue_final_message") is True
-    return tokenizer.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch)
+    tools = request.get("tools") if renders_tools(request) else None
+    return tokenizer.apply_chat_template(turns, tools=tools, add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch)
 
 
 def completion_prompt(request):

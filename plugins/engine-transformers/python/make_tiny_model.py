@@ -2,7 +2,7 @@
 tiny-random-rerank and tiny-random-ocr as safetensors), with
 transformers itself building them from a config: no download, a fixed seed, so the same recipe always gives the same
 files. The tokenizers are byte-level BPE with no merges (one token per byte, built here, nothing trained), so any
-text round-trips: the chat model's with a ChatML chat template, the BERT models' with [CLS] and [SEP] around each
+text round-trips: the chat model's with a ChatML chat template (Qwen's tool section when given tools), the BERT models' with [CLS] and [SEP] around each
 text or pair. Replies are gibberish, vectors and scores mean nothing. The OCR model is GOT-OCR 2.0 in transformers'
 own layout (GotOcr2ForConditionalGeneration and its processor, as stepfun-ai/GOT-OCR-2.0-hf publishes it), shrunk.
 
@@ -29,7 +29,11 @@ from transformers import (
 )
 
 SEED = 42
+# With tools, a system turn lists them and shows the call Qwen's templates teach, <tool_call>{json}</tool_call>, so
+# that tools reach the prompt and the service reads the model's calls in that format (plain ChatML without tools).
 CHATML = (
+    "{% if tools %}{{ '<|im_start|>system\\n# Tools\\n<tools>' }}{% for tool in tools %}{{ '\\n' + (tool | tojson) }}{% endfor %}"
+    "{{ '\\n</tools>\\nCall one as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call><|im_end|>\\n' }}{% endif %}"
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )

@@ -1,4 +1,4 @@
-import type {ExternalEngine, RegisterHook} from 'service-toolkit'
+import type {ChatPayload, ExternalEngine, KernelApi, OpenAICompatibleOperations, RegisterHook} from 'service-toolkit'
 
 import {fileURLToPath} from 'node:url'
 
@@ -14,11 +14,32 @@ const HOST = fileURLToPath(new URL('../python/host.py', import.meta.url))
 const OPTIONS: Record<string, string> = {device: '--device', dtype: '--dtype', max_new_tokens: '--max-new-tokens', n_threads: '--threads'}
 
 /**
+ * The host's chat, which refuses a tool choice that asks for a call: nothing in the host makes the model write one
+ * (it has no structured output), and a model asked to may still answer in text.
+ */
+function chatWithTools(chat: OpenAICompatibleOperations['chat'], errors: KernelApi['errors']): OpenAICompatibleOperations['chat'] {
+  return async function* (payload: ChatPayload, endpoint) {
+    const choice = payload.toolChoice
+    if (choice === 'required' || typeof choice === 'object') {
+      const asked = choice === 'required' ? '"required"' : `the function "${choice.name}"`
+      throw errors.badRequest(
+        `\`tool_choice\` ${asked} asks for a call the model must make, which the transformers engine cannot enforce; send "auto" (the model decides) or "none", or launch the model on llama.cpp, vLLM or SGLang, which honour it.`,
+        'tool_choice',
+      )
+    }
+
+    yield* chat(payload, endpoint)
+  }
+}
+
+/**
  * The engine runs each model as python/host.py in the engine's virtual environment (the kernel makes it from
  * `python.packages` and the registration's `virtualenv`), routes chat and completions to it as to any
- * OpenAI-compatible server, and embeddings, rerank and OCR (image models that read text, see ocr.ts) to its own routes.
+ * OpenAI-compatible server (the service splits tool calls out of its text, see src/kernel/tool-calls.ts), and
+ * embeddings, rerank and OCR (image models that read text, see ocr.ts) to its own routes.
  */
 const register: RegisterHook = async ({api}) => {
+  const openAI = api.external.openAICompatible()
   const external: ExternalEngine = {
     async command(request, {port, python}) {
       if (!python) throw api.errors.badRequest('the transformers engine runs in a Python environment, and the service gave none.', 'model_engine')
@@ -35,7 +56,7 @@ const register: RegisterHook = async ({api}) => {
       ...(typeof request.family.context_length === 'number' ? {contextLength: request.family.context_length} : {}),
       ...(request.modelType === 'image' ? {abilities: OCR_ABILITIES} : {}),
     }),
-    operations: {...api.external.openAICompatible(), embed, rank, ...ocrOperations(api.external.jsonLines('transformers'))},
+    operations: {...openAI, chat: chatWithTools(openAI.chat, api.errors), embed, rank, ...ocrOperations(api.external.jsonLines('transformers'))},
     stopGraceMs: 5000,
   }
   return {
@@ -54,6 +75,12 @@ const register: RegisterHook = async ({api}) => {
           reasoning_format: {
             description: "How an LLM's output carries its reasoning, split into reasoning_content: think (<think> tags, or the family's reasoning_start_tag and reasoning_end_tag), harmony (gpt-oss's channels) or none (default: the family's, by its reasoning ability).",
             enum: ['think', 'harmony', 'none'],
+            type: 'string',
+          },
+          tool_call_format: {
+            description:
+              "How an LLM writes tool calls, split into tool_calls: hermes (Qwen's <tool_call>), llama3_json (Llama 3's JSON), mistral ([TOOL_CALLS]) or none (default: the family's tool_parser, else the markers its chat template shows).",
+            enum: ['hermes', 'llama3_json', 'mistral', 'none'],
             type: 'string',
           },
           trust_remote_code: {description: "Run the model repository's own Python code (models transformers does not know); only for repositories you trust.", reaches: 'repository-code', type: 'boolean'},

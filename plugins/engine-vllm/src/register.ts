@@ -1,10 +1,10 @@
-import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook} from 'service-toolkit'
+import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook, ToolCallFormat} from 'service-toolkit'
 
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
 import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, weightsBytes} from './launch-checks.js'
-import {VLLM_PARAMETERS, vllmCommand} from './server-command.js'
+import {VLLM_PARAMETERS, vllmCommand, vllmToolCalls} from './server-command.js'
 import {vllmStartFailure} from './start-failure.js'
 
 /** The plugin's `python/` folder, whose `sitecustomize.py` every process of the server runs first. */
@@ -20,8 +20,8 @@ export function vllmAvailability(platform: string = process.platform, arch: stri
 }
 
 /** Tool calls need vLLM's parser of the model's format, so a model has the tools ability only when launched with one. */
-const info = (request: LoadRequest) => ({
-  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || request.parameters.enable_auto_tool_choice === true),
+const info = (request: LoadRequest, format: ToolCallFormat | undefined) => ({
+  abilities: (request.family.model_ability ?? ['chat', 'generate']).filter((ability) => ability !== 'tools' || 'tool_call_parser' in vllmToolCalls(format, request.parameters)),
   contextLength: (request.parameters.max_model_len as number | undefined) ?? request.family.context_length,
 })
 
@@ -40,11 +40,12 @@ const register: RegisterHook = async ({api}) => {
     // Without an environment from the kernel, the machine's own Python runs it.
     async command(request, context) {
       const parameters = await withFiles(request.parameters)
-      return vllmCommand({...request, modelPath: await modelFolder(request.modelPath), parameters}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
+      const modelPath = await modelFolder(request.modelPath)
+      return vllmCommand({...request, modelPath, parameters, toolCallFormat: api.external.toolCallFormat({...request, modelPath})}, {port: context.port, python: context.python?.executable ?? 'python3', pythonPath: process.env.PYTHONPATH, startupDir: STARTUP_DIR}, api.external.commandLineFlags)
     },
     // A large model from a slow disk, or vLLM compiling its graphs on first start, takes minutes.
     health: {path: '/health', timeoutMs: 30 * 60_000},
-    info,
+    info: (request) => info(request, api.external.toolCallFormat(request)),
     operations: api.external.openAICompatible(),
     startFailure: vllmStartFailure,
     // vLLM frees the GPU's memory when it exits in order; its engine processes need a moment for that.

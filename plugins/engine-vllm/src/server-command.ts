@@ -2,7 +2,7 @@
  * How a model becomes a `vllm serve` program: the launch's engine parameters are vLLM's own options, passed through
  * as flags, except the CPU backend's settings, which vLLM reads from its environment.
  */
-import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest} from 'service-toolkit'
+import type {CommandLineFlags, EngineParameter, ExternalCommand, LoadRequest, ToolCallFormat} from 'service-toolkit'
 
 import {delimiter} from 'node:path'
 
@@ -17,7 +17,7 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   chat_template: {description: 'Path of a Jinja chat template to use instead of the model\'s own, or the template itself.', reaches: 'template-or-file', type: 'string'},
   cpu_kvcache_space: {description: 'CPU backend only: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE; vLLM\'s default is 4).', minimum: 1, type: 'integer'},
   dtype: {description: 'Data type of the weights and activations (default auto: the model\'s, bfloat16 on CPU).', enum: DTYPES, type: 'string'},
-  enable_auto_tool_choice: {description: 'Let the model call tools when it decides to (needs tool_call_parser); the model then has the tools ability.', type: 'boolean'},
+  enable_auto_tool_choice: {description: 'Let the model call tools when it decides to (on by default when the model\'s tool-call format is known); the model then has the tools ability.', type: 'boolean'},
   enable_prefix_caching: {description: 'Reuse the KV cache of shared prompt prefixes (vLLM\'s default: on).', type: 'boolean'},
   enable_prompt_tokens_details: {description: 'Report the prompt tokens the prefix cache served as usage.prompt_tokens_details.cached_tokens.', type: 'boolean'},
   enforce_eager: {description: 'Run in eager mode, without CUDA graphs or compilation: starts faster, generates slower.', type: 'boolean'},
@@ -31,7 +31,7 @@ export const VLLM_PARAMETERS: Record<string, EngineParameter> = {
   seed: {description: 'Random seed of the engine.', type: 'integer'},
   swap_space: {description: 'GiB of CPU memory per GPU for swapped-out KV cache.', minimum: 0, type: 'number'},
   tensor_parallel_size: {description: 'GPUs the model is split across (default: the GPUs the launch was given, n_gpu or gpu_idx).', minimum: 1, type: 'integer'},
-  tool_call_parser: {description: 'Parser of the model\'s tool calls (e.g. hermes for Qwen, llama3_json for Llama).', type: 'string'},
+  tool_call_parser: {description: 'Parser of the model\'s tool calls (default: the one of its format, hermes for Qwen, llama3_json for Llama 3, mistral for Mistral).', type: 'string'},
   trust_remote_code: {description: 'Run the Python code a model repository ships (needed by some architectures).', reaches: 'repository-code', type: 'boolean'},
 }
 
@@ -45,6 +45,20 @@ export function vllmReasoningParser(family: {model_name?: string; model_ability?
   if (/gpt-oss/i.test(family.model_name ?? '')) return 'openai_gptoss'
   if (/^qwen3/i.test(family.model_name ?? '')) return 'qwen3'
   return (family.reasoning_start_tag ?? '<think>') === '<think>' ? 'deepseek_r1' : undefined
+}
+
+/** vLLM's tool-call parser of each format the service knows (`--tool-call-parser`). */
+const VLLM_TOOL_PARSERS: Record<ToolCallFormat, string> = {hermes: 'hermes', llama3_json: 'llama3_json', mistral: 'mistral'}
+
+/**
+ * The flags that let vLLM parse the model's tool calls itself, for the format of its family or chat template: its
+ * parser, and auto tool choice, without which vLLM refuses `tool_choice: auto`. A launch's own settings win; a launch
+ * that names a parser is given auto tool choice too, unless it turns it off.
+ */
+export function vllmToolCalls(format: ToolCallFormat | undefined, parameters: Record<string, unknown>): Record<string, unknown> {
+  const parser = typeof parameters.tool_call_parser === 'string' ? parameters.tool_call_parser : format && VLLM_TOOL_PARSERS[format]
+  if (!parser || parameters.enable_auto_tool_choice === false) return {}
+  return {enable_auto_tool_choice: true, tool_call_parser: parser}
 }
 
 /** Parameters vLLM's CPU backend reads from its environment, by the variable that carries each. */
@@ -66,9 +80,13 @@ export interface ServerLaunch {
  * named `vllm` at start and fails. The model is served under its uid, which requests name; a launch given several
  * GPUs splits the model across them unless it says otherwise.
  */
-export function vllmCommand(request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']}, {port, python, pythonPath, startupDir}: ServerLaunch, flags: CommandLineFlags): ExternalCommand {
+export function vllmCommand(
+  request: Pick<LoadRequest, 'devices' | 'modelPath' | 'modelUid' | 'parameters'> & {family?: LoadRequest['family']; toolCallFormat?: ToolCallFormat},
+  {port, python, pythonPath, startupDir}: ServerLaunch,
+  flags: CommandLineFlags,
+): ExternalCommand {
   const reasoningParser = vllmReasoningParser(request.family)
-  const passed: Record<string, unknown> = reasoningParser ? {reasoning_parser: reasoningParser} : {}
+  const passed: Record<string, unknown> = {...(reasoningParser ? {reasoning_parser: reasoningParser} : {}), ...vllmToolCalls(request.toolCallFormat, request.parameters)}
   const env: Record<string, string> = {
     // The weights are local, so the program never needs the hub; vLLM's usage statistics stay on this machine.
     HF_HUB_OFFLINE: '1',

@@ -1,0 +1,143 @@
+/**
+ * The tool-call split of each template family on golden streams: the same output cut at every place (inside markers
+ * and JSON too) gives the same content and calls, a call whose JSON does not parse comes back as the text it was,
+ * and the format is found from the launch, the family's parser or the chat template's markers.
+ */
+import {expect} from 'chai'
+import {mkdtempSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import type {GenerationEvent} from '../../src/kernel/generation.js'
+
+import {toolCallFormatOf, toolCallFormatOfTemplate} from '../../src/kernel/tool-call-format.js'
+import {splitToolCalls, ToolCallParser, type ToolCallFormat} from '../../src/kernel/tool-calls.js'
+
+interface Outcome {
+  content: string
+  calls: Array<{name: string; arguments: string}>
+}
+
+/** The output as the parser settles it from `chunks`, with the order kept: calls never come before their index's name. */
+function parse(format: ToolCallFormat, chunks: string[]): Outcome {
+  const parser = new ToolCallParser(format)
+  const events = [...chunks.flatMap((chunk) => parser.push(chunk)), ...parser.finish()]
+  const outcome: Outcome = {calls: [], content: ''}
+  for (const event of events) {
+    if (event.type === 'text') outcome.content += event.text
+    else if (event.type === 'tool_call') {
+      expect(event.index).to.equal(outcome.calls.length)
+      outcome.calls.push({arguments: '', name: event.name})
+    } else if (event.type === 'tool_arguments') outcome.calls[event.index].arguments += event.text
+  }
+
+  return outcome
+}
+
+/** `text` whole, cut once at every place, and one character at a time: each must give `expected`. */
+function expectEverySplit(format: ToolCallFormat, text: string, expected: Outcome): void {
+  expect(parse(format, [text]), 'whole').to.deep.equal(expected)
+  for (let at = 0; at <= text.length; at++) expect(parse(format, [text.slice(0, at), text.slice(at)]), `cut at ${at}`).to.deep.equal(expected)
+  expect(parse(format, [...text]), 'a character at a time').to.deep.equal(expected)
+}
+
+const weather = {arguments: '{"city":"Paris","unit":"celsius"}', name: 'get_weather'}
+const clock = {arguments: '{}', name: 'get_time'}
+
+describe('tool-call parser', () => {
+  describe('Hermes / Qwen', () => {
+    it('splits calls between <tool_call> tags from the text around them, at every chunk boundary', () => {
+      const text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
+      expectEverySplit('hermes', text, {calls: [weather, clock], content: 'Let me check.'})
+    })
+
+    it('passes text without calls through unchanged, white space and a lone closing tag included', () => {
+      expectEverySplit('hermes', '  Hello,\n world </tool_call> <tool_ ', {calls: [], content: '  Hello,\n world </tool_call> <tool_ '})
+    })
+
+    it('gives back a call whose JSON does not parse, or that is not a call, as the text it was', () => {
+      const broken = 'A <tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> B'
+      expectEverySplit('hermes', broken, {calls: [], content: broken})
+      expectEverySplit('hermes', '<tool_call>[1, 2]</tool_call>', {calls: [], content: '<tool_call>[1, 2]</tool_call>'})
+    })
+
+    it('parses a call the output ended inside, and keeps an unfinished one as text', () => {
+      expectEverySplit('hermes', '<tool_call>{"name": "get_time", "arguments": {}}', {calls: [clock], content: ''})
+      expectEverySplit('hermes', 'x <tool_call>{"name": "get_t', {calls: [], content: 'x <tool_call>{"name": "get_t'})
+    })
+  })
+
+  describe('Llama 3.x JSON', () => {
+    it('takes an answer that is a JSON call, with "parameters" or after <|python_tag|>, and several separated by semicolons', () => {
+      expectEverySplit('llama3_json', ' {"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}', {calls: [weather], content: ''})
+      expectEverySplit('llama3_json', '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}; {"name": "get_time", "parameters": {}}', {
+        calls: [weather, clock],
+        content: '',
+      })
+    })
+
+    it('leaves JSON that is not a call, and JSON after text, as text', () => {
+      expectEverySplit('llama3_json', '{"answer": 42}', {calls: [], content: '{"answer": 42}'})
+      expectEverySplit('llama3_json', 'Here: {"name": "get_time", "parameters": {}}', {calls: [], content: 'Here: {"name": "get_time", "parameters": {}}'})
+    })
+  })
+
+  describe('Mistral', () => {
+    it('takes the JSON list after [TOOL_CALLS], and the newer name[ARGS]{…} form', () => {
+      expectEverySplit('mistral', '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}, {"name": "get_time", "arguments": {}}]', {
+        calls: [weather, clock],
+        content: '',
+      })
+      expectEverySplit('mistral', '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "celsius"}[TOOL_CALLS]get_time[ARGS]{}', {calls: [weather, clock], content: ''})
+    })
+
+    it('gives back a list that does not parse as text', () => {
+      expectEverySplit('mistral', 'Sure. [TOOL_CALLS] [{"name": "get_weather", "arguments": ', {calls: [], content: 'Sure. [TOOL_CALLS] [{"name": "get_weather", "arguments": '})
+    })
+  })
+
+  it('numbers its calls after those the engine announced, and ends a reply that made calls with tool_calls', async () => {
+    async function* engine(): AsyncGenerator<GenerationEvent> {
+      yield {promptTokens: 5, type: 'start'}
+      yield {index: 0, name: 'get_time', type: 'tool_call'}
+      yield {text: 'Ok <tool_', type: 'text'}
+      yield {text: 'call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>', type: 'text'}
+      yield {completionTokens: 9, finishReason: 'stop', promptTokens: 5, type: 'done'}
+    }
+
+    const events: GenerationEvent[] = []
+    for await (const event of splitToolCalls(engine(), 'hermes')) events.push(event)
+    expect(events).to.deep.equal([
+      {promptTokens: 5, type: 'start'},
+      {index: 0, name: 'get_time', type: 'tool_call'},
+      {text: 'Ok', type: 'text'},
+      {index: 1, name: 'get_weather', type: 'tool_call'},
+      {index: 1, text: '{"city":"Paris"}', type: 'tool_arguments'},
+      {completionTokens: 9, finishReason: 'tool_calls', promptTokens: 5, type: 'done'},
+    ])
+  })
+
+  describe('format', () => {
+    it("finds the format in a chat template's markers", () => {
+      expect(toolCallFormatOfTemplate('{% for tool in tools %}<tools>{{ tool }}</tools>{% endfor %} <tool_call>')).to.equal('hermes')
+      expect(toolCallFormatOfTemplate('{{ "[AVAILABLE_TOOLS]" }} … {{ "[TOOL_CALLS]" }}')).to.equal('mistral')
+      expect(toolCallFormatOfTemplate('{{- "<|python_tag|>" + tool_call.arguments.code }}')).to.equal('llama3_json')
+      expect(toolCallFormatOfTemplate('Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.')).to.equal('llama3_json')
+      expect(toolCallFormatOfTemplate('{{ message.content }}')).to.equal(undefined)
+    })
+
+    it("takes the launch's choice first, then the family's tool_parser, then its template, then the files beside the weights", () => {
+      const folder = mkdtempSync(join(tmpdir(), 'tool-format-'))
+      writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({chat_template: [{name: 'default', template: '{{ "[TOOL_CALLS]" }}'}]}))
+      writeFileSync(join(folder, 'model.safetensors'), '')
+      expect(toolCallFormatOf({family: {tool_parser: 'qwen'}, modelPath: folder, parameters: {tool_call_format: 'llama3_json'}})).to.equal('llama3_json')
+      expect(toolCallFormatOf({family: {tool_parser: 'qwen'}, modelPath: folder, parameters: {tool_call_format: 'none'}})).to.equal(undefined)
+      expect(toolCallFormatOf({family: {tool_parser: 'llama3'}, modelPath: folder, parameters: {}})).to.equal('llama3_json')
+      expect(toolCallFormatOf({family: {chat_template: '<tool_call>'}, modelPath: folder, parameters: {}})).to.equal('hermes')
+      expect(toolCallFormatOf({family: {}, modelPath: join(folder, 'model.safetensors'), parameters: {}})).to.equal('mistral')
+      writeFileSync(join(folder, 'chat_template.jinja'), '{{ "<tool_call>" }}')
+      expect(toolCallFormatOf({family: {}, modelPath: folder, parameters: {}})).to.equal('hermes')
+      expect(toolCallFormatOf({family: {}, modelPath: join(folder, 'missing'), parameters: {}})).to.equal(undefined)
+    })
+  })
+})
