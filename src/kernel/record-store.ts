@@ -55,7 +55,7 @@ abstract class BoundedStore implements RecordStore {
   }
 
   put(id: string, record: unknown): Promise<void> {
-    if (!RECORD_ID.test(id)) throw new Error(`record id ${JSON.stringify(id)} is not plain`)
+    if (!RECORD_ID.test(id)) return Promise.reject(new Error(`record id ${JSON.stringify(id)} is not plain`))
     const text = JSON.stringify(record)
     const bytes = Buffer.byteLength(text)
     if (bytes > this.bounds.maxBytes) return Promise.reject(new Error(`record ${id} is ${bytes} bytes, more than the ${this.bounds.maxBytes} the store holds`))

@@ -241,6 +241,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
       [{input: 'x', model: MODEL, previous_response_id: 'x'.repeat(129)}, 'previous_response_id'],
       [{background: true, input: 'x', model: MODEL, store: false}, 'background'],
       [{model: MODEL}, 'input'],
+      [{input: 'x'.repeat(9 * 1024 * 1024), model: MODEL}, 'input'],
+      [{background: true, input: 'x', model: MODEL, stream: true}, 'stream'],
     ]
     for (const [body, param] of cases) {
       const answer = await callApi(service, 'POST', '/v1/responses', body)

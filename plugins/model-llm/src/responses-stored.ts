@@ -12,6 +12,8 @@ import type {responsesSchemas} from './responses-shapes.js'
 
 /** Enough for a team's conversations; each response with its conversation is at most a few MiB (responses.ts). */
 const STORE_BOUNDS = {maxBytes: 512 * 1024 * 1024, maxCount: 10_000}
+/** Background responses running at once; each waits its turn at the engine, so more would only hold memory. */
+const MAX_RUNNING = 256
 
 export interface StoredResponse {
   response: ResponseObject
@@ -63,6 +65,11 @@ export class ResponseLibrary {
     if (response.status === 'in_progress')
       throw this.api.errors.create(409, 'conflict', `\`previous_response_id\`: response ${id} is still in progress; continue it once it has ended.`, 'previous_response_id')
     return [...context, ...response.output.filter((item) => item.type !== 'reasoning')]
+  }
+
+  checkRoomToRun(): void {
+    if (this.running.size >= MAX_RUNNING)
+      throw this.api.errors.create(429, 'overloaded', `${MAX_RUNNING} background responses are running; wait for some to end, or cancel them.`, 'background')
   }
 
   /** Stores the response as it begins and runs it on; its end (completed, cancelled, failed) is stored too. */

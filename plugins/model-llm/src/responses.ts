@@ -12,8 +12,8 @@ import {generate, itemId, now, type ResponseObject, type StreamEvent} from './re
 import {responsesSchemas} from './responses-shapes.js'
 import {ResponseLibrary, storedResponseRoutes} from './responses-stored.js'
 
-/** Answers that may be stored: a request's input is held to this as it arrives, before any work, when it is to be stored. */
-const MAX_STORED_INPUT_BYTES = 4 * 1024 * 1024
+/** The conversation a stored response keeps (its continued one's with its request's): held to this before any work. */
+const MAX_STORED_CONVERSATION_BYTES = 8 * 1024 * 1024
 
 function toolsOf(body: ResponsesRequest) {
   return (body.tools ?? []).map((tool, index) => ({description: tool.description ?? undefined, name: tool.name, param: `tools[${index}].parameters`, parameters: tool.parameters ?? undefined}))
@@ -85,13 +85,15 @@ export function responsesRoutes(api: KernelApi): RouteDefinition[] {
     async handler({authority, body, models, signal}) {
       refuseUnsupported(api, body)
       const store = body.store !== false
-      const request = inputItems(api, body.input)
-      if (store && Buffer.byteLength(JSON.stringify(request)) > MAX_STORED_INPUT_BYTES)
-        throw api.errors.badRequest(`\`input\` is more than the ${MAX_STORED_INPUT_BYTES / 1024 / 1024} MiB a stored response keeps; send \`store\`: false to answer it without storing.`, 'input')
       const earlier = body.previous_response_id ? await library.conversation(body.previous_response_id, authority) : []
-      const context: StoredItem[] = [...earlier, ...request]
+      const context: StoredItem[] = [...earlier, ...inputItems(api, body.input)]
       if (context.length > MAX_ITEMS)
         throw api.errors.badRequest(`the conversation has ${context.length} items with those of \`previous_response_id\`; at most ${MAX_ITEMS} are taken. Start a new one.`, 'input')
+      if (store && Buffer.byteLength(JSON.stringify(context)) > MAX_STORED_CONVERSATION_BYTES)
+        throw api.errors.badRequest(
+          `\`input\`: the conversation is more than the ${MAX_STORED_CONVERSATION_BYTES / 1024 / 1024} MiB a stored response keeps; send \`store\`: false to answer it without storing it.`,
+          'input',
+        )
 
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
@@ -111,6 +113,7 @@ export function responsesRoutes(api: KernelApi): RouteDefinition[] {
       const save = () => (store ? library.save(record) : Promise.resolve())
 
       if (body.background) {
+        library.checkRoomToRun()
         const controller = new AbortController()
         const events = await started(model.invoke('chat', payload, controller.signal))
         await library.runInBackground(record, generate(response, events), controller)
