@@ -154,7 +154,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
     const events: OpenAI.Responses.ResponseStreamEvent[] = []
     for await (const event of stream) events.push(event)
     for (const event of events) assertStreamEvent(event)
-    const done = events.find((event) => event.type === 'response.function_call_arguments.done') as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent
+    // The name is in OpenAI's description of the event, though not yet in this client's type.
+    const done = events.find((event) => event.type === 'response.function_call_arguments.done') as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent & {name: string}
     const deltas = events.flatMap((event) => (event.type === 'response.function_call_arguments.delta' ? [event.delta] : [])).join('')
     expect(done.name).to.equal('get_weather')
     expect(done.arguments).to.equal(deltas)
