@@ -228,7 +228,12 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
   })
 
   it('bounds every field before any work, naming it', async () => {
+    const nested = (levels: number) => JSON.parse('{"type":"object","properties":{"a":'.repeat(levels) + '{"type":"string"}' + '}}'.repeat(levels)) as Record<string, unknown>
+    const call = {arguments: '{"a":'.repeat(1500) + '1' + '}'.repeat(1500), call_id: 'c1', name: 'get_weather', type: 'function_call'}
     const cases: Array<[Record<string, unknown>, string]> = [
+      [{input: [call], model: MODEL}, 'input[0].arguments'],
+      [{input: 'x', model: MODEL, tools: [{...WEATHER, parameters: nested(1500)}]}, 'tools[0].parameters'],
+      [{input: 'x', model: MODEL, text: {format: {name: 'x', schema: nested(1500), type: 'json_schema'}}}, 'text.format.schema'],
       [{input: Array.from({length: 2049}, () => ({content: 'x', role: 'user'})), model: MODEL}, 'input'],
       [{input: [{content: [{image_url: 'x', type: 'input_image'}], role: 'user'}], model: MODEL}, 'input[0].content[0].type'],
       [{input: [{call_id: 'nope', output: 'x', type: 'function_call_output'}], model: MODEL}, 'input[0].call_id'],
@@ -253,6 +258,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
 
     const items = await callApi(service, 'GET', '/v1/responses/resp_x/input_items?limit=101')
     expect(items.status).to.equal(400)
+    // The model took none of it: it still answers.
+    expect((await client.responses.create({input: 'Hi', max_output_tokens: 2, model: MODEL, store: false})).usage?.output_tokens).to.equal(2)
   })
 
   it('runs the documentation\'s example as written', async () => {

@@ -23,6 +23,22 @@ function stringOr<T>(s: KernelApi['schema'], list: Schema<T[]>, expected: string
   }
 }
 
+/**
+ * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form
+ * value is, as on the chat route; text that is not JSON is passed on as it is.
+ */
+const argumentsWithin = (s: KernelApi['schema']) => (text: string, path: string) => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return text
+  }
+
+  s.checkNesting(value, path)
+  return text
+}
+
 export function requestSchema(api: KernelApi) {
   const s = api.schema
   const part = s.object({text: s.optional(s.string()), type: s.string()}, {unknownKeys: 'strip'})
@@ -30,7 +46,7 @@ export function requestSchema(api: KernelApi) {
   const content = stringOr(s, parts, 'text, or a list of {"type": "input_text", "text": …} parts')
   const item = s.object(
     {
-      arguments: s.optional(s.string()),
+      arguments: s.optional(s.refine(s.string(), argumentsWithin(s))),
       call_id: s.optional(s.string(ID)),
       content: s.optional(content),
       id: s.optional(s.nullable(s.string(ID))),
