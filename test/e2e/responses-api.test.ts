@@ -142,6 +142,16 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
     expect(second.previous_response_id).to.equal(first.id)
     expect(second.output_text).to.not.equal('')
 
+    // Without storing, the client sends the conversation back itself: the first answer's output items as they came.
+    const resent = await client.responses.create({
+      input: [{content: 'Weather in Paris?', role: 'user'}, ...first.output, {call_id: call.call_id, output: '{"temperature": 21}', type: 'function_call_output'}],
+      max_output_tokens: 4,
+      model: MODEL,
+      store: false,
+      tools: [WEATHER],
+    })
+    expect(resent.usage?.input_tokens).to.equal(second.usage?.input_tokens)
+
     const items = await client.responses.inputItems.list(second.id, {order: 'asc'})
     assertOpenAiSchema('ResponseItemList', (await callApi(service, 'GET', `/v1/responses/${second.id}/input_items?order=asc`)).body)
     expect(items.data.map((item) => item.type)).to.deep.equal(['message', 'function_call', 'function_call_output'])
