@@ -6,7 +6,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {createHash} from 'node:crypto'
-import {readFile, stat, writeFile} from 'node:fs/promises'
+import {readdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
@@ -88,15 +88,19 @@ describe('access control (service-local --auth-config)', function () {
       expect(routes.filter((r) => r.permission === 'public').map((r) => `${r.method} ${r.path}`)).to.have.members(PUBLIC_ROUTES)
     })
 
-    it("matches the README's permission table, route for route", async () => {
-      const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
-      const table = readme.slice(readme.indexOf('<!-- permission table -->')).split('\n\n')[0]
-      const documented = table.split('\n').flatMap((row) => {
+    it("matches the permission tables of the README and the documentation pages, route for route", async () => {
+      // A page under docs/ that documents routes of its own carries a table of them in the README's form.
+      const pages = ['README.md', ...(await readdir(join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))]
+      const tables = await Promise.all(pages.map(async (page) => {
+        const text = await readFile(join(ROOT, page), 'utf8')
+        return text.includes('<!-- permission table -->') ? text.slice(text.indexOf('<!-- permission table -->')).split('\n\n')[0] : ''
+      }))
+      const documented = tables.join('\n').split('\n').flatMap((row) => {
         const [, permission, cell] = /^\| `?([\w:]+)`? \| (.*) \|$/.exec(row) ?? []
         return permission ? [...cell.matchAll(/`(\w+ \/\S*)`/g)].map(([, route]) => `${route} ${permission}`) : []
       })
       const actual = routes.map((r) => `${r.method} ${r.path} ${r.permission}`)
-      expect(documented, 'add each route to the permission table in README.md').to.have.members(actual)
+      expect(documented, 'add each route to the permission table in README.md, or in the page under docs/ that documents it').to.have.members(actual)
     })
 
     it('answers the public routes to anyone, whatever credential comes along', async () => {
