@@ -82,7 +82,8 @@ export class ResponseLibrary {
       } catch (error) {
         if (!controller.signal.aborted) {
           response.status = 'failed'
-          response.error = {code: 'server_error', message: (error as Error).message}
+          // The service's own code for what went wrong (model_crashed, generation_failed…), as its HTTP errors carry.
+          response.error = {code: (error as {code?: string}).code ?? 'internal_error', message: (error as Error).message}
         }
       }
 
