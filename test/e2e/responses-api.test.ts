@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
-import {readdir, stat} from 'node:fs/promises'
+import {readdir, rm, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
@@ -305,5 +305,33 @@ describe('OpenAI Responses API under access control', function () {
     expect(await refusal(other.responses.create({input: 'Hi', model: MODEL, previous_response_id: response.id}))).to.include({param: 'previous_response_id', status: 404})
     expect((await refusal(clientOf('only-models:list').responses.retrieve(response.id))).status).to.equal(403)
     expect((await owner.responses.retrieve(response.id)).id).to.equal(response.id)
+  })
+})
+
+describe('OpenAI Responses API across a restart', function () {
+  it('keeps stored responses, and answers a background one the stopped service left running as failed, never in progress', async () => {
+    const home = await temporaryDirectory()
+    const first = await startService({home})
+    let kept: string
+    let left: string
+    try {
+      await launch(first, home, MODEL)
+      const client = new OpenAI({apiKey: 'any', baseURL: `${first.url}/v1`, maxRetries: 0})
+      kept = (await client.responses.create({input: 'Hi', max_output_tokens: 2, model: MODEL})).id
+      left = (await client.responses.create({background: true, input: 'Write at length.', max_output_tokens: 1900, model: MODEL})).id
+    } finally {
+      await first.stop()
+    }
+
+    const second = await startService({home})
+    try {
+      const client = new OpenAI({apiKey: 'any', baseURL: `${second.url}/v1`, maxRetries: 0})
+      expect((await client.responses.retrieve(kept)).output_text).to.be.a('string').and.not.equal('')
+      const after = await client.responses.retrieve(left)
+      expect(after.status, JSON.stringify(after.error)).to.equal('failed')
+    } finally {
+      await second.stop()
+      await rm(home, {force: true, recursive: true})
+    }
   })
 })

@@ -47,9 +47,12 @@ export class ResponseLibrary {
 
   /** The response, if it exists and the caller may see it: what created it, or an admin. */
   async find(id: string, authority: Authority): Promise<StoredResponse | undefined> {
-    const record = this.running.get(id)?.record ?? ((await this.store.get(id)) as StoredResponse | undefined)
+    const running = this.running.get(id)?.record
+    const record = running ?? ((await this.store.get(id)) as StoredResponse | undefined)
     if (!record || !(authority.admin || record.owner === authority.username)) return undefined
-    return record
+    if (running || record.response.status !== 'in_progress') return record
+    const error = {code: 'shutting_down', message: 'the service stopped while this background response ran; create it again.'}
+    return {...record, response: {...record.response, error, status: 'failed'}}
   }
 
   async found(id: string, authority: Authority, param?: string): Promise<StoredResponse> {
@@ -72,11 +75,17 @@ export class ResponseLibrary {
       throw this.api.errors.create(429, 'overloaded', `${MAX_RUNNING} background responses are running; wait for some to end, or cancel them.`, 'background')
   }
 
-  /** Stores the response as it begins and runs it on; its end (completed, cancelled, failed) is stored too. */
+  /**
+   * Runs the response on, stored as it begins and again as it ends (completed, cancelled, failed). It is among the
+   * running ones from before its first store until after its last, so a stored one in progress that is not running
+   * is one a stopped service left.
+   */
   async runInBackground(record: StoredResponse, run: AsyncGenerator<StreamEvent>, controller: AbortController): Promise<void> {
-    await this.save(record)
     const {response} = record
-    const finished = (async () => {
+    let finish!: () => void
+    this.running.set(response.id, {controller, finished: new Promise((resolve) => (finish = resolve)), record})
+    await this.save(record)
+    void (async () => {
       try {
         for await (const _ of run);
       } catch (error) {
@@ -88,10 +97,10 @@ export class ResponseLibrary {
       }
 
       if (controller.signal.aborted && response.status === 'in_progress') response.status = 'cancelled'
-      this.running.delete(response.id)
       await this.save(record)
+      this.running.delete(response.id)
+      finish()
     })()
-    this.running.set(response.id, {controller, finished, record})
   }
 
   async cancel(id: string, authority: Authority): Promise<ResponseObject> {
