@@ -175,6 +175,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
   it('answers in the JSON a text.format json_schema asks for', async () => {
     const schema = {additionalProperties: false, properties: {answer: {enum: ['yes', 'no']}}, required: ['answer'], type: 'object'}
     const response = await client.responses.create({input: 'Yes or no?', max_output_tokens: 200, model: MODEL, store: false, text: {format: {name: 'verdict', schema, strict: true, type: 'json_schema'}}})
+    assertOpenAiSchema('Response', response)
+    expect(response.text?.format).to.deep.include({name: 'verdict', type: 'json_schema'})
     expect(JSON.parse(response.output_text)).to.have.property('answer').that.is.oneOf(['yes', 'no'])
     const object = await client.responses.create({input: 'JSON please', max_output_tokens: 60, model: MODEL, store: false, text: {format: {type: 'json_object'}}})
     expect(object.output_text.trim().startsWith('{')).to.equal(true)
