@@ -81,6 +81,24 @@ export interface KernelApi {
     /** Modules the flexible launcher may import (SERVICE_ALLOWED_PYTHON_MODULES); empty: whatever the registration names. */
     allowedPythonModules: readonly string[]
   }
+  /**
+   * The store of records named `name` (lower-case letters, digits, dashes) kept between requests and restarts: private
+   * files in SERVICE_HOME/<name>, at most `bounds` of them, the oldest dropped. Each call with a name answers the same store.
+   */
+  records(name: string, bounds: RecordStoreBounds): RecordStore
+}
+
+export interface RecordStoreBounds {
+  maxCount: number
+  /** Of all the records together, and so of any one: a record larger is refused. */
+  maxBytes: number
+}
+
+/** JSON records by id; an id that is not plain (letters, digits, `_`, `-`, up to 128) is never found. */
+export interface RecordStore {
+  put(id: string, record: unknown): Promise<void>
+  get(id: string): Promise<unknown>
+  delete(id: string): Promise<boolean>
 }
 
 /**

@@ -11,12 +11,13 @@ import type {
   KernelApi,
   Logger,
   ModelTypeDefinition,
+  RecordStore,
   RouteDefinition,
   WeightsGenerator,
 } from './contracts.js'
 import type {PluginContribution, PluginFailure} from './hooks.js'
 
-import {isAbsolute} from 'node:path'
+import {isAbsolute, join} from 'node:path'
 
 import {flattenFamily} from './catalogue.js'
 import {commandLineFlags} from './command-line-flags.js'
@@ -28,6 +29,7 @@ import {checkLocalPath} from './model-files.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {pcmSpeechOperations} from './pcm-speech-program.js'
 import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
+import {recordStore, STORE_NAME} from './record-store.js'
 import * as schema from './schema.js'
 import {toolCallFormatOf} from './tool-call-format.js'
 import {pythonRequirementsProblem} from './virtualenv.js'
@@ -57,9 +59,12 @@ export interface KernelApiSettings {
   cacheDir?: string
   /** Modules the flexible launcher may import (SERVICE_ALLOWED_PYTHON_MODULES); empty: whatever the registration names. */
   allowedPythonModules?: readonly string[]
+  /** SERVICE_HOME, where plugins' records are kept; without it they are kept in memory. */
+  home?: string
 }
 
-export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], allowedPythonModules = [], cacheDir}: KernelApiSettings = {}): KernelApi {
+export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], allowedPythonModules = [], cacheDir, home}: KernelApiSettings = {}): KernelApi {
+  const stores = new Map<string, RecordStore>()
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
@@ -68,6 +73,12 @@ export function createKernelApi(version: string, log: Logger, {allowedModelDirs 
     log,
     media: mediaKit,
     policy: {allowedPythonModules},
+    records(name, bounds) {
+      if (!STORE_NAME.test(name)) throw new Error(`record store name ${JSON.stringify(name)} must be lower-case letters, digits and dashes`)
+      let store = stores.get(name)
+      if (!store) stores.set(name, (store = recordStore(home ? join(home, name) : undefined, bounds)))
+      return store
+    },
     requireAbility(model, ability, what) {
       if (model.abilities.includes(ability)) return
       throw badRequest(

@@ -33,6 +33,10 @@ const LLM = 'tiny-random-llm'
 const OPENAI_ROUTES = [
   {events: 'CreateChatCompletionStreamResponse', key: 'POST /v1/chat/completions', request: 'CreateChatCompletionRequest', response: 'CreateChatCompletionResponse'},
   {key: 'POST /v1/completions', request: 'CreateCompletionRequest', response: 'CreateCompletionResponse'},
+  // OpenAI's request may leave the model out (a stored prompt names it); this service has no stored prompts, so it is required.
+  {events: 'ResponseStreamEvent', key: 'POST /v1/responses', response: 'Response'},
+  {key: 'GET /v1/responses/{response_id}', response: 'Response'},
+  {key: 'GET /v1/responses/{response_id}/input_items', response: 'ResponseItemList'},
   {key: 'POST /v1/embeddings', request: 'CreateEmbeddingRequest', response: 'CreateEmbeddingResponse'},
   {key: 'GET /v1/models', response: 'ListModelsResponse'},
   {key: 'GET /v1/models/{model_uid}', response: 'Model'},
@@ -181,6 +185,21 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(404, 'GET', '/v1/requests/{request_id}/progress', {params: {request_id: 'never-sent'}})
     await ok('POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {block_duration: 0}, params: {model_uid: LLM, request_id: 'documented-1'}})
     await refused(404, 'POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {}, params: {model_uid: 'ghost', request_id: 'documented-1'}})
+  })
+
+  it('answers the Responses API as documented: created, streamed, stored, listed, cancelled and deleted', async () => {
+    const request = {input: [{content: 'Hello!', role: 'user'}], instructions: 'Be brief.', max_output_tokens: 6, model: LLM}
+    const created = await ok('POST', '/v1/responses', {body: request})
+    await ok('POST', '/v1/responses', {body: {...request, max_output_tokens: 40, stream: true, tool_choice: {name: 'get_weather', type: 'function'}, tools: [{...WEATHER_TOOL.function, type: 'function'}]}})
+    await ok('POST', '/v1/responses', {body: {...request, stream: true}})
+    const id = created.body.id as string
+    await ok('GET', '/v1/responses/{response_id}', {params: {response_id: id}})
+    await ok('GET', '/v1/responses/{response_id}/input_items', {params: {response_id: id}, query: {limit: 1, order: 'asc'}})
+    const background = await ok('POST', '/v1/responses', {body: {...request, background: true}})
+    await ok('POST', '/v1/responses/{response_id}/cancel', {params: {response_id: background.body.id}})
+    await ok('DELETE', '/v1/responses/{response_id}', {params: {response_id: id}})
+    await refused(404, 'GET', '/v1/responses/{response_id}', {params: {response_id: id}})
+    await refused(400, 'POST', '/v1/responses', {body: {...request, max_output_tokens: 0}})
   })
 
   it('answers embeddings and rerank as documented', async () => {

@@ -6,6 +6,7 @@ import {anthropicRoutes} from './anthropic.js'
 import {chatRoute} from './chat.js'
 import {completionsRoute} from './completions.js'
 import {ollamaRoutes} from './ollama.js'
+import {responsesRoutes} from './responses.js'
 
 const CATALOGUE = new URL('../catalogue/', import.meta.url)
 
@@ -45,7 +46,7 @@ const register: RegisterHook = async ({api}) => {
         },
       },
     ],
-    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api), ...ollamaRoutes(api)],
+    routes: [chatRoute(api), completionsRoute(api), ...anthropicRoutes(api), ...ollamaRoutes(api), ...responsesRoutes(api)],
   }
 }
 

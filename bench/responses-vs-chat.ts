@@ -1,0 +1,73 @@
+/**
+ * `/v1/responses` against `/v1/chat/completions` on the same model in the same run: one service-local serving a
+ * generated tiny llama model (which never ends its turn by itself, so every reply is exactly `--tokens` tokens),
+ * streamed with the official openai client, the two routes alternating. Prints, per route, the median wall time of
+ * a reply and the service process's CPU time per token (the model runs in its own process, so this is what the route
+ * and the HTTP edge spend), and the ratios responses/chat. `node --import tsx bench/responses-vs-chat.ts --rounds 30`
+ */
+import {loadavg} from 'node:os'
+import {parseArgs} from 'node:util'
+import OpenAI from 'openai'
+
+import {writeTinyChatModel} from '../test/helpers/models.js'
+import {callApi, startService, temporaryDirectory} from '../test/helpers/service.js'
+import {median, processUsage} from './measure.js'
+
+const {values} = parseArgs({options: {rounds: {default: '30', type: 'string'}, tokens: {default: '128', type: 'string'}}})
+const rounds = Number(values.rounds)
+const tokens = Number(values.tokens)
+const MODEL = 'bench-chat'
+
+const service = await startService()
+try {
+  const {family} = await writeTinyChatModel(await temporaryDirectory(), MODEL)
+  await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})
+  const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, n_ctx: 1024, n_parallel: 1, n_threads: 1})
+  if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
+  const client = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
+  const input = 'Tell me a story.'
+  const sides = [
+    {
+      async reply() {
+        const stream = await client.chat.completions.create({max_tokens: tokens, messages: [{content: input, role: 'user'}], model: MODEL, stream: true, stream_options: {include_usage: true}})
+        let count = 0
+        for await (const chunk of stream) count = chunk.usage?.completion_tokens ?? count
+        return count
+      },
+      cpu: 0,
+      label: '/v1/chat/completions',
+      walls: [] as number[],
+    },
+    {
+      async reply() {
+        const stream = await client.responses.create({input, max_output_tokens: tokens, model: MODEL, store: false, stream: true})
+        let count = 0
+        for await (const event of stream) if (event.type === 'response.incomplete' || event.type === 'response.completed') count = event.response.usage?.output_tokens ?? 0
+        return count
+      },
+      cpu: 0,
+      label: '/v1/responses',
+      walls: [] as number[],
+    },
+  ]
+  // A first reply on each side warms the model and the routes.
+  for (const side of sides) await side.reply()
+  console.log(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}; ${rounds} streamed replies of ${tokens} tokens on each route`)
+  for (let i = 0; i < rounds; i++) {
+    // Which route goes first alternates, so a burst of other work on the machine does not favour one.
+    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+      const before = await processUsage(service.process.pid!)
+      const start = performance.now()
+      const count = await side.reply()
+      side.walls.push(performance.now() - start)
+      side.cpu += (await processUsage(service.process.pid!)).cpuMs - before.cpuMs
+      if (count !== tokens) throw new Error(`${side.label} answered ${count} tokens, not ${tokens}`)
+    }
+  }
+
+  for (const side of sides) console.log(`${side.label}: ${median(side.walls).toFixed(1)} ms a reply (median), service CPU ${(side.cpu / (rounds * tokens)).toFixed(3)} ms a token`)
+  const [chat, responses] = sides
+  console.log(`responses/chat: wall ${(median(responses.walls) / median(chat.walls)).toFixed(2)}, service CPU ${(responses.cpu / chat.cpu).toFixed(2)}`)
+} finally {
+  await service.stop()
+}
