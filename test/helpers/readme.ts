@@ -10,7 +10,7 @@ export async function documentationPages(): Promise<Array<{path: string; text: s
 }
 
 /** The one documentation page that holds `marker` (a block or table may move between pages without its tests changing). */
-export async function pageWith(marker: string): Promise<{path: string; text: string}> {
+async function pageWith(marker: string): Promise<{path: string; text: string}> {
   const pages = (await documentationPages()).filter((page) => page.text.includes(marker))
   if (pages.length !== 1) throw new Error(`"${marker}" is in ${pages.length} documentation pages (${pages.map((page) => page.path).join(', ')}), not one`)
   return pages[0]
