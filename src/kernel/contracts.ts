@@ -121,6 +121,8 @@ export interface Authority {
   admin: boolean
   /** The user, for the messages and the registration quota; null with access control off. */
   username: string | null
+  /** The name of the caller's API key (or of the user's logins), which usage is kept under; absent with access control off. */
+  keyName?: string
 }
 
 export interface EngineParameter {

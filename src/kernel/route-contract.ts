@@ -51,6 +51,8 @@ export interface RouteRequest<Body = unknown> {
    * heeds it; a route that looks a uid up otherwise passes it on as `ModelLookup.listRunning`, so that its 404 names them only then.
    */
   mayListModels: boolean
+  /** Whether the caller's key may use the model (its scope in the access-control config); `models` already heeds it. True for every model without access control. */
+  inScope(uid: string): boolean
   /** Who calls, as far as what they may make the service run or read (reach.ts): every caller is admin when access control is off. */
   authority: Authority
   log: Logger

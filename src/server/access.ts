@@ -13,7 +13,7 @@ import type {AccessControl, Caller} from '../auth/access-control.js'
 import type {RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {ADMIN, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {ADMIN, AUTHENTICATED, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
 import {type Authority, NO_AUTHORITY} from '../kernel/reach.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
@@ -30,6 +30,9 @@ interface AccessState {
   admitted?: Caller
   routed?: boolean
 }
+
+/** The name of the key the route's guard admitted (what its usage is kept under); none for a public route or without access control. */
+export const admittedKeyName = (ctx: Koa.Context): string | undefined => (ctx.state as AccessState).admitted?.keyName
 
 /** The credential of an `Authorization: Bearer <credential>` header; none without the header. */
 export function bearerCredential(header: string | undefined): string | undefined {
@@ -63,7 +66,11 @@ export function accessGuards(access: AccessControl) {
       if (permission === CLUSTER) throw new ServiceError(403, 'forbidden', `${definition.method} ${definition.path} is for cluster members only, and this service has no cluster token.`)
       if (permission !== PUBLIC) {
         const caller = await callerOf(ctx)
-        access.authorize(caller, permission, `${definition.method} ${definition.path}`)
+        // A key over its quota may still read its own usage, which says why.
+        if (permission !== AUTHENTICATED) {
+          access.authorize(caller, permission, `${definition.method} ${definition.path}`)
+          access.checkQuotas(caller)
+        }
         ;(ctx.state as AccessState).admitted = caller
       }
 
@@ -93,10 +100,18 @@ export function accessGuards(access: AccessControl) {
   /** The admitted caller's authority over what the service runs and reads; none for a public route. */
   const authorityOf = (ctx: Koa.Context): Authority => {
     const caller = (ctx.state as AccessState).admitted
-    return caller ? {admin: access.allows(caller, ADMIN), username: caller.username} : NO_AUTHORITY
+    return caller ? {admin: access.allows(caller, ADMIN), keyName: caller.keyName, username: caller.username} : NO_AUTHORITY
   }
 
-  return {allows, authorityOf, route, unrouted}
+  /** Throws a 403 unless the admitted caller's key may use the model; a public route's caller has no scope. */
+  const requireInScope = (ctx: Koa.Context, uid: string): void => {
+    const caller = (ctx.state as AccessState).admitted
+    if (caller) access.requireInScope(caller, uid)
+  }
+
+  const inScope = (ctx: Koa.Context, uid: string): boolean => (ctx.state as AccessState).admitted?.inScope(uid) ?? true
+
+  return {allows, authorityOf, inScope, requireInScope, route, unrouted}
 }
 
 /**

@@ -78,10 +78,25 @@ const errorBody = (style: ErrorStyle, error: ServiceErrorShape) =>
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
-/** The directory as a request's caller may see it: a 404 for a uid not running names the others only to a caller that may list them. */
-const modelsSeenBy = (models: ModelDirectory, listRunning: boolean): ModelDirectory => ({
-  get: <Ops extends OperationMap<Ops>>(uid: string) => models.get<Ops>(uid, {listRunning}),
-  list: () => models.list(),
+/** What a request's caller may use of the running models: every one without access control, else those in its key's scope. */
+interface CallerScope {
+  inScope(uid: string): boolean
+  /** Throws a 403 naming the model and the scope. */
+  require(uid: string): void
+}
+
+const EVERY_MODEL: CallerScope = {inScope: () => true, require: () => {}}
+
+/**
+ * The directory as a request's caller may see it: only the models in its key's scope (a 403 for another), and a 404
+ * for a uid not running that names the others only to a caller that may list them.
+ */
+const modelsSeenBy = (models: ModelDirectory, listRunning: boolean, scope: CallerScope): ModelDirectory => ({
+  get: <Ops extends OperationMap<Ops>>(uid: string) => {
+    scope.require(uid)
+    return models.get<Ops>(uid, {listRunning})
+  },
+  list: () => models.list().filter((model) => scope.inScope(model.uid)),
 })
 
 /** koa-body's own failures, reworded for the person who sent the request. */
@@ -164,6 +179,7 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : path.startsWith(OLLAMA_PREFIX) ? 'ollama' : 'openai')
   const guards = access ? accessGuards(access) : undefined
+  const scopeOf = (ctx: Koa.Context): CallerScope => (guards ? {inScope: (uid) => guards.inScope(ctx, uid), require: (uid) => guards.requireInScope(ctx, uid)} : EVERY_MODEL)
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
   // Koa reports a failure to write an answer here, and would print it to stderr with its stack. A client that went
@@ -224,15 +240,17 @@ export function createApp(options: AppOptions): Koa {
       if (options.namedRequests && typeof named?.request_id === 'string' && typeof named.model === 'string')
         ctx.res.once('close', options.namedRequests.enter(named.request_id, named.model, (reason) => controller.abort(reason)))
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
+      const scope = scopeOf(ctx)
       const request: RouteRequest = {
         authority: guards ? guards.authorityOf(ctx) : SERVICE_AUTHORITY,
         body,
         clientAddress: ctx.req.socket.remoteAddress ?? 'unknown',
         files: filesOf(ctx),
         headers: ctx.headers,
+        inScope: scope.inScope,
         log,
         mayListModels,
-        models: observedModels(ctx, modelsSeenBy(models, mayListModels)),
+        models: observedModels(ctx, modelsSeenBy(models, mayListModels, scope)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,
         signal: controller.signal,
@@ -287,7 +305,7 @@ export function createApp(options: AppOptions): Koa {
       },
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true, scopeOf(ctx)).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

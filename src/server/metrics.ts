@@ -128,7 +128,12 @@ export class ServiceMetrics implements MetricsExposition {
     const duration = new Histogram({buckets: LATENCY_BUCKETS, help: 'Duration of HTTP requests in seconds, by route and the model they ran on (empty for none).', labelNames: ['method', 'route', ...model], name: 'service_request_duration_seconds', registers})
     const abandoned = new Counter({help: 'Requests whose client went away before the whole answer was sent.', labelNames: ['route', ...model], name: 'service_requests_abandoned_total', registers})
 
-    const perModel = [success, promptTokens, generationTokens, latency, ttft, interToken, total, duration, abandoned]
+    // By the key's name, which only the access-control config makes, so the series are as many as its keys at most.
+    const keyLabels = ['api_key', ...model]
+    const keyRequests = new Counter({help: 'Requests that ran a model, by the name of the API key (or user logins) that made them; with access control on.', labelNames: keyLabels, name: 'service_api_key_requests_total', registers})
+    const keyTokens = new Counter({help: 'Tokens processed, by the name of the API key that asked and kind (prompt, generation); with access control on.', labelNames: [...keyLabels, 'kind'], name: 'service_api_key_tokens_total', registers})
+
+    const perModel = [success, promptTokens, generationTokens, latency, ttft, interToken, total, duration, abandoned, keyRequests, keyTokens]
     return {
       /** Drops every series of a terminated model, so a service that runs many models in turn does not grow its scrape without end. */
       async forget(uid: string) {
@@ -143,6 +148,13 @@ export class ServiceMetrics implements MetricsExposition {
         if (event.modelUid === undefined) return
         const labels = {model_name: event.modelUid}
         inFlight.set(event.modelUid, (inFlight.get(event.modelUid) ?? 1) - 1)
+        if (event.apiKey !== undefined) {
+          const byKey = {api_key: event.apiKey, model_name: event.modelUid}
+          keyRequests.inc(byKey)
+          if (event.promptTokens) keyTokens.inc({...byKey, kind: 'prompt'}, event.promptTokens)
+          if (event.completionTokens) keyTokens.inc({...byKey, kind: 'generation'}, event.completionTokens)
+        }
+
         if (event.promptTokens) promptTokens.inc(labels, event.promptTokens)
         if (event.completionTokens) generationTokens.inc(labels, event.completionTokens)
         if (event.ttftMs !== undefined) ttft.observe(labels, event.ttftMs / 1000)

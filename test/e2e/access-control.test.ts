@@ -6,7 +6,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {createHash} from 'node:crypto'
-import {readFile, stat, writeFile} from 'node:fs/promises'
+import {readdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
@@ -84,19 +84,20 @@ describe('access control (service-local --auth-config)', function () {
   describe('on every route', () => {
     it('puts every route, core and plugin, behind a permission or on the explicit public list', () => {
       expect(routes.map((r) => `${r.method} ${r.path}`)).to.include.members(['POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/models', 'GET /v1/models'])
-      for (const route of routes) expect([...PERMISSIONS, 'public'], `${route.method} ${route.path}`).to.include(route.permission)
+      for (const route of routes) expect([...PERMISSIONS, 'public', 'authenticated'], `${route.method} ${route.path}`).to.include(route.permission)
       expect(routes.filter((r) => r.permission === 'public').map((r) => `${r.method} ${r.path}`)).to.have.members(PUBLIC_ROUTES)
     })
 
-    it("matches the README's permission table, route for route", async () => {
-      const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
-      const table = readme.slice(readme.indexOf('<!-- permission table -->')).split('\n\n')[0]
-      const documented = table.split('\n').flatMap((row) => {
+    it("matches the permission tables of the README and the documentation pages, route for route", async () => {
+      const pages = ['README.md', ...(await readdir(join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))]
+      const texts = await Promise.all(pages.map((page) => readFile(join(ROOT, page), 'utf8')))
+      const tables = texts.flatMap((text) => text.split('<!-- permission table -->').slice(1).map((after) => after.split('\n\n')[0]))
+      const documented = tables.join('\n').split('\n').flatMap((row) => {
         const [, permission, cell] = /^\| `?([\w:]+)`? \| (.*) \|$/.exec(row) ?? []
         return permission ? [...cell.matchAll(/`(\w+ \/\S*)`/g)].map(([, route]) => `${route} ${permission}`) : []
       })
       const actual = routes.map((r) => `${r.method} ${r.path} ${r.permission}`)
-      expect(documented, 'add each route to the permission table in README.md').to.have.members(actual)
+      expect(documented, 'add each route to a permission table (README.md or a page under docs/)').to.have.members(actual)
     })
 
     it('answers the public routes to anyone, whatever credential comes along', async () => {
@@ -144,7 +145,8 @@ describe('access control (service-local --auth-config)', function () {
     it('answers 403 naming the permission to a valid caller without it, and lets through one with exactly that permission', async () => {
       for (const route of guarded()) {
         const where = `${route.method} ${route.path}`
-        const lacking = route.permission === 'admin' ? ['nobody'] : ['nobody', `all-but-${route.permission}`]
+        // Any valid credential may call an `authenticated` route, so no one lacks its permission.
+        const lacking = route.permission === 'authenticated' ? [] : route.permission === 'admin' ? ['nobody'] : ['nobody', `all-but-${route.permission}`]
         for (const username of lacking) {
           for (const credential of [tokens.get(username)!, apiKeyOf(username)]) {
             const answer = await callRoute(route, {credential})
@@ -163,7 +165,7 @@ describe('access control (service-local --auth-config)', function () {
 
         const admitted = await callRoute(route, {credential: apiKeyOf('root')})
         expect(admitted.status, where).not.to.be.oneOf([401, 403])
-        const holders = route.permission === 'admin' ? ['root'] : ['root', `only-${route.permission}`]
+        const holders = route.permission === 'authenticated' ? ['root', 'nobody'] : route.permission === 'admin' ? ['root'] : ['root', `only-${route.permission}`]
         for (const username of holders)
           for (const credential of [tokens.get(username)!, apiKeyOf(username)]) expect((await callRoute(route, {credential})).status, `${where} as ${username}`).to.equal(admitted.status)
       }

@@ -152,8 +152,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
-      async handler() {
-        return json({data: supervisor.describeAll(), object: 'list'})
+      async handler({inScope}) {
+        return json({data: supervisor.describeAll().filter((model) => inScope(model.id)), object: 'list'})
       },
       method: 'GET',
       path: '/v1/models',
@@ -164,7 +164,9 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       example: {params: {model_uid: 'tiny-random-llm'}},
-      async handler({params}) {
+      async handler({inScope, models, params}) {
+        // The caller's directory answers a model outside its key's scope with the 403 that names the scope.
+        if (!inScope(params.model_uid)) models.get(params.model_uid)
         return json(supervisor.describeModel(params.model_uid))
       },
       method: 'GET',
