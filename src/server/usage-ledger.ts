@@ -165,6 +165,7 @@ export class UsageLedger {
   private save(): void {
     const {file, log} = this.options
     if (!file) return
+    this.prune()
     const content = `${JSON.stringify({entries: [...this.entries.values()], version: 1})}\n`
     this.writing = this.writing
       .then(async () => {
