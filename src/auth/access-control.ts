@@ -23,6 +23,8 @@ export interface Caller {
   via: 'api_key' | 'token'
   /** What its usage is kept under: the API key's name, or the user's logins' (config.ts); never a secret. */
   keyName: string
+  /** The names whose usage it may read: its own key's, or with a login every key of the user's and their logins'. */
+  usageKeys: readonly string[]
   quotas?: Quotas
   /** The model uids or patterns it may use; every model when absent. */
   models?: readonly string[]
@@ -38,6 +40,7 @@ function callerOf(user: AuthUser, via: Caller['via'], key?: ApiKey): Caller {
   return {
     inScope: models ? scopeMatcher(models) : EVERY_MODEL,
     keyName: key?.name ?? loginName(user.username),
+    usageKeys: key ? [key.name] : [loginName(user.username), ...user.apiKeys.map(({name}) => name)],
     permissions: new Set(user.permissions),
     username: user.username,
     via,

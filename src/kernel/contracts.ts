@@ -123,6 +123,8 @@ export interface Authority {
   username: string | null
   /** The name of the caller's API key (or of the user's logins), which usage is kept under; absent with access control off. */
   keyName?: string
+  /** The key names whose usage the caller may read, when not admin: its own key's, or with a login all of the user's. */
+  usageKeys?: readonly string[]
 }
 
 export interface EngineParameter {

@@ -100,7 +100,7 @@ export function accessGuards(access: AccessControl) {
   /** The admitted caller's authority over what the service runs and reads; none for a public route. */
   const authorityOf = (ctx: Koa.Context): Authority => {
     const caller = (ctx.state as AccessState).admitted
-    return caller ? {admin: access.allows(caller, ADMIN), keyName: caller.keyName, username: caller.username} : NO_AUTHORITY
+    return caller ? {admin: access.allows(caller, ADMIN), keyName: caller.keyName, usageKeys: caller.usageKeys, username: caller.username} : NO_AUTHORITY
   }
 
   /** Throws a 403 unless the admitted caller's key may use the model; a public route's caller has no scope. */

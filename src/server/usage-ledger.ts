@@ -36,8 +36,8 @@ export interface UsageQuery {
   since: number
   until: number
   groupBy: 'key' | 'model' | 'key,model'
-  /** Only this key's usage (a caller that is not admin); every key's when absent. */
-  key?: string
+  /** Only these keys' usage (a caller that is not admin, or one key asked for); every key's when absent. */
+  keys?: readonly string[]
 }
 
 export interface UsageLedgerOptions {
@@ -113,11 +113,11 @@ export class UsageLedger {
   }
 
   /** The usage in [since, until), the hour `since` falls in included, grouped as asked, most tokens first. */
-  query({groupBy, key, since, until}: UsageQuery): UsageRow[] {
+  query({groupBy, keys, since, until}: UsageQuery): UsageRow[] {
     const from = since - (since % HOUR_MS)
     const rows = new Map<string, UsageRow>()
     for (const entry of this.entries.values()) {
-      if (entry.hour < from || entry.hour >= until || (key !== undefined && entry.key !== key)) continue
+      if (entry.hour < from || entry.hour >= until || (keys !== undefined && (entry.key === null || !keys.includes(entry.key)))) continue
       const apiKey = groupBy === 'model' ? null : entry.key
       const model = groupBy === 'key' ? null : entry.model
       const id = JSON.stringify([apiKey, model])

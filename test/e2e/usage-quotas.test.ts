@@ -11,6 +11,7 @@ import {readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
+import {checkAndClose, openBrowser} from '../helpers/browser.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {scrapeMetrics} from '../helpers/prometheus.js'
 import {readmeBlock} from '../helpers/readme.js'
@@ -79,7 +80,7 @@ describe('usage, quotas and model scopes per API key', function () {
     const other = await usage(ALICE, '?api_key=bob-key1')
     expect(other.status).to.equal(403)
     expect(other.body.error).to.include({code: 'forbidden', param: 'api_key'})
-    expect(other.body.error.message).to.contain('yours is "alice-laptop"')
+    expect(other.body.error.message).to.contain('yours: "alice-laptop"')
     expect((await usage(ADMIN, '?api_key=bob-key1')).body.data.map((row: any) => row.api_key)).to.deep.equal(['bob-key1'])
     expect((await usage(ADMIN, '?window=1h&since=0')).body.error).to.include({param: 'window'})
     expect((await usage(ADMIN, '?since=yesterday')).body.error.message).to.contain('`since` must be an ISO 8601 time')
@@ -155,6 +156,39 @@ describe('usage, quotas and model scopes per API key', function () {
 
     expect((await usage(BOB)).status, 'its usage stays readable').to.equal(200)
     await chat(ALICE, 'alice-laptop')
+  })
+
+  it("shows a user their own keys' usage in the web interface, and an admin every key's", async function () {
+    this.timeout(120_000)
+    const browser = await openBrowser(service.url)
+    try {
+      const {page} = browser
+      const logIn = async (username: string, password: string) => {
+        await page.goto(`${service.url}/ui/login?next=%2Fui%2Fusage`)
+        await page.getByRole('textbox', {name: 'Username'}).fill(username)
+        await page.getByLabel('Password').fill(password)
+        await page.getByRole('button', {name: 'Log in'}).click()
+        await page.waitForURL(`${service.url}/ui/usage`)
+      }
+
+      const keysShown = async () => (await page.locator('tbody th').allTextContents()).sort()
+      await logIn('alice', 'change me too')
+      await page.getByRole('rowheader', {name: 'alice-laptop'}).waitFor()
+      expect(await keysShown()).to.deep.equal(['alice-laptop'])
+      await page.getByRole('button', {name: 'Log out'}).click()
+      await page.waitForURL(`${service.url}/ui/login`)
+
+      await logIn('admin', 'change me')
+      await page.getByRole('rowheader', {name: 'alice-laptop'}).waitFor()
+      expect(await keysShown()).to.deep.equal(['alice-laptop', 'bob-key1'])
+      const alice = answered.get('alice-laptop')!
+      const cells = await page.getByRole('row', {name: /alice-laptop/}).getByRole('cell').allTextContents()
+      expect(cells).to.deep.equal([MODEL, String(alice.requests), String(alice.prompt), String(alice.completion), String(alice.prompt + alice.completion)])
+      await page.getByRole('combobox', {name: 'By'}).selectOption('model')
+      await page.getByRole('rowheader', {name: 'all'}).waitFor()
+    } finally {
+      await checkAndClose(browser)
+    }
   })
 
   it('keeps the usage and the day quotas across a restart, in a private file', async () => {

@@ -43,7 +43,7 @@ describe('usage ledger', () => {
       {api_key: 'bob', completion_tokens: 1, model: 'tiny', prompt_tokens: 1, requests: 1, total_tokens: 2},
     ])
     expect(ledger.query({...all, groupBy: 'model'}).map((row) => [row.api_key, row.model, row.requests])).to.deep.equal([[null, 'big', 1], [null, 'tiny', 3]])
-    expect(ledger.query({...all, groupBy: 'key', key: 'bob'})).to.deep.equal([{api_key: 'bob', completion_tokens: 1, model: null, prompt_tokens: 1, requests: 1, total_tokens: 2}])
+    expect(ledger.query({...all, groupBy: 'key', keys: ['bob']})).to.deep.equal([{api_key: 'bob', completion_tokens: 1, model: null, prompt_tokens: 1, requests: 1, total_tokens: 2}])
     expect(ledger.query({groupBy: 'key', since: START + HOUR, until: START + 2 * HOUR}), 'a later hour').to.deep.equal([])
     expect(ledger.today()).to.deep.equal(new Map([['alice', {requests: 3, tokens: 168}], ['bob', {requests: 1, tokens: 2}]]))
   })

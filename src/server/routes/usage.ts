@@ -1,7 +1,7 @@
 /**
  * `GET /v1/usage`: requests and tokens per API key and model over a period. Any caller with a valid credential may
- * ask; an admin sees every key, anyone else only their own key's (or, with an access token, their logins'). Without
- * access control every caller is admin, and requests are under no key.
+ * ask; an admin sees every key, an API key only its own usage, and a login (access token) its user's keys and logins.
+ * Without access control every caller is admin, and requests are under no key.
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
 import type {UsageLedger} from '../usage-ledger.js'
@@ -34,20 +34,21 @@ export function usageRoutes(ledger: UsageLedger, now: () => number = Date.now): 
         const since = text('since') === undefined ? until - WINDOW_MS[window ?? '24h'] : timeOf(text('since')!, 'since')
         if (since >= until) throw badRequest('`since` must be before `until`.', 'since')
         const asked = text('api_key')
-        // Every caller is admin without access control; with it, a caller that is not admin sees only its own key.
-        if (!authority.admin && asked !== undefined && asked !== authority.keyName)
-          throw new ServiceError(403, 'forbidden', `only an admin may see the usage of another key; yours is "${authority.keyName}" (leave out api_key).`, 'api_key')
-        const key = authority.admin ? asked : authority.keyName
+        // Every caller is admin without access control; with it, a caller that is not admin sees only its own keys.
+        const own = authority.usageKeys ?? []
+        if (!authority.admin && asked !== undefined && !own.includes(asked))
+          throw new ServiceError(403, 'forbidden', `only an admin may see the usage of another key; yours: ${own.map((name) => `"${name}"`).join(', ')} (or leave out api_key).`, 'api_key')
+        const keys = asked === undefined ? (authority.admin ? undefined : own) : [asked]
         const groupBy = (text('group_by') ?? 'key,model') as (typeof USAGE_GROUPS)[number]
         const from = since - (since % HOUR_MS)
-        const data = ledger.query({groupBy, since: from, until, ...(key === undefined ? {} : {key})})
+        const data = ledger.query({groupBy, since: from, until, ...(keys === undefined ? {} : {keys})})
         return {body: {data, group_by: groupBy, object: 'usage', since: new Date(from).toISOString(), until: new Date(until).toISOString()}, kind: 'json'}
       },
       method: 'GET',
       path: '/v1/usage',
       permission: AUTHENTICATED,
       query: {
-        api_key: {description: "Only this key's usage, by its name (admins; anyone else sees only their own).", schema: {maxLength: 100, type: 'string'}},
+        api_key: {description: "Only this key's usage, by its name (admins; anyone else only one of their own).", schema: {maxLength: 100, type: 'string'}},
         group_by: {description: 'Rows per key, per model, or per key and model (the default).', schema: {default: 'key,model', enum: [...USAGE_GROUPS], type: 'string'}},
         since: {...TIME, description: `The start: ${TIME.description} Usage is kept by the hour, for ${USAGE_RETENTION_DAYS} days.`},
         until: {...TIME, description: `The end (now by default): ${TIME.description}`},
