@@ -10,7 +10,7 @@ import type Koa from 'koa'
 import {timingSafeEqual} from 'node:crypto'
 
 import type {AccessControl, Caller} from '../auth/access-control.js'
-import type {RouteDefinition} from '../kernel/contracts.js'
+import type {ModelScope, RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {ADMIN, AUTHENTICATED, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
@@ -103,15 +103,13 @@ export function accessGuards(access: AccessControl) {
     return caller ? {admin: access.allows(caller, ADMIN), keyName: caller.keyName, usageKeys: caller.usageKeys, username: caller.username} : NO_AUTHORITY
   }
 
-  /** Throws a 403 unless the admitted caller's key may use the model; a public route's caller has no scope. */
-  const requireInScope = (ctx: Koa.Context, uid: string): void => {
+  /** The models the admitted caller's key may use; every model for a public route's caller, who has no key. */
+  const modelScope = (ctx: Koa.Context): ModelScope => {
     const caller = (ctx.state as AccessState).admitted
-    if (caller) access.requireInScope(caller, uid)
+    return {has: (uid) => caller?.inScope(uid) ?? true, require: (uid) => caller && access.requireInScope(caller, uid)}
   }
 
-  const inScope = (ctx: Koa.Context, uid: string): boolean => (ctx.state as AccessState).admitted?.inScope(uid) ?? true
-
-  return {allows, authorityOf, inScope, requireInScope, route, unrouted}
+  return {allows, authorityOf, modelScope, route, unrouted}
 }
 
 /**

@@ -10,7 +10,7 @@ import {Readable} from 'node:stream'
 import Koa from 'koa'
 
 import type {AccessControl} from '../auth/access-control.js'
-import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
+import type {ErrorStyle, Logger, ModelDirectory, ModelScope, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 import type {OperationMap} from '../kernel/operations.js'
 import type {NamedRequests} from './named-requests.js'
 
@@ -78,25 +78,19 @@ const errorBody = (style: ErrorStyle, error: ServiceErrorShape) =>
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
-/** What a request's caller may use of the running models: every one without access control, else those in its key's scope. */
-interface CallerScope {
-  inScope(uid: string): boolean
-  /** Throws a 403 naming the model and the scope. */
-  require(uid: string): void
-}
-
-const EVERY_MODEL: CallerScope = {inScope: () => true, require: () => {}}
+/** What a request's caller may use without access control: every model. */
+const EVERY_MODEL: ModelScope = {has: () => true, require: () => {}}
 
 /**
  * The directory as a request's caller may see it: only the models in its key's scope (a 403 for another), and a 404
  * for a uid not running that names the others only to a caller that may list them.
  */
-const modelsSeenBy = (models: ModelDirectory, listRunning: boolean, scope: CallerScope): ModelDirectory => ({
+const modelsSeenBy = (models: ModelDirectory, listRunning: boolean, scope: ModelScope): ModelDirectory => ({
   get: <Ops extends OperationMap<Ops>>(uid: string) => {
     scope.require(uid)
     return models.get<Ops>(uid, {listRunning})
   },
-  list: () => models.list().filter((model) => scope.inScope(model.uid)),
+  list: () => models.list().filter((model) => scope.has(model.uid)),
 })
 
 /** koa-body's own failures, reworded for the person who sent the request. */
@@ -179,7 +173,7 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : path.startsWith(OLLAMA_PREFIX) ? 'ollama' : 'openai')
   const guards = access ? accessGuards(access) : undefined
-  const scopeOf = (ctx: Koa.Context): CallerScope => (guards ? {inScope: (uid) => guards.inScope(ctx, uid), require: (uid) => guards.requireInScope(ctx, uid)} : EVERY_MODEL)
+  const scopeOf = (ctx: Koa.Context): ModelScope => guards?.modelScope(ctx) ?? EVERY_MODEL
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
   // Koa reports a failure to write an answer here, and would print it to stderr with its stack. A client that went
@@ -247,9 +241,9 @@ export function createApp(options: AppOptions): Koa {
         clientAddress: ctx.req.socket.remoteAddress ?? 'unknown',
         files: filesOf(ctx),
         headers: ctx.headers,
-        inScope: scope.inScope,
         log,
         mayListModels,
+        modelScope: scope,
         models: observedModels(ctx, modelsSeenBy(models, mayListModels, scope)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,
