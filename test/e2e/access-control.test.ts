@@ -90,8 +90,7 @@ describe('access control (service-local --auth-config)', function () {
 
     it("matches the permission tables of the README and the documentation pages, route for route", async () => {
       const pages = ['README.md', ...(await readdir(join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))]
-      const texts = await Promise.all(pages.map((page) => readFile(join(ROOT, page), 'utf8')))
-      const tables = texts.flatMap((text) => text.split('<!-- permission table -->').slice(1).map((after) => after.split('\n\n')[0]))
+      const tables = (await Promise.all(pages.map((page) => readFile(join(ROOT, page), 'utf8')))).flatMap((text) => text.split('<!-- permission table -->').slice(1).map((after) => after.split('\n\n')[0]))
       const documented = tables.join('\n').split('\n').flatMap((row) => {
         const [, permission, cell] = /^\| `?([\w:]+)`? \| (.*) \|$/.exec(row) ?? []
         return permission ? [...cell.matchAll(/`(\w+ \/\S*)`/g)].map(([, route]) => `${route} ${permission}`) : []
@@ -145,7 +144,6 @@ describe('access control (service-local --auth-config)', function () {
     it('answers 403 naming the permission to a valid caller without it, and lets through one with exactly that permission', async () => {
       for (const route of guarded()) {
         const where = `${route.method} ${route.path}`
-        // Any valid credential may call an `authenticated` route, so no one lacks its permission.
         const lacking = route.permission === 'authenticated' ? [] : route.permission === 'admin' ? ['nobody'] : ['nobody', `all-but-${route.permission}`]
         for (const username of lacking) {
           for (const credential of [tokens.get(username)!, apiKeyOf(username)]) {
