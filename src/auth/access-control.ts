@@ -213,14 +213,9 @@ export class AccessControl {
     return caller.permissions.has(ADMIN) || caller.permissions.has(permission)
   }
 
-  /** Every key's name and quotas, and each user's logins', for the usage accounting. */
-  get keyNames(): Array<{name: string; quotas?: Quotas}> {
-    return [...this.apiKeys.map(({caller}) => caller), ...this.logins.values()].map(({keyName, quotas}) => ({name: keyName, ...(quotas ? {quotas} : {})}))
-  }
-
   /** Throws a 429 when the caller's key has already spent one of its quotas in the current window. */
   checkQuotas(caller: Caller): void {
-    this.quotas.check(caller.keyName, caller.quotas, describe(caller))
+    this.quotas.check(caller.keyName, caller.quotas, describeCaller(caller))
   }
 
   /** Throws a 403 naming the model and the caller's scope unless the caller may use the model. */
@@ -229,7 +224,7 @@ export class AccessControl {
     throw new ServiceError(
       403,
       'forbidden',
-      `${describe(caller)} may use only the models ${caller.models?.map((pattern) => `"${pattern}"`).join(', ')}, and not "${uid}"; ask an administrator to add it to the key's models in the access-control config.`,
+      `${describeCaller(caller)} may use only the models ${caller.models?.map((pattern) => `"${pattern}"`).join(', ')}, and not "${uid}"; ask an administrator to add it to the key's models in the access-control config.`,
       'model',
     )
   }
@@ -243,4 +238,4 @@ export class AccessControl {
 }
 
 /** The caller in a message: the key by its name, never the key itself. */
-const describe = (caller: Caller) => (caller.via === 'api_key' ? `the API key "${caller.keyName}" of user "${caller.username}"` : `user "${caller.username}"`)
+const describeCaller = (caller: Caller) => (caller.via === 'api_key' ? `the API key "${caller.keyName}" of user "${caller.username}"` : `user "${caller.username}"`)

@@ -106,7 +106,12 @@ export function accessGuards(access: AccessControl) {
   /** The models the admitted caller's key may use; every model for a public route's caller, who has no key. */
   const modelScope = (ctx: Koa.Context): ModelScope => {
     const caller = (ctx.state as AccessState).admitted
-    return {has: (uid) => caller?.inScope(uid) ?? true, require: (uid) => caller && access.requireInScope(caller, uid)}
+    return {
+      has: (uid) => caller?.inScope(uid) ?? true,
+      require(uid) {
+        if (caller) access.requireInScope(caller, uid)
+      },
+    }
   }
 
   return {allows, authorityOf, modelScope, route, unrouted}
