@@ -7,7 +7,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import {expect} from 'chai'
 import {execa} from 'execa'
 import {randomBytes} from 'node:crypto'
-import {readFile, stat, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
@@ -15,7 +15,7 @@ import {checkAndClose, openBrowser} from '../helpers/browser.js'
 import {writeTinyChatModel} from '../helpers/models.js'
 import {scrapeMetrics} from '../helpers/prometheus.js'
 import {readmeBlock} from '../helpers/readme.js'
-import {callApi, type RunningService, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, type RunningService, SERVICECTL, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const PAGE = 'docs/usage-and-quotas.md'
 const ADMIN = 'sk-72tkvudyGLPMi'
@@ -91,6 +91,24 @@ describe('usage, quotas and model scopes per API key', function () {
     const {stdout} = await execa('bash', ['-euo', 'pipefail', '-c', (await readmeBlock('usage-call', PAGE)).replaceAll('http://127.0.0.1:9997', service.url)])
     const {data} = JSON.parse(stdout)
     expect(data).to.deep.equal([{api_key: 'alice-laptop', completion_tokens: answered.get('alice-laptop')!.completion, model: MODEL, prompt_tokens: answered.get('alice-laptop')!.prompt, requests: 2, total_tokens: answered.get('alice-laptop')!.prompt + answered.get('alice-laptop')!.completion}])
+  })
+
+  it('prints the usage with `servicectl usage` as documented, as a table and as JSON', async () => {
+    const alice = answered.get('alice-laptop')!
+    const bin = join(await temporaryDirectory(), 'bin')
+    await mkdir(bin)
+    await writeFile(join(bin, 'servicectl'), `#!/bin/sh\nexec node ${SERVICECTL} "$@"\n`, {mode: 0o755})
+    const env = {NO_COLOR: '1', PATH: `${bin}:${process.env.PATH}`, SERVICE_ENDPOINT: service.url}
+    const table = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('usage-cli', PAGE)], {env, reject: false})
+    expect(table.exitCode, table.stderr).to.equal(0)
+    const lines = table.stdout.trim().split('\n')
+    expect(lines[0].split(/\s{2,}/)).to.deep.equal(['Key', 'Model', 'Requests', 'Prompt tokens', 'Completion tokens', 'Total tokens'])
+    expect(lines.slice(2).map((line) => line.trim().split(/\s+/))).to.deep.equal([['alice-laptop', MODEL, '2', String(alice.prompt), String(alice.completion), String(alice.prompt + alice.completion)]])
+    const json = await servicectl(['usage', '--endpoint', service.url, '--api-key', ADMIN, '--group-by', 'key', '--json'])
+    expect(JSON.parse(json.stdout).data.map((row: any) => [row.api_key, row.model])).to.have.deep.members([['alice-laptop', null], ['bob-key1', null]])
+    const refused = await servicectl(['usage', '--endpoint', service.url, '--api-key', ALICE, '--key', 'bob-key1'])
+    expect(refused.exitCode).to.equal(1)
+    expect(refused.stderr).to.contain('only an admin may see the usage of another key')
   })
 
   it("labels metrics with the key's name, never the key", async () => {
