@@ -25,12 +25,11 @@ function timeOf(text: string, name: string): number {
 export function usageRoutes(ledger: UsageLedger, now: () => number = Date.now): RouteDefinition[] {
   return [
     {
-      example: {query: {group_by: 'key,model', window: '24h'}},
+      example: {query: {api_key: 'ops', group_by: 'key,model', since: '2026-01-01T00:00:00Z', until: '2036-01-01T00:00:00Z', window: '24h'}},
       async handler({authority, query}) {
         const text = (name: string) => (typeof query[name] === 'string' && query[name] !== '' ? query[name] : undefined)
         const until = text('until') === undefined ? now() : timeOf(text('until')!, 'until')
         const window = text('window') as keyof typeof WINDOW_MS | undefined
-        if (window && text('since')) throw badRequest('give either `window` or `since`, not both.', 'window')
         const since = text('since') === undefined ? until - WINDOW_MS[window ?? '24h'] : timeOf(text('since')!, 'since')
         if (since >= until) throw badRequest('`since` must be before `until`.', 'since')
         const asked = text('api_key')
@@ -52,7 +51,7 @@ export function usageRoutes(ledger: UsageLedger, now: () => number = Date.now): 
         group_by: {description: 'Rows per key, per model, or per key and model (the default).', schema: {default: 'key,model', enum: [...USAGE_GROUPS], type: 'string'}},
         since: {...TIME, description: `The start: ${TIME.description} Usage is kept by the hour, for ${USAGE_RETENTION_DAYS} days.`},
         until: {...TIME, description: `The end (now by default): ${TIME.description}`},
-        window: {description: 'The period before `until`, instead of `since` (24h by default).', schema: {enum: [...USAGE_WINDOWS], type: 'string'}},
+        window: {description: 'The period before `until` when `since` is not given (24h by default).', schema: {enum: [...USAGE_WINDOWS], type: 'string'}},
       },
       response: usageReplySchema.json,
       summary: 'Requests and tokens per API key (by its name) and per model: every key for an admin, your own otherwise',
