@@ -145,7 +145,7 @@ describe('usage, quotas and model scopes per API key', function () {
     expect((await usage(BOB)).body.data[0]).to.include({requests: 1}, 'a refused request is not counted')
   })
 
-  it('answers 429 with Retry-After once the quota is spent, in OpenAI\'s and Anthropic\'s shapes', async () => {
+  it("answers 429 with Retry-After once the quota is spent, in OpenAI's, Anthropic's and Ollama's shapes", async () => {
     await chat(BOB, 'bob-key1')
     const refused = await openai(BOB)
       .chat.completions.create({messages: [{content: 'hi', role: 'user'}], model: MODEL})
@@ -173,6 +173,10 @@ describe('usage, quotas and model scopes per API key', function () {
     expect(body.error.message).to.contain('requests_per_day')
     const client = new Anthropic({apiKey: BOB, baseURL: `${service.url}/anthropic`, maxRetries: 0})
     expect(await client.messages.create({max_tokens: 4, messages: [{content: 'hi', role: 'user'}], model: MODEL}).catch((error_: unknown) => error_)).to.be.instanceOf(Anthropic.RateLimitError)
+
+    const ollama = await callApi(service, 'POST', '/api/chat', {messages: [{content: 'hi', role: 'user'}], model: MODEL, stream: false}, as(BOB))
+    expect(ollama.status).to.equal(429)
+    expect(ollama.body.error, "Ollama's shape: the message itself").to.be.a('string').and.contain('requests_per_day')
 
     expect((await usage(BOB)).status, 'its usage stays readable').to.equal(200)
     await chat(ALICE, 'alice-laptop')
