@@ -29,10 +29,15 @@ interface AccessState {
   /** The caller a route's guard let through; none for a public route, which asks for no credential. */
   admitted?: Caller
   routed?: boolean
+  /** The name of the key that authenticated, admitted or not: what the request is accounted under. */
+  keyName?: string
 }
 
-/** The name of the key the route's guard admitted (what its usage is kept under); none for a public route or without access control. */
-export const admittedKeyName = (ctx: Koa.Context): string | undefined => (ctx.state as AccessState).admitted?.keyName
+/**
+ * The name of the key a route's guard authenticated (what the request is accounted under), whether it then let it
+ * through or refused it (permission, quota); none for a public route, a credential that is not valid, or without access control.
+ */
+export const callerKeyName = (ctx: Koa.Context): string | undefined => (ctx.state as AccessState).keyName
 
 /** The credential of an `Authorization: Bearer <credential>` header; none without the header. */
 export function bearerCredential(header: string | undefined): string | undefined {
@@ -66,6 +71,7 @@ export function accessGuards(access: AccessControl) {
       if (permission === CLUSTER) throw new ServiceError(403, 'forbidden', `${definition.method} ${definition.path} is for cluster members only, and this service has no cluster token.`)
       if (permission !== PUBLIC) {
         const caller = await callerOf(ctx)
+        ;(ctx.state as AccessState).keyName = caller.keyName
         // A key over its quota may still read its own usage, which says why.
         if (permission !== AUTHENTICATED) {
           access.authorize(caller, permission, `${definition.method} ${definition.path}`)

@@ -124,7 +124,12 @@ export class ServiceMetrics implements MetricsExposition {
       name: 'vllm:time_per_output_token_seconds',
       registers,
     })
-    const total = new Counter({help: 'HTTP requests answered, by route, method and status, and the model they ran on (empty for none).', labelNames: ['method', 'route', 'status', ...model], name: 'service_requests_total', registers})
+    const total = new Counter({
+      help: 'HTTP requests answered, by route, method and status, the model they ran on and the name of the API key that made them (empty for none).',
+      labelNames: ['method', 'route', 'status', ...model, 'api_key'],
+      name: 'service_requests_total',
+      registers,
+    })
     const duration = new Histogram({buckets: LATENCY_BUCKETS, help: 'Duration of HTTP requests in seconds, by route and the model they ran on (empty for none).', labelNames: ['method', 'route', ...model], name: 'service_request_duration_seconds', registers})
     const abandoned = new Counter({help: 'Requests whose client went away before the whole answer was sent.', labelNames: ['route', ...model], name: 'service_requests_abandoned_total', registers})
 
@@ -142,7 +147,7 @@ export class ServiceMetrics implements MetricsExposition {
       },
       finished(event: RequestFinished) {
         const modelName = event.modelUid ?? ''
-        total.inc({method: event.method, model_name: modelName, route: event.route, status: String(event.status)})
+        total.inc({api_key: event.apiKey ?? '', method: event.method, model_name: modelName, route: event.route, status: String(event.status)})
         duration.observe({method: event.method, model_name: modelName, route: event.route}, event.durationMs / 1000)
         if (!event.completed) abandoned.inc({model_name: modelName, route: event.route})
         if (event.modelUid === undefined) return

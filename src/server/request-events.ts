@@ -10,7 +10,7 @@ import type {ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {RequestFinished, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap} from '../kernel/operations.js'
 
-import {admittedKeyName} from './access.js'
+import {callerKeyName} from './access.js'
 import {requestIdOf} from './request-id.js'
 import {isWebUiPath, WEB_UI_PATH} from './web-ui.js'
 
@@ -53,13 +53,13 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
     const observation: Observation = {
       started: performance.now(),
       startedOn(modelUid) {
-        const apiKey = admittedKeyName(ctx)
+        const apiKey = callerKeyName(ctx)
         events.report('requestStarted', {method: ctx.method, modelUid, route: routeOf(ctx), ...(requestId ? {requestId} : {}), ...(apiKey ? {apiKey} : {})})
       },
     }
     ;(ctx.state as {observation?: Observation}).observation = observation
     ctx.res.once('close', () => {
-      const apiKey = admittedKeyName(ctx)
+      const apiKey = callerKeyName(ctx)
       const event: RequestFinished = {
         completed: ctx.res.writableFinished,
         durationMs: performance.now() - observation.started,

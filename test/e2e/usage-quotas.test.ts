@@ -179,6 +179,9 @@ describe('usage, quotas and model scopes per API key', function () {
     expect(ollama.body.error, "Ollama's shape: the message itself").to.be.a('string').and.contain('requests_per_day')
 
     expect((await usage(BOB)).status, 'its usage stays readable').to.equal(200)
+    const answers = (await scrapeMetrics(service.url, as(ADMIN))).get('service_requests_total')!.metrics
+    const refusals = answers.filter(({labels}) => labels?.status === '429').map(({labels, value}) => [labels?.api_key, labels?.route, Number(value)])
+    expect(refusals).to.have.deep.members([['bob-key1', '/v1/chat/completions', 1], ['bob-key1', '/anthropic/v1/messages', 2], ['bob-key1', '/api/chat', 1]])
     await chat(ALICE, 'alice-laptop')
   })
 
