@@ -6,12 +6,14 @@
  */
 import {createHash, createHmac, randomBytes, randomUUID, timingSafeEqual} from 'node:crypto'
 
-import type {AuthConfig, AuthUser} from './config.js'
+import type {ApiKey, AuthConfig, AuthUser} from './config.js'
 
 import {ServiceError} from '../kernel/errors.js'
 import {ADMIN, type Permission} from '../kernel/permissions.js'
-import {API_KEY} from './config.js'
+import {API_KEY, loginName} from './config.js'
+import {type Quotas, scopeMatcher} from './key-limits.js'
 import {DEFAULT_LOGIN_LIMITS, type LoginLimits, LoginThrottle} from './login-throttle.js'
+import {QuotaWindows} from './quota-windows.js'
 import {Revocations} from './revocations.js'
 
 export interface Caller {
@@ -19,6 +21,32 @@ export interface Caller {
   permissions: ReadonlySet<Permission>
   /** How the caller proved who they are. */
   via: 'api_key' | 'token'
+  /** What its usage is kept under: the API key's name, or the user's logins' (config.ts); never a secret. */
+  keyName: string
+  /** The names whose usage it may read: its own key's, or with a login every key of the user's and their logins'. */
+  usageKeys: readonly string[]
+  quotas?: Quotas
+  /** The model uids or patterns it may use; every model when absent. */
+  models?: readonly string[]
+  /** Whether it may use the model; true for every model without a scope. */
+  inScope(uid: string): boolean
+}
+
+const EVERY_MODEL = () => true
+
+function callerOf(user: AuthUser, via: Caller['via'], key?: ApiKey): Caller {
+  const models = key?.models ?? user.models
+  const quotas = user.quotas || key?.quotas ? {...user.quotas, ...key?.quotas} : undefined
+  return {
+    inScope: models ? scopeMatcher(models) : EVERY_MODEL,
+    keyName: key?.name ?? loginName(user.username),
+    usageKeys: key ? [key.name] : [loginName(user.username), ...user.apiKeys.map(({name}) => name)],
+    permissions: new Set(user.permissions),
+    username: user.username,
+    via,
+    ...(models ? {models} : {}),
+    ...(quotas ? {quotas} : {}),
+  }
 }
 
 /** The OAuth2 token response (RFC 6749 §5.1). */
@@ -39,7 +67,10 @@ const loadJose = () => import('jose')
 export class AccessControl {
   private readonly key: Uint8Array
   private readonly users = new Map<string, {passwordDigest: Buffer; user: AuthUser}>()
-  private readonly apiKeys: Array<{digest: Buffer; user: AuthUser}> = []
+  private readonly apiKeys: Array<{digest: Buffer; caller: Caller}> = []
+  private readonly logins = new Map<string, Caller>()
+  /** Each key's use of its quotas in the current minute and day; the usage accounting counts into it. */
+  readonly quotas: QuotaWindows
   /** Compared against when the username is unknown, so a failed login takes as long whether or not the user exists. */
   private readonly decoy = digest(randomBytes(32).toString('hex'))
   private readonly now: () => number
@@ -54,9 +85,11 @@ export class AccessControl {
     this.throttle = new LoginThrottle(options.loginLimits ?? DEFAULT_LOGIN_LIMITS, this.now)
     this.revocations = options.revocations ?? Revocations.inMemory(this.now)
     this.key = new TextEncoder().encode(config.secretKey)
+    this.quotas = new QuotaWindows(this.now)
     for (const user of config.users) {
       this.users.set(user.username, {passwordDigest: digest(user.password), user})
-      for (const key of user.apiKeys) this.apiKeys.push({digest: digest(key), user})
+      this.logins.set(user.username, callerOf(user, 'token'))
+      for (const key of user.apiKeys) this.apiKeys.push({caller: callerOf(user, 'api_key', key), digest: digest(key.key)})
     }
   }
 
@@ -119,17 +152,17 @@ export class AccessControl {
   async authenticate(credential: string): Promise<Caller> {
     if (API_KEY.test(credential)) {
       const candidate = digest(credential)
-      let owner: AuthUser | undefined
+      let owner: Caller | undefined
       // Every key is compared, so the time taken does not depend on which key (if any) matched.
-      for (const key of this.apiKeys) if (timingSafeEqual(key.digest, candidate)) owner = key.user
+      for (const key of this.apiKeys) if (timingSafeEqual(key.digest, candidate)) owner = key.caller
       if (!owner) throw new ServiceError(401, 'invalid_credentials', 'the API key is not valid for this service.')
-      return {permissions: new Set(owner.permissions), username: owner.username, via: 'api_key'}
+      return owner
     }
 
     const claims = await this.unrevokedClaims(credential)
-    const entry = this.users.get(claims.sub)
-    if (!entry) throw new ServiceError(401, 'invalid_credentials', `the access token is for the user "${claims.sub}", who is no longer in the access-control config.`)
-    return {permissions: new Set(entry.user.permissions), username: claims.sub, via: 'token'}
+    const caller = this.logins.get(claims.sub)
+    if (!caller) throw new ServiceError(401, 'invalid_credentials', `the access token is for the user "${claims.sub}", who is no longer in the access-control config.`)
+    return caller
   }
 
   /** Revokes the access token presented (a logout); an API key cannot be revoked this way. Answers whose token it was. */
@@ -180,6 +213,22 @@ export class AccessControl {
     return caller.permissions.has(ADMIN) || caller.permissions.has(permission)
   }
 
+  /** Throws a 429 when the caller's key has already spent one of its quotas in the current window. */
+  checkQuotas(caller: Caller): void {
+    this.quotas.check(caller.keyName, caller.quotas, describeCaller(caller))
+  }
+
+  /** Throws a 403 naming the model and the caller's scope unless the caller may use the model. */
+  requireInScope(caller: Caller, uid: string): void {
+    if (caller.inScope(uid)) return
+    throw new ServiceError(
+      403,
+      'forbidden',
+      `${describeCaller(caller)} may use only the models ${caller.models?.map((pattern) => `"${pattern}"`).join(', ')}, and not "${uid}"; ask an administrator to add it to the key's models in the access-control config.`,
+      'model',
+    )
+  }
+
   /** Throws a 403 naming the permission unless the caller has it (or is admin). `what` names the route. */
   authorize(caller: Caller, permission: Permission, what: string): void {
     if (this.allows(caller, permission)) return
@@ -187,3 +236,6 @@ export class AccessControl {
     throw new ServiceError(403, 'forbidden', `${who} does not have the permission ${permission}, which ${what} needs; ask an administrator to add it to the user's permissions in the access-control config.`)
   }
 }
+
+/** The caller in a message: the key by its name, never the key itself. */
+const describeCaller = (caller: Caller) => (caller.via === 'api_key' ? `the API key "${caller.keyName}" of user "${caller.username}"` : `user "${caller.username}"`)

@@ -10,16 +10,33 @@ import {resolve} from 'node:path'
 import {ServiceError} from '../kernel/errors.js'
 import {describeJsonMistake} from '../kernel/json-text.js'
 import {isPermission, type Permission, PERMISSIONS} from '../kernel/permissions.js'
+import {KEY_NAME, MAX_KEY_NAME, parseQuotas, parseScope, type Quotas} from './key-limits.js'
 
 export const ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const
 export type Algorithm = (typeof ALGORITHMS)[number]
+
+/** An API key with the name it is accounted under (never the key itself) and what limits it. */
+export interface ApiKey {
+  key: string
+  /** Its `name` in the config, else `<username>-key<n>` for the user's n-th key. */
+  name: string
+  /** Model uids or glob patterns it may use; the user's scope when absent, every model when neither has one. */
+  models?: string[]
+  /** Its own quotas, field by field over the user's. */
+  quotas?: Quotas
+}
 
 export interface AuthUser {
   username: string
   password: string
   permissions: Permission[]
-  apiKeys: string[]
+  apiKeys: ApiKey[]
+  models?: string[]
+  quotas?: Quotas
 }
+
+/** What a user's logins (access tokens) are accounted under: their keys are named apart from it. */
+export const loginName = (username: string) => `${username}-login`
 
 export interface AuthConfig {
   /** The file it was read from, for the log. */
@@ -99,6 +116,11 @@ export function parseAuthConfig(value: unknown, file: string): AuthConfig {
   else {
     const usernames = new Map<string, string>()
     const keys = new Map<string, string>()
+    const names = new Map<string, string>()
+    const claimName = (name: string, at: string) => {
+      if (names.has(name)) problems.push(`${at} is named "${name}", as ${names.get(name)} is; give it a unique \`name\` (usage and quotas are kept by name)`)
+      else names.set(name, at)
+    }
     for (const [index, entry] of value.user_config.entries()) {
       const at = `user_config[${index}]`
       if (!isObject(entry)) {
@@ -106,7 +128,7 @@ export function parseAuthConfig(value: unknown, file: string): AuthConfig {
         continue
       }
 
-      unknownFields(entry, at, ['username', 'password', 'permissions', 'api_keys'], problems)
+      unknownFields(entry, at, ['username', 'password', 'permissions', 'api_keys', 'models', 'quotas'], problems)
       const user: AuthUser = {apiKeys: [], password: '', permissions: [], username: ''}
       if (typeof entry.username !== 'string' || entry.username.trim() === '') problems.push(`${at}.username is missing`)
       else if (usernames.has(entry.username)) problems.push(`${at}.username "${entry.username}" is already used by ${usernames.get(entry.username)}; usernames must be unique`)
@@ -128,22 +150,62 @@ export function parseAuthConfig(value: unknown, file: string): AuthConfig {
       } else problems.push(`${at}.permissions must be an array of permissions, from ${PERMISSIONS.join(', ')}`)
 
       if (entry.api_keys !== undefined && !Array.isArray(entry.api_keys)) problems.push(`${at}.api_keys must be an array of API keys`)
-      for (const [i, key] of ((entry.api_keys as unknown[] | undefined) ?? []).entries()) {
+      if (user.username) claimName(loginName(user.username), `${at} (its logins)`)
+      for (const [i, item] of ((entry.api_keys as unknown[] | undefined) ?? []).entries()) {
         const keyAt = `${at}.api_keys[${i}]`
-        if (typeof key !== 'string' || !API_KEY.test(key)) problems.push(`${keyAt} is not a valid API key: it must be "sk-" followed by exactly 13 letters or digits`)
-        else if (keys.has(key)) problems.push(`${keyAt} is the same API key as ${keys.get(key)}; every API key must be unique`)
+        const apiKey = parseApiKey(item, keyAt, user.username ? `${user.username}-key${i + 1}` : '', problems)
+        if (!apiKey) continue
+        if (keys.has(apiKey.key)) problems.push(`${keyAt} is the same API key as ${keys.get(apiKey.key)}; every API key must be unique`)
         else {
-          user.apiKeys.push(key)
-          keys.set(key, keyAt)
+          user.apiKeys.push(apiKey)
+          keys.set(apiKey.key, keyAt)
+          if (apiKey.name) claimName(apiKey.name, keyAt)
         }
       }
 
+      const models = parseScope(entry.models, `${at}.models`, problems)
+      if (models) user.models = models
+      const quotas = parseQuotas(entry.quotas, `${at}.quotas`, problems)
+      if (quotas) user.quotas = quotas
       users.push(user)
     }
   }
 
   if (problems.length > 0) throw invalid(file, problems)
   return {algorithm, file, secretKey, tokenExpireInMinutes, users}
+}
+
+const INVALID_KEY = 'is not a valid API key: it must be "sk-" followed by exactly 13 letters or digits'
+
+/** A key as a string (Xinference's format) or as `{key, name, models, quotas}`. */
+function parseApiKey(item: unknown, at: string, defaultName: string, problems: string[]): ApiKey | undefined {
+  if (typeof item === 'string') {
+    if (API_KEY.test(item)) return {key: item, name: defaultName}
+    problems.push(`${at} ${INVALID_KEY}`)
+    return undefined
+  }
+
+  if (!isObject(item)) {
+    problems.push(`${at} must be an API key, or an object with key and optionally name, models and quotas`)
+    return undefined
+  }
+
+  unknownFields(item, at, ['key', 'name', 'models', 'quotas'], problems)
+  let valid = true
+  if (typeof item.key !== 'string' || !API_KEY.test(item.key)) {
+    problems.push(`${at}.key ${INVALID_KEY}`)
+    valid = false
+  }
+
+  if (item.name !== undefined && (typeof item.name !== 'string' || !KEY_NAME.test(item.name))) {
+    problems.push(`${at}.name must be 1 to ${MAX_KEY_NAME} letters, digits and . _ - : @, starting with a letter or digit`)
+    valid = false
+  }
+
+  const models = parseScope(item.models, `${at}.models`, problems)
+  const quotas = parseQuotas(item.quotas, `${at}.quotas`, problems)
+  if (!valid) return undefined
+  return {key: item.key as string, name: (item.name as string | undefined) ?? defaultName, ...(models ? {models} : {}), ...(quotas ? {quotas} : {})}
 }
 
 function secretWeakness(secret: string, algorithm: Algorithm): string | undefined {

@@ -22,7 +22,7 @@ import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 
 export type {AutomaticBuild, BuildRequirement, EngineBuild} from './engine-build-contract.js'
-export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
+export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, ModelScope, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
 
 /** Bumped when the contract changes incompatibly; a plugin may check it and refuse to register. */
 export const KERNEL_API_VERSION = 1
@@ -146,6 +146,10 @@ export interface Authority {
   admin: boolean
   /** The user, for the messages and the registration quota; null with access control off. */
   username: string | null
+  /** The name of the caller's API key (or of the user's logins), which usage is kept under; absent with access control off. */
+  keyName?: string
+  /** The key names whose usage the caller may read, when not admin: its own key's, or with a login all of the user's. */
+  usageKeys?: readonly string[]
 }
 
 export interface EngineParameter {

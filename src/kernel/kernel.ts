@@ -28,7 +28,7 @@ import {mediaKit} from './media-kit.js'
 import {checkLocalPath} from './model-files.js'
 import {openAICompatibleOperations} from './openai-upstream.js'
 import {pcmSpeechOperations} from './pcm-speech-program.js'
-import {PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
+import {AUTHENTICATED, PERMISSIONS, PUBLIC, requiredPermission} from './permissions.js'
 import {recordStore, STORE_NAME} from './record-store.js'
 import * as schema from './schema.js'
 import {toolCallFormatOf} from './tool-call-format.js'
@@ -183,7 +183,7 @@ export class Kernel {
       } else {
         // Still registered: admin-only is safe, and the route works for administrators while the plugin is fixed.
         if (requiredPermission(route) !== route.permission)
-          this.report(plugin, `route ${key} declares ${route.permission === undefined ? 'no permission' : `the unknown permission ${JSON.stringify(route.permission)}`}, so only admin may call it when access control is on; set \`permission\` to one of ${[...PERMISSIONS, PUBLIC].join(', ')}`)
+          this.report(plugin, `route ${key} declares ${route.permission === undefined ? 'no permission' : `the unknown permission ${JSON.stringify(route.permission)}`}, so only admin may call it when access control is on; set \`permission\` to one of ${[...PERMISSIONS, PUBLIC, AUTHENTICATED].join(', ')}`)
         this.routes.push({definition: route as RouteDefinition, plugin})
       }
     }

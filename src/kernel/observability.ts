@@ -26,6 +26,8 @@ export interface RequestFinished {
   completionTokens?: number
   /** Milliseconds from the request's arrival to the model's first output (text or a tool call). */
   ttftMs?: number
+  /** The name of the API key (or of the user's logins) that made it, with access control on; never the key itself. */
+  apiKey?: string
 }
 
 export type ModelState = 'launching' | 'ready' | 'restarting' | 'error' | 'terminated'
@@ -57,6 +59,8 @@ export interface RequestStarted {
   route: string
   modelUid: string
   requestId?: string
+  /** As in RequestFinished. */
+  apiKey?: string
 }
 
 /** A download of a model's weights from a hub has ended, complete or not. */
@@ -113,6 +117,8 @@ export function logServiceEvents(events: ServiceEvents, log: Logger): void {
       completion_tokens: event.completionTokens,
       ttft_ms: event.ttftMs === undefined ? undefined : Number(event.ttftMs.toFixed(1)),
       request_id: event.requestId,
+      // Only with access control on, so the lines of a service without it stay as they were.
+      ...(event.apiKey === undefined ? {} : {api_key: event.apiKey}),
     }),
   )
   events.on('model', (event) => log.debug(`model ${event.uid} (${event.modelType} ${event.modelName}) is ${event.state}${event.reason ? `: ${event.reason}` : ''}`))

@@ -11,6 +11,9 @@ export type Permission = (typeof PERMISSIONS)[number]
 /** What a route declares when anyone may call it, with or without credentials. */
 export const PUBLIC = 'public'
 
+/** What a route declares when any caller with a valid credential may call it, whatever their permissions (their own usage). */
+export const AUTHENTICATED = 'authenticated'
+
 /**
  * What the routes between workers and the supervisor declare. With access control on they need the cluster
  * token (no API key or user, not even admin, reaches them); with it off they are open like every route.
@@ -26,6 +29,6 @@ export const isPermission = (value: unknown): value is Permission => (PERMISSION
  * The permission a caller needs for a route. A route that declares none, or one that does not exist, is
  * admin-only: a plugin that forgets to say who may call its route must not open it to everyone.
  */
-export function requiredPermission(route: Pick<RouteDefinition, 'permission'>): Permission | typeof PUBLIC | typeof CLUSTER {
-  return route.permission === PUBLIC || route.permission === CLUSTER || isPermission(route.permission) ? route.permission : ADMIN
+export function requiredPermission(route: Pick<RouteDefinition, 'permission'>): Permission | typeof PUBLIC | typeof CLUSTER | typeof AUTHENTICATED {
+  return route.permission === PUBLIC || route.permission === CLUSTER || route.permission === AUTHENTICATED || isPermission(route.permission) ? route.permission : ADMIN
 }

@@ -34,6 +34,13 @@ export interface ModelDirectory {
   list(): ModelHandle[]
 }
 
+/** The models a caller may use, by uid. */
+export interface ModelScope {
+  has(uid: string): boolean
+  /** Throws a 403 naming the model and the caller's scope unless it has the model. */
+  require(uid: string): void
+}
+
 export interface RouteRequest<Body = unknown> {
   body: Body
   params: Record<string, string>
@@ -51,6 +58,8 @@ export interface RouteRequest<Body = unknown> {
    * heeds it; a route that looks a uid up otherwise passes it on as `ModelLookup.listRunning`, so that its 404 names them only then.
    */
   mayListModels: boolean
+  /** The models the caller's key may use (its scope in the access-control config); `models` already heeds it. Every model without access control. */
+  modelScope: ModelScope
   /** Who calls, as far as what they may make the service run or read (reach.ts): every caller is admin when access control is off. */
   authority: Authority
   log: Logger

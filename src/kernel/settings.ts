@@ -64,6 +64,8 @@ export function homePaths(home: string) {
     plugins: join(home, 'plugins'),
     registrations: join(home, 'registrations'),
     revokedTokens: join(home, 'revoked-tokens.json'),
+    /** Requests and tokens per API key and model, by the hour (server/usage-ledger.ts). */
+    usage: join(home, 'usage.json'),
     /** Files uploaded to multipart routes, while their request lasts. */
     uploads: join(home, 'uploads'),
     virtualenv: join(home, 'virtualenv'),

@@ -10,10 +10,10 @@ import type Koa from 'koa'
 import {timingSafeEqual} from 'node:crypto'
 
 import type {AccessControl, Caller} from '../auth/access-control.js'
-import type {RouteDefinition} from '../kernel/contracts.js'
+import type {ModelScope, RouteDefinition} from '../kernel/contracts.js'
 
 import {ServiceError} from '../kernel/errors.js'
-import {ADMIN, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
+import {ADMIN, AUTHENTICATED, CLUSTER, type Permission, PUBLIC, requiredPermission} from '../kernel/permissions.js'
 import {type Authority, NO_AUTHORITY} from '../kernel/reach.js'
 
 /** Routes under this prefix speak Anthropic's API, whose clients send their key in `x-api-key`. */
@@ -29,7 +29,15 @@ interface AccessState {
   /** The caller a route's guard let through; none for a public route, which asks for no credential. */
   admitted?: Caller
   routed?: boolean
+  /** The name of the key that authenticated, admitted or not: what the request is accounted under. */
+  keyName?: string
 }
+
+/**
+ * The name of the key a route's guard authenticated (what the request is accounted under), whether it then let it
+ * through or refused it (permission, quota); none for a public route, a credential that is not valid, or without access control.
+ */
+export const callerKeyName = (ctx: Koa.Context): string | undefined => (ctx.state as AccessState).keyName
 
 /** The credential of an `Authorization: Bearer <credential>` header; none without the header. */
 export function bearerCredential(header: string | undefined): string | undefined {
@@ -63,7 +71,12 @@ export function accessGuards(access: AccessControl) {
       if (permission === CLUSTER) throw new ServiceError(403, 'forbidden', `${definition.method} ${definition.path} is for cluster members only, and this service has no cluster token.`)
       if (permission !== PUBLIC) {
         const caller = await callerOf(ctx)
-        access.authorize(caller, permission, `${definition.method} ${definition.path}`)
+        ;(ctx.state as AccessState).keyName = caller.keyName
+        // A key over its quota may still read its own usage, which says why.
+        if (permission !== AUTHENTICATED) {
+          access.authorize(caller, permission, `${definition.method} ${definition.path}`)
+          access.checkQuotas(caller)
+        }
         ;(ctx.state as AccessState).admitted = caller
       }
 
@@ -93,10 +106,21 @@ export function accessGuards(access: AccessControl) {
   /** The admitted caller's authority over what the service runs and reads; none for a public route. */
   const authorityOf = (ctx: Koa.Context): Authority => {
     const caller = (ctx.state as AccessState).admitted
-    return caller ? {admin: access.allows(caller, ADMIN), username: caller.username} : NO_AUTHORITY
+    return caller ? {admin: access.allows(caller, ADMIN), keyName: caller.keyName, usageKeys: caller.usageKeys, username: caller.username} : NO_AUTHORITY
   }
 
-  return {allows, authorityOf, route, unrouted}
+  /** The models the admitted caller's key may use; every model for a public route's caller, who has no key. */
+  const modelScope = (ctx: Koa.Context): ModelScope => {
+    const caller = (ctx.state as AccessState).admitted
+    return {
+      has: (uid) => caller?.inScope(uid) ?? true,
+      require(uid) {
+        if (caller) access.requireInScope(caller, uid)
+      },
+    }
+  }
+
+  return {allows, authorityOf, modelScope, route, unrouted}
 }
 
 /**

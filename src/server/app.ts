@@ -10,7 +10,7 @@ import {Readable} from 'node:stream'
 import Koa from 'koa'
 
 import type {AccessControl} from '../auth/access-control.js'
-import type {ErrorStyle, Logger, ModelDirectory, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
+import type {ErrorStyle, Logger, ModelDirectory, ModelScope, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 import type {OperationMap} from '../kernel/operations.js'
 import type {NamedRequests} from './named-requests.js'
 
@@ -78,10 +78,19 @@ const errorBody = (style: ErrorStyle, error: ServiceErrorShape) =>
 /** An error after a stream started: OpenAI clients read a last `data:` event, Anthropic's an `event: error`. */
 const errorEvent = (style: ErrorStyle, error: ServiceErrorShape) => (style === 'anthropic' ? {data: toAnthropicErrorBody(error), event: 'error'} : toOpenAiErrorBody(error))
 
-/** The directory as a request's caller may see it: a 404 for a uid not running names the others only to a caller that may list them. */
-const modelsSeenBy = (models: ModelDirectory, listRunning: boolean): ModelDirectory => ({
-  get: <Ops extends OperationMap<Ops>>(uid: string) => models.get<Ops>(uid, {listRunning}),
-  list: () => models.list(),
+/** What a request's caller may use without access control: every model. */
+const EVERY_MODEL: ModelScope = {has: () => true, require: () => {}}
+
+/**
+ * The directory as a request's caller may see it: only the models in its key's scope (a 403 for another), and a 404
+ * for a uid not running that names the others only to a caller that may list them.
+ */
+const modelsSeenBy = (models: ModelDirectory, listRunning: boolean, scope: ModelScope): ModelDirectory => ({
+  get: <Ops extends OperationMap<Ops>>(uid: string) => {
+    scope.require(uid)
+    return models.get<Ops>(uid, {listRunning})
+  },
+  list: () => models.list().filter((model) => scope.has(model.uid)),
 })
 
 /** koa-body's own failures, reworded for the person who sent the request. */
@@ -164,6 +173,7 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa()
   const styleOf = (path: string): ErrorStyle => (path.startsWith(ANTHROPIC_PREFIX) ? 'anthropic' : path.startsWith(OLLAMA_PREFIX) ? 'ollama' : 'openai')
   const guards = access ? accessGuards(access) : undefined
+  const scopeOf = (ctx: Koa.Context): ModelScope => guards?.modelScope(ctx) ?? EVERY_MODEL
   let events = options.events
   if (!events) logServiceEvents((events = new ServiceEvents(log)), log)
   // Koa reports a failure to write an answer here, and would print it to stderr with its stack. A client that went
@@ -224,6 +234,7 @@ export function createApp(options: AppOptions): Koa {
       if (options.namedRequests && typeof named?.request_id === 'string' && typeof named.model === 'string')
         ctx.res.once('close', options.namedRequests.enter(named.request_id, named.model, (reason) => controller.abort(reason)))
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
+      const scope = scopeOf(ctx)
       const request: RouteRequest = {
         authority: guards ? guards.authorityOf(ctx) : SERVICE_AUTHORITY,
         body,
@@ -232,7 +243,8 @@ export function createApp(options: AppOptions): Koa {
         headers: ctx.headers,
         log,
         mayListModels,
-        models: observedModels(ctx, modelsSeenBy(models, mayListModels)),
+        modelScope: scope,
+        models: observedModels(ctx, modelsSeenBy(models, mayListModels, scope)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,
         signal: controller.signal,
@@ -287,7 +299,7 @@ export function createApp(options: AppOptions): Koa {
       },
       ...(guard ? [guard] : []),
       ...(definition.onArrival ? [announceArrival(definition.onArrival)] : []),
-      ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
+      ...(definition.multipart ? [parseMultipart(definition, uploadDir, (ctx, uid) => modelsSeenBy(models, guards ? guards.allows(ctx, 'models:list') : true, scopeOf(ctx)).get(uid))] : definition.body ? [requireJsonBody(acceptsForm), parseBody(acceptsForm, definition.maxJsonBytes)] : []),
       handle,
     ]
     router[method](definition.path, ...chain)

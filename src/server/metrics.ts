@@ -124,11 +124,21 @@ export class ServiceMetrics implements MetricsExposition {
       name: 'vllm:time_per_output_token_seconds',
       registers,
     })
-    const total = new Counter({help: 'HTTP requests answered, by route, method and status, and the model they ran on (empty for none).', labelNames: ['method', 'route', 'status', ...model], name: 'service_requests_total', registers})
+    const total = new Counter({
+      help: 'HTTP requests answered, by route, method and status, the model they ran on and the name of the API key that made them (empty for none).',
+      labelNames: ['method', 'route', 'status', ...model, 'api_key'],
+      name: 'service_requests_total',
+      registers,
+    })
     const duration = new Histogram({buckets: LATENCY_BUCKETS, help: 'Duration of HTTP requests in seconds, by route and the model they ran on (empty for none).', labelNames: ['method', 'route', ...model], name: 'service_request_duration_seconds', registers})
     const abandoned = new Counter({help: 'Requests whose client went away before the whole answer was sent.', labelNames: ['route', ...model], name: 'service_requests_abandoned_total', registers})
 
-    const perModel = [success, promptTokens, generationTokens, latency, ttft, interToken, total, duration, abandoned]
+    // By the key's name, which only the access-control config makes, so the series are as many as its keys at most.
+    const keyLabels = ['api_key', ...model]
+    const keyRequests = new Counter({help: 'Requests that ran a model, by the name of the API key (or user logins) that made them; with access control on.', labelNames: keyLabels, name: 'service_api_key_requests_total', registers})
+    const keyTokens = new Counter({help: 'Tokens processed, by the name of the API key that asked and kind (prompt, generation); with access control on.', labelNames: [...keyLabels, 'kind'], name: 'service_api_key_tokens_total', registers})
+
+    const perModel = [success, promptTokens, generationTokens, latency, ttft, interToken, total, duration, abandoned, keyRequests, keyTokens]
     return {
       /** Drops every series of a terminated model, so a service that runs many models in turn does not grow its scrape without end. */
       async forget(uid: string) {
@@ -137,12 +147,19 @@ export class ServiceMetrics implements MetricsExposition {
       },
       finished(event: RequestFinished) {
         const modelName = event.modelUid ?? ''
-        total.inc({method: event.method, model_name: modelName, route: event.route, status: String(event.status)})
+        total.inc({api_key: event.apiKey ?? '', method: event.method, model_name: modelName, route: event.route, status: String(event.status)})
         duration.observe({method: event.method, model_name: modelName, route: event.route}, event.durationMs / 1000)
         if (!event.completed) abandoned.inc({model_name: modelName, route: event.route})
         if (event.modelUid === undefined) return
         const labels = {model_name: event.modelUid}
         inFlight.set(event.modelUid, (inFlight.get(event.modelUid) ?? 1) - 1)
+        if (event.apiKey !== undefined) {
+          const byKey = {api_key: event.apiKey, model_name: event.modelUid}
+          keyRequests.inc(byKey)
+          if (event.promptTokens) keyTokens.inc({...byKey, kind: 'prompt'}, event.promptTokens)
+          if (event.completionTokens) keyTokens.inc({...byKey, kind: 'generation'}, event.completionTokens)
+        }
+
         if (event.promptTokens) promptTokens.inc(labels, event.promptTokens)
         if (event.completionTokens) generationTokens.inc(labels, event.completionTokens)
         if (event.ttftMs !== undefined) ttft.observe(labels, event.ttftMs / 1000)

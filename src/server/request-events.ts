@@ -10,6 +10,7 @@ import type {ModelDirectory, ModelHandle} from '../kernel/contracts.js'
 import type {RequestFinished, ServiceEvents} from '../kernel/observability.js'
 import type {OperationMap} from '../kernel/operations.js'
 
+import {callerKeyName} from './access.js'
 import {requestIdOf} from './request-id.js'
 import {isWebUiPath, WEB_UI_PATH} from './web-ui.js'
 
@@ -51,10 +52,14 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
     const requestId = requestIdOf(ctx)
     const observation: Observation = {
       started: performance.now(),
-      startedOn: (modelUid) => events.report('requestStarted', {method: ctx.method, modelUid, route: routeOf(ctx), ...(requestId ? {requestId} : {})}),
+      startedOn(modelUid) {
+        const apiKey = callerKeyName(ctx)
+        events.report('requestStarted', {method: ctx.method, modelUid, route: routeOf(ctx), ...(requestId ? {requestId} : {}), ...(apiKey ? {apiKey} : {})})
+      },
     }
     ;(ctx.state as {observation?: Observation}).observation = observation
     ctx.res.once('close', () => {
+      const apiKey = callerKeyName(ctx)
       const event: RequestFinished = {
         completed: ctx.res.writableFinished,
         durationMs: performance.now() - observation.started,
@@ -68,6 +73,7 @@ export function reportRequests(events: ServiceEvents): Koa.Middleware {
         ...(observation.promptTokens === undefined ? {} : {promptTokens: observation.promptTokens}),
         ...(observation.completionTokens === undefined ? {} : {completionTokens: observation.completionTokens}),
         ...(observation.ttftMs === undefined ? {} : {ttftMs: observation.ttftMs}),
+        ...(apiKey ? {apiKey} : {}),
       }
       events.report('request', event)
     })

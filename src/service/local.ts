@@ -39,6 +39,9 @@ import {eventRoutes} from '../server/routes/events.js'
 import {openApiDocument} from '../server/openapi.js'
 import {docsRoutes} from '../server/routes/docs.js'
 import {metricsRoutes} from '../server/routes/metrics.js'
+import {usageRoutes} from '../server/routes/usage.js'
+import {accountUsage} from '../server/usage-accounting.js'
+import {UsageLedger} from '../server/usage-ledger.js'
 import {virtualEnvironmentRoutes} from '../server/routes/virtualenvs.js'
 import {xinferenceRoutes} from '../server/routes/xinference.js'
 import {ServiceMetrics} from '../server/metrics.js'
@@ -132,6 +135,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ? new AccessControl(auth, {now: Date.now, revocations: await Revocations.open({file: paths.revokedTokens, lifetimeSeconds: auth.tokenExpireInMinutes * 60, log})})
     : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
+  const usage = await UsageLedger.open({file: paths.usage, log})
+  accountUsage(events, usage, access?.quotas)
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
@@ -147,6 +152,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     await autoBuilds?.dispose()
     await launches.close()
     await desired.flush()
+    await usage.flush()
     await listening.close()
     metrics.dispose()
     await log.close()
@@ -166,6 +172,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
+    ...usageRoutes(usage).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
     ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,

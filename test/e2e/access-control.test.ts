@@ -84,7 +84,7 @@ describe('access control (service-local --auth-config)', function () {
   describe('on every route', () => {
     it('puts every route, core and plugin, behind a permission or on the explicit public list', () => {
       expect(routes.map((r) => `${r.method} ${r.path}`)).to.include.members(['POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/models', 'GET /v1/models'])
-      for (const route of routes) expect([...PERMISSIONS, 'public'], `${route.method} ${route.path}`).to.include(route.permission)
+      for (const route of routes) expect([...PERMISSIONS, 'public', 'authenticated'], `${route.method} ${route.path}`).to.include(route.permission)
       expect(routes.filter((r) => r.permission === 'public').map((r) => `${r.method} ${r.path}`)).to.have.members(PUBLIC_ROUTES)
     })
 
@@ -148,7 +148,7 @@ describe('access control (service-local --auth-config)', function () {
     it('answers 403 naming the permission to a valid caller without it, and lets through one with exactly that permission', async () => {
       for (const route of guarded()) {
         const where = `${route.method} ${route.path}`
-        const lacking = route.permission === 'admin' ? ['nobody'] : ['nobody', `all-but-${route.permission}`]
+        const lacking = route.permission === 'authenticated' ? [] : route.permission === 'admin' ? ['nobody'] : ['nobody', `all-but-${route.permission}`]
         for (const username of lacking) {
           for (const credential of [tokens.get(username)!, apiKeyOf(username)]) {
             const answer = await callRoute(route, {credential})
@@ -167,7 +167,7 @@ describe('access control (service-local --auth-config)', function () {
 
         const admitted = await callRoute(route, {credential: apiKeyOf('root')})
         expect(admitted.status, where).not.to.be.oneOf([401, 403])
-        const holders = route.permission === 'admin' ? ['root'] : ['root', `only-${route.permission}`]
+        const holders = route.permission === 'authenticated' ? ['root', 'nobody'] : route.permission === 'admin' ? ['root'] : ['root', `only-${route.permission}`]
         for (const username of holders)
           for (const credential of [tokens.get(username)!, apiKeyOf(username)]) expect((await callRoute(route, {credential})).status, `${where} as ${username}`).to.equal(admitted.status)
       }

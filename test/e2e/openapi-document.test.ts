@@ -185,6 +185,10 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(404, 'GET', '/v1/requests/{request_id}/progress', {params: {request_id: 'never-sent'}})
     await ok('POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {block_duration: 0}, params: {model_uid: LLM, request_id: 'documented-1'}})
     await refused(404, 'POST', '/v1/models/{model_uid}/requests/{request_id}/abort', {body: {}, params: {model_uid: 'ghost', request_id: 'documented-1'}})
+    const {body: usage} = await ok('GET', '/v1/usage', {query: {group_by: 'key,model', window: '1h'}})
+    // Without access control, requests are under no key.
+    expect((usage as {data: Array<{api_key: unknown; model: string}>}).data.some((row) => row.api_key === null && row.model === LLM)).to.equal(true)
+    await refused(400, 'GET', '/v1/usage', {query: {since: 'yesterday'}})
   })
 
   it('answers the Responses API as documented: created, streamed, stored, listed, cancelled and deleted', async () => {

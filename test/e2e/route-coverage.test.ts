@@ -66,7 +66,7 @@ describe('route coverage of a cluster with access control on', function () {
   it("declares a permission on every operation of the supervisor's document, plugin routes included", () => {
     const names = operations.map((operation) => `${operation.method} ${operation.path}`)
     expect(names).to.include.members(['POST /v1/chat/completions', 'POST /v1/images/generations', 'POST /v1/audio/transcriptions', 'POST /v1/cluster/workers', 'GET /metrics'])
-    for (const operation of operations) expect([...PERMISSIONS, 'public', 'cluster'], `${operation.method} ${operation.path}`).to.include(operation.permission)
+    for (const operation of operations) expect([...PERMISSIONS, 'public', 'cluster', 'authenticated'], `${operation.method} ${operation.path}`).to.include(operation.permission)
   })
 
   it("lets no caller but a cluster member reach the worker's own port", async () => {
@@ -102,6 +102,11 @@ describe('route coverage of a cluster with access control on', function () {
       }
 
       expect((await call(supervisor.url, operation, CLUSTER_TOKEN)).status, `${where} with the cluster token`).to.equal(401)
+      if (permission === 'authenticated') {
+        expect((await call(supervisor.url, operation, apiKeyOf('nobody'))).status, `${where} as nobody`).not.to.be.oneOf([401, 403])
+        continue
+      }
+
       for (const username of permission === 'admin' ? ['nobody', ...PERMISSIONS.filter((p) => p !== 'admin').map((p) => `only-${p}`)] : ['nobody', `all-but-${permission}`]) {
         const refused = await call(supervisor.url, operation, apiKeyOf(username))
         expect(refused.status, `${where} as ${username}`).to.equal(403)

@@ -39,7 +39,7 @@ describe('access-control config', () => {
       secretKey: SECRET,
       tokenExpireInMinutes: 30,
       users: [
-        {apiKeys: ['sk-72tkvudyGLPMi', 'sk-ZOTLIY4gt9w11'], password: 'secret1', permissions: ['admin'], username: 'user1'},
+        {apiKeys: [{key: 'sk-72tkvudyGLPMi', name: 'user1-key1'}, {key: 'sk-ZOTLIY4gt9w11', name: 'user1-key2'}], password: 'secret1', permissions: ['admin'], username: 'user1'},
         {apiKeys: [], password: 'secret2', permissions: ['models:list', 'models:read'], username: 'user2'},
       ],
     })
@@ -70,6 +70,58 @@ describe('access-control config', () => {
       'user_config[2].username is missing',
       'user_config[2].permissions is missing; list what the user may do, from models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin',
       'user_config[3] must be an object with username, password, permissions and api_keys',
+    ])
+  })
+
+  it('takes keys with a name, a model scope and quotas, and model scopes and quotas per user', () => {
+    const config = valid()
+    const user = {
+      ...config.user_config[1],
+      api_keys: ['sk-35tkasdyGLYMy', {key: 'sk-ZOTLIY4gt9w12', models: ['qwen*', 'tiny-?'], name: 'ci@build', quotas: {requests_per_minute: 10, tokens_per_day: 100_000}}],
+      models: ['tiny'],
+      quotas: {requests_per_day: 1000},
+    }
+    expect(parseAuthConfig({...config, user_config: [config.user_config[0], user]}, 'f').users[1]).to.deep.equal({
+      apiKeys: [
+        {key: 'sk-35tkasdyGLYMy', name: 'user2-key1'},
+        {key: 'sk-ZOTLIY4gt9w12', models: ['qwen*', 'tiny-?'], name: 'ci@build', quotas: {requests_per_minute: 10, tokens_per_day: 100_000}},
+      ],
+      models: ['tiny'],
+      password: 'secret2',
+      permissions: ['models:list', 'models:read'],
+      quotas: {requests_per_day: 1000},
+      username: 'user2',
+    })
+  })
+
+  it('bounds and checks the names, scopes and quotas, naming the field', () => {
+    const config = valid()
+    const tooMany = Array.from({length: 101}, (_, i) => `m${i}`)
+    const user = {
+      ...config.user_config[1],
+      api_keys: [
+        {key: 'sk-ZOTLIY4gt9w12', models: [], name: 'user1-key1', quotas: {requests_per_hour: 5, tokens_per_minute: 0}},
+        {key: 'sk-ZOTLIY4gt9w13', models: ['ok', 'a/b', 42], name: ' spaced', secret: true},
+        {name: 'no-key'},
+        7,
+      ],
+      models: tooMany,
+      quotas: {requests_per_day: 1e10, tokens_per_day: 2.5},
+    }
+    expect(problemsOf({...config, user_config: [config.user_config[0], user]})).to.deep.equal([
+      'user_config[1].api_keys[0].models must be a list of 1 to 100 model uids or patterns (`qwen*`); leave it out for every model',
+      'user_config[1].api_keys[0].quotas.requests_per_hour is not a known quota; known quotas: requests_per_minute, requests_per_day, tokens_per_minute, tokens_per_day',
+      'user_config[1].api_keys[0].quotas.tokens_per_minute must be a whole number from 1 to 1000000000 (it is 0); leave it out for no limit',
+      'user_config[1].api_keys[0] is named "user1-key1", as user_config[0].api_keys[0] is; give it a unique `name` (usage and quotas are kept by name)',
+      'user_config[1].api_keys[1].secret is not a known field of user_config[1].api_keys[1]; known fields: key, name, models, quotas',
+      'user_config[1].api_keys[1].name must be 1 to 64 letters, digits and . _ - : @, starting with a letter or digit',
+      'user_config[1].api_keys[1].models[1] must be a model uid, or a pattern of one with * and ?, of 1 to 200 letters, digits and . _ - :',
+      'user_config[1].api_keys[1].models[2] must be a model uid, or a pattern of one with * and ?, of 1 to 200 letters, digits and . _ - :',
+      'user_config[1].api_keys[2].key is not a valid API key: it must be "sk-" followed by exactly 13 letters or digits',
+      'user_config[1].api_keys[3] must be an API key, or an object with key and optionally name, models and quotas',
+      'user_config[1].models must be a list of 1 to 100 model uids or patterns (`qwen*`); leave it out for every model',
+      'user_config[1].quotas.requests_per_day must be a whole number from 1 to 1000000000 (it is 10000000000); leave it out for no limit',
+      'user_config[1].quotas.tokens_per_day must be a whole number from 1 to 1000000000 (it is 2.5); leave it out for no limit',
     ])
   })
 

@@ -96,8 +96,8 @@ describe('kernel', () => {
     ])
     expect(kernel.routes.map((r) => r.definition.path)).to.deep.equal(['/v1/forgot', '/v1/typo'])
     expect(kernel.problems.map((p) => p.message)).to.deep.equal([
-      'route GET /v1/forgot declares no permission, so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin, public',
-      'route POST /v1/typo declares the unknown permission "models:write", so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin, public',
+      'route GET /v1/forgot declares no permission, so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin, public, authenticated',
+      'route POST /v1/typo declares the unknown permission "models:write", so only admin may call it when access control is on; set `permission` to one of models:list, models:read, models:register, models:unregister, models:start, models:stop, metrics:read, admin, public, authenticated',
     ])
   })
 

@@ -17,6 +17,7 @@ import './style.css'
 // The first page (Launch) loads alone; the playgrounds, with the Markdown and highlighting libraries, load when opened.
 const PlaygroundPage = lazy(() => import('./pages/playground.js').then((module) => module.PlaygroundPage))
 const RegisterPage = lazy(() => import('./pages/register.js').then((module) => module.RegisterPage))
+const UsagePage = lazy(() => import('./pages/usage.js').then((module) => module.UsagePage))
 
 const PAGES = [
   {href: '/ui/', label: 'Launch'},
@@ -25,6 +26,7 @@ const PAGES = [
   {href: '/ui/register', label: 'Register'},
   {href: '/ui/cache', label: 'Cache'},
   {href: '/ui/cluster', label: 'Cluster'},
+  {href: '/ui/usage', label: 'Usage'},
 ]
 
 function Shell() {
@@ -94,6 +96,7 @@ function Shell() {
           <Route component={RegisterPage} path="/ui/register" />
           <Route component={CachePage} path="/ui/cache" />
           <Route component={ClusterPage} path="/ui/cluster" />
+          <Route component={UsagePage} path="/ui/usage" />
           <Route component={LoginPage} path="/ui/login" />
           <Route component={NotFound} default />
         </Router>

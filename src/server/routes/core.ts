@@ -57,7 +57,9 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     {
       body: launchSchema,
       example: {body: {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_type: 'LLM'}, query: {wait_ready: true}},
-      async handler({authority, body, query, signal}) {
+      async handler({authority, body, modelScope, query, signal}) {
+        // A key limited to some models may launch only under a uid it may then use.
+        modelScope.require(body.model_uid ?? body.model_name)
         return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
       },
       method: 'POST',
@@ -152,8 +154,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
       tag: 'cache',
     },
     {
-      async handler() {
-        return json({data: supervisor.describeAll(), object: 'list'})
+      async handler({modelScope}) {
+        return json({data: supervisor.describeAll().filter((model) => modelScope.has(model.id)), object: 'list'})
       },
       method: 'GET',
       path: '/v1/models',
@@ -164,7 +166,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       example: {params: {model_uid: 'tiny-random-llm'}},
-      async handler({params}) {
+      async handler({modelScope, params}) {
+        modelScope.require(params.model_uid)
         return json(supervisor.describeModel(params.model_uid))
       },
       method: 'GET',
@@ -176,7 +179,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     },
     {
       example: {params: {model_uid: 'tiny-random-llm'}},
-      async handler({mayListModels, params}) {
+      async handler({mayListModels, modelScope, params}) {
+        modelScope.require(params.model_uid)
         await supervisor.terminate(params.model_uid, {listRunning: mayListModels})
         return json(null)
       },

@@ -54,12 +54,12 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
       tag: 'registrations',
     },
     {
-      async handler({query}) {
+      async handler({modelScope, query}) {
         const wanted = (name: string) => (typeof query[name] === 'string' && query[name] !== '' ? query[name] : undefined)
         const [modelName, modelUid] = [wanted('model_name'), wanted('model_uid')]
         const instances = supervisor
           .describeAll()
-          .filter((model) => (modelName === undefined || model.model_name === modelName) && (modelUid === undefined || model.id === modelUid))
+          .filter((model) => modelScope.has(model.id) && (modelName === undefined || model.model_name === modelName) && (modelUid === undefined || model.id === modelUid))
           .sort((a, b) => a.id.localeCompare(b.id))
           .map((model) => ({
             instance_created_ts: model.created,
