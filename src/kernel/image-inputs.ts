@@ -65,7 +65,8 @@ for (const [network, prefix] of [
   ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const)
   SPECIAL.addSubnet(network, prefix, 'ipv4')
-for (const [network, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const)
+// 6to4 (2002::/16) and Teredo (2001::/32) carry an IPv4 address inside, which may be a private one.
+for (const [network, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001::', 32], ['2001:db8::', 32], ['2002::', 16]] as const)
   SPECIAL.addSubnet(network, prefix, 'ipv6')
 
 /** Whether an address is one of those; an IPv4 address written as IPv6 (`::ffff:127.0.0.1`) is taken as the IPv4 one. */

@@ -1,8 +1,8 @@
 /**
  * Pictures in chat, end to end on this CPU machine: `servicectl launch -n tiny-random-vlm --model-engine transformers`
  * has transformers build a tiny LLaVA (random weights, its processor and tokenizer) as safetensors, served from
- * python/host.py; the official openai client sends a PNG as a data URL, @anthropic-ai/sdk as an image block, and the
- * replies are what the same model writes when run directly with transformers in the same environment. A picture at a
+ * python/host.py; the official openai client sends a PNG as a data URL, @anthropic-ai/sdk as an image block (Ollama's API
+ * takes `images`), and the replies are what the same model writes when run directly with transformers in the same environment. A picture at a
  * URL is fetched from a server on this machine only under a host name the operator listed (SERVICE_ALLOWED_IMAGE_HOSTS),
  * never at 127.0.0.1; a model without vision, an oversized picture and bytes that are no picture are refused with 400s
  * naming the part. One Python model for the whole file, in the environment test/e2e/transformers-engine.test.ts uses.
@@ -111,6 +111,10 @@ describe('pictures in chat on the transformers engine (tiny-random-vlm, a tiny L
     })
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).to.equal(expected)
     expect(message.usage.input_tokens).to.equal(promptTokens)
+    // Ollama's templates show the picture before the text: the same tokens in another order.
+    const ollama = await callApi(service, 'POST', '/api/chat', {messages: [{content: QUESTION, images: [red.toString('base64')], role: 'user'}], model: MODEL, options: {num_predict: MAX_TOKENS, temperature: 0}, stream: false})
+    expect(ollama.status, JSON.stringify(ollama.body)).to.equal(200)
+    expect(ollama.body.prompt_eval_count).to.equal(promptTokens)
 
     const example = (await readmeBlock('vision-openai', 'docs/vision.md')).replaceAll('http://127.0.0.1:9997', service.url).replace("'picture.png'", JSON.stringify(file))
     const documented = await execa('node', ['--input-type=module', '-e', example], {cwd: ROOT, reject: false})

@@ -14,6 +14,7 @@ import type {KernelApi, ModelDirectory, RouteDefinition, RouteRequest} from '../
 
 import {anthropicRoutes} from '../../plugins/model-llm/src/anthropic.js'
 import {chatRoute} from '../../plugins/model-llm/src/chat.js'
+import {ollamaRoutes} from '../../plugins/model-llm/src/ollama.js'
 import {IMAGE_INPUT_LIMITS, isSpecialAddress} from '../../src/kernel/image-inputs.js'
 import {createKernelApi} from '../../src/kernel/kernel.js'
 import {openAICompatibleOperations} from '../../src/kernel/openai-upstream.js'
@@ -44,10 +45,17 @@ function standIn(abilities: string[], engine: string) {
   return {models, payloads}
 }
 
-async function send(api: KernelApi, route: 'anthropic' | 'chat', body: Record<string, unknown>, abilities = ['chat', 'vision'], engine = 'transformers') {
-  const definition = (route === 'chat' ? chatRoute(api) : anthropicRoutes(api).find((each) => each.path === '/anthropic/v1/messages')!) as RouteDefinition<unknown>
+const ROUTES = {
+  anthropic: (api: KernelApi) => anthropicRoutes(api).find((each) => each.path === '/anthropic/v1/messages')!,
+  chat: chatRoute,
+  ollamaChat: (api: KernelApi) => ollamaRoutes(api).find((each) => each.path === '/api/chat')!,
+  ollamaGenerate: (api: KernelApi) => ollamaRoutes(api).find((each) => each.path === '/api/generate')!,
+}
+
+async function send(api: KernelApi, route: keyof typeof ROUTES, body: Record<string, unknown>, abilities = ['chat', 'vision'], engine = 'transformers') {
+  const definition = ROUTES[route](api) as RouteDefinition<unknown>
   const {models, payloads} = standIn(abilities, engine)
-  const parsed = definition.body!.parse({max_tokens: 4, model: 'seer', ...body})
+  const parsed = definition.body!.parse({...(route.startsWith('ollama') ? {} : {max_tokens: 4}), model: 'seer', ...body})
   await definition.handler({body: parsed, models, signal: new AbortController().signal} as unknown as RouteRequest<unknown>)
   return payloads[0]
 }
@@ -82,7 +90,7 @@ describe('pictures in chat requests', () => {
   const api = createKernelApi('0.0.0', quiet)
   const operatorApi = createKernelApi('0.0.0', quiet, {allowedImageHosts: ['localhost']})
 
-  it('gives the engine the text and pictures of a turn in order, from OpenAI parts and Anthropic blocks', async () => {
+  it("gives the engine the text and pictures of a turn in order, from OpenAI parts, Anthropic blocks and Ollama's images", async () => {
     const openai = await send(api, 'chat', shown(dataUrl(PNG)))
     expect(openai.messages[0]).to.deep.equal({
       content: 'What is this?',
@@ -92,6 +100,13 @@ describe('pictures in chat requests', () => {
     const block = {source: {data: PNG.toString('base64'), media_type: 'image/png', type: 'base64'}, type: 'image'}
     const anthropic = await send(api, 'anthropic', {messages: [{content: [block, {text: 'And this?', type: 'text'}], role: 'user'}]})
     expect(anthropic.messages[0].parts).to.deep.equal([{image: {data: PNG.toString('base64'), mediaType: 'image/png'}, type: 'image'}, {text: 'And this?', type: 'text'}])
+    // Ollama's images, base64, which its templates show before the text.
+    const ollama = await send(api, 'ollamaChat', {messages: [{content: 'Which colour?', images: [PNG.toString('base64')], role: 'user'}], stream: false})
+    expect(ollama.messages[0].parts).to.deep.equal([{image: {data: PNG.toString('base64'), mediaType: 'image/png'}, type: 'image'}, {text: 'Which colour?', type: 'text'}])
+    const generated = await send(api, 'ollamaGenerate', {images: [PNG.toString('base64')], prompt: 'Which colour?', stream: false})
+    expect(generated.messages[0]).to.deep.include({content: 'Which colour?', role: 'user'})
+    const ollamaBlind = await refusal(send(api, 'ollamaGenerate', {images: [PNG.toString('base64')], prompt: 'Which colour?', stream: false}, ['chat']))
+    expect(ollamaBlind.param).to.equal('images[0]')
     const text = await send(api, 'chat', {messages: [{content: [{text: 'Only words.', type: 'text'}], role: 'user'}]})
     expect(text.messages[0]).to.deep.equal({content: 'Only words.', role: 'user'})
   })
@@ -131,7 +146,7 @@ describe('pictures in chat requests', () => {
     // The listed host sends the client on to an address that is not listed.
     expect((await refusal(send(operatorApi, 'chat', shown(`http://localhost:${port}/redirect`)))).message).to.match(/names 127\.0\.0\.1/)
     expect((await refusal(send(operatorApi, 'chat', shown(`http://localhost:${port}/missing.png`)))).message).to.match(/answered 404/)
-    for (const address of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0', '100.64.0.1'])
+    for (const address of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0', '100.64.0.1', '2002:7f00:1::1', '64:ff9b::7f00:1'])
       expect(isSpecialAddress(address), address).to.equal(true)
     for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8']) expect(isSpecialAddress(address), address).to.equal(false)
   })

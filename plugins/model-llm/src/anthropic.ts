@@ -11,7 +11,7 @@ import {randomBytes} from 'node:crypto'
 
 import {anthropicResponseSchemas, modelInfo} from './anthropic-shapes.js'
 import {checkThinkingBudget, shownThinking, thinkingBlock, thinkingField, thinkingPayload} from './anthropic-thinking.js'
-import {anthropicImage, type ImageSlot, readImages, turnContent} from './images.js'
+import {anthropicImage, IMAGE_BASE64_CHARACTERS, type ImageSlot, readImages, turnContent} from './images.js'
 import {started} from './openai-shapes.js'
 
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -28,8 +28,8 @@ function conversationFields(s: KernelApi['schema']) {
       input: s.optional(s.unknown()),
       is_error: s.optional(s.boolean()),
       name: s.optional(s.string()),
-      // An image block's picture: 8 MiB at most, base64 (see the kernel's image-inputs.ts), or a URL.
-      source: s.optional(s.object({data: s.optional(s.string({maxLength: 11_184_900})), media_type: s.optional(s.string({maxLength: 64})), type: s.string({enum: ['base64', 'url']}), url: s.optional(s.string({maxLength: 8192}))}, {unknownKeys: 'strip'})),
+      // An image block's picture: base64, or a URL.
+      source: s.optional(s.object({data: s.optional(s.string({maxLength: IMAGE_BASE64_CHARACTERS})), media_type: s.optional(s.string({maxLength: 64})), type: s.string({enum: ['base64', 'url']}), url: s.optional(s.string({maxLength: 8192}))}, {unknownKeys: 'strip'})),
       text: s.optional(s.string()),
       tool_use_id: s.optional(s.string()),
       type: s.string({enum: ['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']}),

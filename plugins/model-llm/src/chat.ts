@@ -3,13 +3,13 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
-import {type ImageSlot, imageSlot, readImages, turnContent} from './images.js'
+import {IMAGE_BASE64_CHARACTERS, type ImageSlot, imageSlot, readImages, turnContent} from './images.js'
 import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
-/** A data URL of the largest picture the service reads (8 MiB, see the kernel's image-inputs.ts), base64, with its header. */
-const DATA_URL_CHARACTERS = Math.ceil((8 * 1024 * 1024 * 4) / 3) + 256
+/** A data URL of the largest picture the service reads, with room for its header. */
+const DATA_URL_CHARACTERS = IMAGE_BASE64_CHARACTERS + 256
 
 /**
  * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form

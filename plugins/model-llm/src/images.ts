@@ -5,6 +5,9 @@
  */
 import type {ChatImage, ChatPart, ImageSource, KernelApi, ModelHandle} from 'service-toolkit'
 
+/** Base64 of the largest picture the service reads (8 MiB, see the kernel's image-inputs.ts), which bounds the fields that carry one. */
+export const IMAGE_BASE64_CHARACTERS = Math.ceil((8 * 1024 * 1024) / 3) * 4
+
 /** A picture's place in its turn, filled when the picture is read. */
 export interface ImageSlot {
   source: ImageSource
