@@ -17,6 +17,7 @@ import type {AddressInfo} from 'node:net'
 import {dirname, join} from 'node:path'
 import OpenAI from 'openai'
 
+import {Client} from '../../src/client/index.js'
 import {solidPng} from '../helpers/media.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {readmeBlock} from '../helpers/readme.js'
@@ -88,7 +89,7 @@ describe('pictures in chat on the transformers engine (tiny-random-vlm, a tiny L
     expect(model.model_ability).to.deep.equal(['chat', 'vision'])
   })
 
-  it('answers a data-URL PNG from the openai client, an image block from the Anthropic SDK, and the documented example, as the model itself does', async function () {
+  it('answers a data-URL PNG from the openai client and the client library, an image block from the Anthropic SDK, and the documented example, as the model itself does', async function () {
     this.timeout(120_000)
     const {pid} = (await callApi(service, 'GET', `/v1/models/${MODEL}`)).body
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
@@ -111,6 +112,8 @@ describe('pictures in chat on the transformers engine (tiny-random-vlm, a tiny L
     })
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).to.equal(expected)
     expect(message.usage.input_tokens).to.equal(promptTokens)
+    const library = await new Client(service.url).model(MODEL).chat([{content: [{text: QUESTION, type: 'text'}, {image_url: {url: dataUrl(red)}, type: 'image_url'}], role: 'user'}], {max_tokens: MAX_TOKENS, temperature: 0})
+    expect(library.choices[0].message.content).to.equal(expected)
     // Ollama's templates show the picture before the text: the same tokens in another order.
     const ollama = await callApi(service, 'POST', '/api/chat', {messages: [{content: QUESTION, images: [red.toString('base64')], role: 'user'}], model: MODEL, options: {num_predict: MAX_TOKENS, temperature: 0}, stream: false})
     expect(ollama.status, JSON.stringify(ollama.body)).to.equal(200)
