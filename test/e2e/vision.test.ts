@@ -112,6 +112,19 @@ describe('pictures in chat on the transformers engine (tiny-random-vlm, a tiny L
     })
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).to.equal(expected)
     expect(message.usage.input_tokens).to.equal(promptTokens)
+    const stream = await openai.chat.completions.create({
+      max_tokens: MAX_TOKENS,
+      messages: [{content: [{text: QUESTION, type: 'text'}, {image_url: {url: dataUrl(red)}, type: 'image_url'}], role: 'user'}],
+      model: MODEL,
+      stream: true,
+      temperature: 0,
+    })
+    let streamed = ''
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? ''
+    expect(streamed).to.equal(expected)
+    // Text alone, through the same processor.
+    const words = await openai.chat.completions.create({max_tokens: 4, messages: [{content: QUESTION, role: 'user'}], model: MODEL, temperature: 0})
+    expect(words.usage!.prompt_tokens).to.equal(promptTokens - 16)
     const library = await new Client(service.url).model(MODEL).chat([{content: [{text: QUESTION, type: 'text'}, {image_url: {url: dataUrl(red)}, type: 'image_url'}], role: 'user'}], {max_tokens: MAX_TOKENS, temperature: 0})
     expect(library.choices[0].message.content).to.equal(expected)
     // Ollama's templates show the picture before the text: the same tokens in another order.
