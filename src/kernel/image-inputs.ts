@@ -21,7 +21,16 @@ import {badRequest, ServiceError} from './errors.js'
 export const ALLOWED_IMAGE_HOSTS_SETTING = 'SERVICE_ALLOWED_IMAGE_HOSTS'
 
 /** What one request may show a model: more would hold more memory per request than the JSON body itself may. */
-export const IMAGE_INPUT_LIMITS = {bytesPerImage: 8 * 1024 * 1024, fetchMs: 10_000, imagesPerRequest: 8, redirects: 3, totalBytes: 16 * 1024 * 1024}
+export interface ImageInputLimits {
+  bytesPerImage: number
+  imagesPerRequest: number
+  totalBytes: number
+  /** For the whole fetch of a URL, redirects and body included. */
+  fetchMs: number
+  redirects: number
+}
+
+export const IMAGE_INPUT_LIMITS: ImageInputLimits = {bytesPerImage: 8 * 1024 * 1024, fetchMs: 10_000, imagesPerRequest: 8, redirects: 3, totalBytes: 16 * 1024 * 1024}
 
 /** A picture as a chat engine receives it. */
 export interface ChatImage {
@@ -98,14 +107,16 @@ function checkedLookup(field: string, host: string, allowed: boolean) {
   }
 }
 
+const sizeOf = (bytes: number) => (bytes >= 1024 * 1024 ? `${+(bytes / 1024 / 1024).toFixed(1)} MiB` : `${bytes} bytes`)
+
 interface Budget {
   bytes: number
 }
 
-function within(budget: Budget, field: string, bytes: number): void {
-  const {bytesPerImage, totalBytes} = IMAGE_INPUT_LIMITS
-  if (bytes > bytesPerImage) throw badRequest(`\`${field}\` is over ${bytesPerImage / 1024 / 1024} MiB, the most a picture may have; send a smaller one.`, field)
-  if (budget.bytes + bytes > totalBytes) throw badRequest(`\`${field}\` brings the request's pictures over ${totalBytes / 1024 / 1024} MiB in all; send fewer or smaller ones.`, field)
+function within(limits: ImageInputLimits, budget: Budget, field: string, bytes: number): void {
+  const {bytesPerImage, totalBytes} = limits
+  if (bytes > bytesPerImage) throw badRequest(`\`${field}\` is over ${sizeOf(bytesPerImage)}, the most a picture may have; send a smaller one.`, field)
+  if (budget.bytes + bytes > totalBytes) throw badRequest(`\`${field}\` brings the request's pictures over ${sizeOf(totalBytes)} in all; send fewer or smaller ones.`, field)
   budget.bytes += bytes
 }
 
@@ -121,20 +132,20 @@ function get(url: URL, field: string, allowed: boolean, signal: AbortSignal): Pr
   })
 }
 
-async function bodyOf(response: IncomingMessage, field: string): Promise<Buffer> {
+async function bodyOf(limits: ImageInputLimits, response: IncomingMessage, field: string): Promise<Buffer> {
   const declared = Number(response.headers['content-length'])
-  if (declared > IMAGE_INPUT_LIMITS.bytesPerImage) {
+  if (declared > limits.bytesPerImage) {
     response.destroy()
-    throw badRequest(`\`${field}\` is ${declared} bytes, over ${IMAGE_INPUT_LIMITS.bytesPerImage / 1024 / 1024} MiB, the most a picture may have; send a smaller one.`, field)
+    throw badRequest(`\`${field}\` is ${declared} bytes, over ${sizeOf(limits.bytesPerImage)}, the most a picture may have; send a smaller one.`, field)
   }
 
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of response as AsyncIterable<Buffer>) {
     size += chunk.length
-    if (size > IMAGE_INPUT_LIMITS.bytesPerImage) {
+    if (size > limits.bytesPerImage) {
       response.destroy()
-      throw badRequest(`\`${field}\` is over ${IMAGE_INPUT_LIMITS.bytesPerImage / 1024 / 1024} MiB, the most a picture may have; send a smaller one.`, field)
+      throw badRequest(`\`${field}\` is over ${sizeOf(limits.bytesPerImage)}, the most a picture may have; send a smaller one.`, field)
     }
 
     chunks.push(chunk)
@@ -143,12 +154,12 @@ async function bodyOf(response: IncomingMessage, field: string): Promise<Buffer>
   return Buffer.concat(chunks)
 }
 
-async function fetchImage(start: URL, field: string, allowedHosts: readonly string[], signal: AbortSignal): Promise<Buffer> {
-  const timeout = AbortSignal.timeout(IMAGE_INPUT_LIMITS.fetchMs)
+async function fetchImage(limits: ImageInputLimits, start: URL, field: string, allowedHosts: readonly string[], signal: AbortSignal): Promise<Buffer> {
+  const timeout = AbortSignal.timeout(limits.fetchMs)
   const both = AbortSignal.any([signal, timeout])
   let url = start
   try {
-    for (let hop = 0; hop <= IMAGE_INPUT_LIMITS.redirects; hop++) {
+    for (let hop = 0; hop <= limits.redirects; hop++) {
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`\`${field}\` leads to a ${url.protocol} URL; only http and https are fetched.`, field)
       const response = await get(url, field, allowedHosts.includes(hostName(url)), both)
       const status = response.statusCode ?? 0
@@ -163,13 +174,13 @@ async function fetchImage(start: URL, field: string, allowedHosts: readonly stri
         throw badRequest(`\`${field}\`: fetching ${url.host} answered ${status}; send a URL that serves the picture, or the picture as a data URL.`, field)
       }
 
-      return await bodyOf(response, field)
+      return await bodyOf(limits, response, field)
     }
 
-    throw badRequest(`\`${field}\` redirects more than ${IMAGE_INPUT_LIMITS.redirects} times; send the picture's own URL.`, field)
+    throw badRequest(`\`${field}\` redirects more than ${limits.redirects} times; send the picture's own URL.`, field)
   } catch (error) {
     if (error instanceof ServiceError) throw error
-    if (timeout.aborted) throw badRequest(`\`${field}\`: ${url.host} did not send the picture within ${IMAGE_INPUT_LIMITS.fetchMs / 1000} s; send it as a data URL.`, field)
+    if (timeout.aborted) throw badRequest(`\`${field}\`: ${url.host} did not send the picture within ${limits.fetchMs / 1000} s; send it as a data URL.`, field)
     if (signal.aborted) throw error
     throw badRequest(`\`${field}\`: the picture at ${url.host} could not be fetched (${(error as Error).message}).`, field)
   }
@@ -177,17 +188,17 @@ async function fetchImage(start: URL, field: string, allowedHosts: readonly stri
 
 const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*),/
 
-function decodeDataUrl(url: string, field: string): Buffer {
+function decodeDataUrl(limits: ImageInputLimits, url: string, field: string): Buffer {
   const match = DATA_URL.exec(url.slice(0, 256))
   if (!match || !match[2].split(';').includes('base64'))
     throw badRequest(`\`${field}\` is a data URL that is not base64; send data:image/png;base64,… (or jpeg, webp, gif).`, field)
-  return decodeBase64(url.slice(match[0].length), field)
+  return decodeBase64(limits, url.slice(match[0].length), field)
 }
 
-function decodeBase64(text: string, field: string): Buffer {
+function decodeBase64(limits: ImageInputLimits, text: string, field: string): Buffer {
   // Decoded size known before decoding, so an oversized picture is refused without holding it twice.
-  if ((text.length * 3) / 4 > IMAGE_INPUT_LIMITS.bytesPerImage + 3)
-    throw badRequest(`\`${field}\` is over ${IMAGE_INPUT_LIMITS.bytesPerImage / 1024 / 1024} MiB, the most a picture may have; send a smaller one.`, field)
+  if ((text.length * 3) / 4 > limits.bytesPerImage + 3)
+    throw badRequest(`\`${field}\` is over ${sizeOf(limits.bytesPerImage)}, the most a picture may have; send a smaller one.`, field)
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text)) throw badRequest(`\`${field}\` is not valid base64.`, field)
   return Buffer.from(text, 'base64')
 }
@@ -195,19 +206,19 @@ function decodeBase64(text: string, field: string): Buffer {
 const ACCEPTED = 'PNG, JPEG, WebP or GIF'
 
 /** Reads pictures for the routes; `allowedHosts` are the operator's SERVICE_ALLOWED_IMAGE_HOSTS. */
-export function imageReader(allowedHosts: readonly string[]): ImageReader {
+export function imageReader(allowedHosts: readonly string[], limits: ImageInputLimits = IMAGE_INPUT_LIMITS): ImageReader {
   const hosts = allowedHosts.map((host) => host.replace(/^\[|\]$/g, '').toLowerCase())
   return {
     async read(sources, signal) {
-      if (sources.length > IMAGE_INPUT_LIMITS.imagesPerRequest)
-        throw badRequest(`\`${sources[IMAGE_INPUT_LIMITS.imagesPerRequest].field}\`: a request may show a model at most ${IMAGE_INPUT_LIMITS.imagesPerRequest} pictures.`, sources[IMAGE_INPUT_LIMITS.imagesPerRequest].field)
+      if (sources.length > limits.imagesPerRequest)
+        throw badRequest(`\`${sources[limits.imagesPerRequest].field}\`: a request may show a model at most ${limits.imagesPerRequest} pictures.`, sources[limits.imagesPerRequest].field)
       const budget: Budget = {bytes: 0}
       const images: ChatImage[] = []
       for (const source of sources) {
         const {field} = source
         let bytes: Buffer
-        if (source.data !== undefined) bytes = decodeBase64(source.data, field)
-        else if (source.url?.startsWith('data:')) bytes = decodeDataUrl(source.url, field)
+        if (source.data !== undefined) bytes = decodeBase64(limits, source.data, field)
+        else if (source.url?.startsWith('data:')) bytes = decodeDataUrl(limits, source.url, field)
         else {
           let url: URL
           try {
@@ -217,10 +228,10 @@ export function imageReader(allowedHosts: readonly string[]): ImageReader {
           }
 
           if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`\`${field}\` must be an http(s) URL or a data URL of a picture (got a ${url.protocol} URL).`, field)
-          bytes = await fetchImage(url, field, hosts, signal)
+          bytes = await fetchImage(limits, url, field, hosts, signal)
         }
 
-        within(budget, field, bytes.length)
+        within(limits, budget, field, bytes.length)
         const mediaType = mediaTypeOf(bytes)
         if (!mediaType) throw badRequest(`\`${field}\` is not a picture this service reads: its bytes are not a ${ACCEPTED} file.`, field)
         if (source.mediaType !== undefined && source.mediaType !== mediaType)

@@ -15,7 +15,7 @@ import type {KernelApi, ModelDirectory, RouteDefinition, RouteRequest} from '../
 import {anthropicRoutes} from '../../plugins/model-llm/src/anthropic.js'
 import {chatRoute} from '../../plugins/model-llm/src/chat.js'
 import {ollamaRoutes} from '../../plugins/model-llm/src/ollama.js'
-import {IMAGE_INPUT_LIMITS, isSpecialAddress} from '../../src/kernel/image-inputs.js'
+import {IMAGE_INPUT_LIMITS, imageReader, isSpecialAddress} from '../../src/kernel/image-inputs.js'
 import {createKernelApi} from '../../src/kernel/kernel.js'
 import {openAICompatibleOperations} from '../../src/kernel/openai-upstream.js'
 import {answeringServer} from '../helpers/answering-server.js'
@@ -79,13 +79,23 @@ describe('pictures in chat requests', () => {
     server = createServer((request, response) => {
       if (request.url === '/red.png') response.writeHead(200, {'content-type': 'image/png'}).end(PNG)
       else if (request.url === '/redirect') response.writeHead(302, {location: `http://127.0.0.1:${port}/red.png`}).end()
+      else if (request.url?.startsWith('/hop/')) response.writeHead(302, {location: `/hop/${Number(request.url.slice(5)) + 1}`}).end()
+      // A picture that never ends, without saying its length, and one that never comes.
+      else if (request.url === '/endless.png') {
+        response.writeHead(200, {'content-type': 'image/png'})
+        response.write(PNG)
+        const more = setInterval(() => (response.destroyed ? clearInterval(more) : response.write(Buffer.alloc(1024))), 1)
+      } else if (request.url === '/silent.png') response.writeHead(200, {'content-type': 'image/png'})
       else response.writeHead(404).end()
     })
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
     port = (server.address() as AddressInfo).port
   })
-  after(() => server.close())
+  after(() => {
+    server.closeAllConnections()
+    server.close()
+  })
 
   const api = createKernelApi('0.0.0', quiet)
   const operatorApi = createKernelApi('0.0.0', quiet, {allowedImageHosts: ['localhost']})
@@ -149,6 +159,18 @@ describe('pictures in chat requests', () => {
     for (const address of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0', '100.64.0.1', '2002:7f00:1::1', '64:ff9b::7f00:1'])
       expect(isSpecialAddress(address), address).to.equal(true)
     for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8']) expect(isSpecialAddress(address), address).to.equal(false)
+  })
+
+  it('bounds a fetch: its time, its redirects, a body that does not say its length, and the bytes of all pictures together', async () => {
+    const reader = imageReader(['localhost'], {bytesPerImage: 4096, fetchMs: 300, imagesPerRequest: 4, redirects: 2, totalBytes: PNG.length * 2})
+    const read = (path: string, count = 1) =>
+      refusal(reader.read(Array.from({length: count}, (_, index) => ({field: `messages[0].content[${index}]`, url: `http://localhost:${port}${path}`})), new AbortController().signal))
+    expect((await read('/silent.png')).message).to.match(/localhost:\d+ did not send the picture within 0\.3 s; send it as a data URL/)
+    expect((await read('/hop/0')).message).to.match(/redirects more than 2 times/)
+    expect((await read('/endless.png')).message).to.match(/is over 4096 bytes, the most a picture may have/)
+    const together = await read('/red.png', 3)
+    expect(together.param).to.equal('messages[0].content[2]')
+    expect(together.message).to.match(/brings the request's pictures over \d+ bytes in all/)
   })
 
   it('reaches an OpenAI-compatible engine (vLLM, SGLang, the transformers host) as image_url parts of data URLs, in place', async () => {
