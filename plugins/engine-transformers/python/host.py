@@ -202,9 +202,10 @@ def chat_prompt(request):
     continues = request.get("continue_final_message") is True
     if processor is None or options.model_type != "LLM":
         return tokenizer.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch), {}
-    # The processor puts each picture's image tokens where the template placed it, and makes the pixel values.
+    # The processor puts each picture's image tokens where the template placed it, and makes the pixel values; the
+    # rendered template already holds its special tokens, as transformers' own tokenizing of a template assumes.
     text = processor.apply_chat_template(turns, tools=request.get("tools"), add_generation_prompt=not continues, continue_final_message=continues, tokenize=False, **switch)
-    inputs = processor(text=text, images=pictures or None, return_tensors="pt")
+    inputs = processor(text=text, images=pictures or None, return_tensors="pt", add_special_tokens=False)
     extra = {key: value.to(device) for key, value in inputs.items() if key not in ("input_ids", "attention_mask")}
     if "pixel_values" in extra:
         extra["pixel_values"] = extra["pixel_values"].to(model.dtype)
