@@ -8,6 +8,7 @@ export type {
   CachedModel,
   ChatCompletion,
   ChatCompletionChunk,
+  ChatContentPart,
   ChatMessage,
   ChatOptions,
   ClientOptions,

@@ -9,6 +9,7 @@ import type {CommandLineFlagsOptions} from './command-line-flags.js'
 import type {ErrorCode, ServiceError} from './errors.js'
 import type {EngineBuild} from './engine-build-contract.js'
 import type {ExternalEngine} from './external-engine.js'
+import type {ImageReader} from './image-inputs.js'
 import type {JsonLinesCall} from './json-lines-program.js'
 import type {MediaKit} from './media-kit.js'
 import type {LocalPathCheck} from './model-files.js'
@@ -66,6 +67,11 @@ export interface KernelApi {
      */
     toolCallFormat(request: Pick<LoadRequest, 'family' | 'modelPath' | 'parameters'>): ToolCallFormat | undefined
   }
+  /**
+   * Pictures a chat request shows a model, read within bounds and known to be pictures; URLs never reach this machine's
+   * or its networks' addresses unless the operator lists the host (SERVICE_ALLOWED_IMAGE_HOSTS, see image-inputs.ts).
+   */
+  images: ImageReader
   /** What the image and video model types share: their families, request checks and url answers. */
   media: MediaKit
   /** Files and folders on the service's machine that launch parameters name (a VAE, a chat template). */

@@ -3,6 +3,8 @@
  * OpenAI and Anthropic on the wire) and every engine that runs LLMs. All wire formatting stays in the
  * model-type plugin; engines receive these plain, already validated values.
  */
+import type {ChatImage} from './image-inputs.js'
+
 export interface SamplingOptions {
   /** Upper bound on generated tokens; the engine also stops at the end of its context. */
   maxTokens?: number
@@ -29,9 +31,15 @@ export interface ToolCall {
   arguments: string
 }
 
+/** A piece of a turn that shows pictures: its text and pictures in the order the client gave them. */
+export type ChatPart = {type: 'text'; text: string} | {type: 'image'; image: ChatImage}
+
 export interface ChatTurn {
   role: 'system' | 'user' | 'assistant' | 'tool'
+  /** The turn's text; with `parts`, their text pieces joined, for an engine that reads only text. */
   content: string
+  /** A user turn with pictures: text and pictures in order (see image-inputs.ts); absent for text alone. */
+  parts?: ChatPart[]
   /** Assistant turns: the tools it called, in order. */
   toolCalls?: ToolCall[]
   /** Tool turns: the id of the call this is the result of. */

@@ -23,6 +23,7 @@ import {flattenFamily} from './catalogue.js'
 import {commandLineFlags} from './command-line-flags.js'
 import {KERNEL_API_VERSION} from './contracts.js'
 import {badRequest, errorFactory, notFound, ServiceError} from './errors.js'
+import {imageReader} from './image-inputs.js'
 import {jsonLinesProgram} from './json-lines-program.js'
 import {mediaKit} from './media-kit.js'
 import {checkLocalPath} from './model-files.js'
@@ -59,17 +60,20 @@ export interface KernelApiSettings {
   cacheDir?: string
   /** Modules the flexible launcher may import (SERVICE_ALLOWED_PYTHON_MODULES); empty: whatever the registration names. */
   allowedPythonModules?: readonly string[]
+  /** Hosts whose pictures may be fetched at private addresses (SERVICE_ALLOWED_IMAGE_HOSTS); empty: none. */
+  allowedImageHosts?: readonly string[]
   /** SERVICE_HOME, where plugins' records are kept; without it they are kept in memory. */
   home?: string
 }
 
-export function createKernelApi(version: string, log: Logger, {allowedModelDirs = [], allowedPythonModules = [], cacheDir, home}: KernelApiSettings = {}): KernelApi {
+export function createKernelApi(version: string, log: Logger, {allowedImageHosts = [], allowedModelDirs = [], allowedPythonModules = [], cacheDir, home}: KernelApiSettings = {}): KernelApi {
   const stores = new Map<string, RecordStore>()
   return {
     apiVersion: KERNEL_API_VERSION,
     errors: errorFactory,
     external: {commandLineFlags, jsonLines: jsonLinesProgram, openAICompatible: openAICompatibleOperations, pcmSpeech: pcmSpeechOperations, toolCallFormat: toolCallFormatOf},
     files: {localPath: (value, check) => checkLocalPath(value, {...check, allowedDirs: allowedModelDirs, ownDirs: cacheDir ? [cacheDir] : []})},
+    images: imageReader(allowedImageHosts),
     log,
     media: mediaKit,
     policy: {allowedPythonModules},

@@ -5,7 +5,7 @@
  * endpoint's signal (a client that went away) closes the upstream connection, which such servers take as a cancel.
  */
 import type {ExternalEndpoint, ExternalOperations} from './external-engine.js'
-import type {ChatPayload, ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
+import type {ChatPart, ChatPayload, ChatTurn, FinishReason, GenerationEvent, ResponseFormat, SamplingOptions, ToolChoice} from './generation.js'
 import type {LlmOperations} from './operations.js'
 
 import {ServiceError} from './errors.js'
@@ -50,8 +50,17 @@ const sampling = (options: SamplingOptions) => ({
   top_p: options.topP,
 })
 
+/**
+ * A turn's pictures in OpenAI's form, as vLLM and SGLang take them: data URLs of the bytes the service read, never the
+ * client's own URL, so the engine's program fetches nothing the service did not check.
+ */
+const contentPart = (part: ChatPart) =>
+  part.type === 'text'
+    ? {text: part.text, type: 'text'}
+    : {image_url: {url: `data:${part.image.mediaType};base64,${part.image.data}`, ...(part.image.detail ? {detail: part.image.detail} : {})}, type: 'image_url'}
+
 const message = (turn: ChatTurn) => ({
-  content: turn.content,
+  content: turn.parts ? turn.parts.map((part) => contentPart(part)) : turn.content,
   role: turn.role,
   tool_call_id: turn.toolCallId,
   tool_calls: turn.toolCalls?.map((call) => ({function: {arguments: call.arguments, name: call.name}, id: call.id, type: 'function'})),

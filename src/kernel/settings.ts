@@ -7,6 +7,7 @@ import {homedir} from 'node:os'
 import {delimiter, dirname, join, resolve} from 'node:path'
 
 import {ServiceError} from './errors.js'
+import {ALLOWED_IMAGE_HOSTS_SETTING} from './image-inputs.js'
 import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
 import {ALLOWED_PIP_SOURCES_SETTING, ALLOWED_PYTHON_MODULES_SETTING} from './reach.js'
 
@@ -29,6 +30,8 @@ export interface ServiceSettings {
   allowedPythonModules: string[]
   /** Package indexes, URLs and folders virtual environments may install from beyond plain names (SERVICE_ALLOWED_PIP_SOURCES); empty: admins decide. */
   allowedPipSources: string[]
+  /** Hosts whose pictures chat requests may have fetched at loopback, link-local or private addresses (SERVICE_ALLOWED_IMAGE_HOSTS, `allowed_image_hosts`); empty: none. */
+  allowedImageHosts: string[]
   /** Registrations each user without `admin` may have (SERVICE_MAX_REGISTRATIONS_PER_USER, `max_registrations_per_user`). */
   maxRegistrationsPerUser: number
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
@@ -77,7 +80,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_image_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   const modelSource = String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface')
@@ -90,6 +93,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
     )
   return {
     allowedHosts: settingList(env[ALLOWED_HOSTS_ENV] ?? file.allowed_hosts),
+    allowedImageHosts: settingList(env[ALLOWED_IMAGE_HOSTS_SETTING] ?? file.allowed_image_hosts),
     allowedModelDirs: allowedModelDirs(env, file.allowed_model_dirs, found ? dirname(found.filepath) : home),
     allowedOrigins: settingList(env[ALLOWED_ORIGINS_ENV] ?? file.allowed_origins),
     allowedPipSources: settingList(env[ALLOWED_PIP_SOURCES_SETTING] ?? file.allowed_pip_sources),

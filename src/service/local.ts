@@ -90,7 +90,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const log = createLogger({file: join(paths.logs, `${name}.log`), format: settings.logFormat, level: settings.logLevel, name: cluster ? 'supervisor' : 'local'})
   for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
-  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache, home: settings.home})
+  const kernel = await loadKernel(config, log, {allowedImageHosts: settings.allowedImageHosts, allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache, home: settings.home})
   const reach = {allowedModelDirs: settings.allowedModelDirs, allowedPipSources: settings.allowedPipSources, allowedPythonModules: settings.allowedPythonModules}
   const registry = new ModelRegistry(kernel, paths.registrations, log, {...reach, maxRegistrationsPerUser: settings.maxRegistrationsPerUser})
   const loaded = await registry.load()

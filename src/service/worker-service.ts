@@ -52,7 +52,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const log = createLogger({file: join(paths.logs, 'service-worker.log'), format: settings.logFormat, level: settings.logLevel, name: 'worker'})
   for (const warning of homeWarnings) log.warn(warning)
   const version = config.version
-  const kernel = await loadKernel(config, log, {allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache, home: settings.home})
+  const kernel = await loadKernel(config, log, {allowedImageHosts: settings.allowedImageHosts, allowedModelDirs: settings.allowedModelDirs, allowedPythonModules: settings.allowedPythonModules, cacheDir: paths.cache, home: settings.home})
   const autoBuilds = EngineAutoBuilder.forKernel(kernel, {log, logDir: paths.logs, setting: autoBuildSetting(autoBuild)})
 
   const shutdown = new AbortController()

@@ -320,7 +320,8 @@ describe('Anthropic Messages API (service-local, @anthropic-ai/sdk)', function (
         [{max_tokens: 5, model: MODEL}, /`messages` is required/],
         [{max_tokens: 5, messages: [{content: 'hi', role: 'user'}]}, /`model` is required/],
         [{max_tokens: 5, messages: [{content: 'hi', role: 'user'}], model: MODEL, temperature: 1.5}, /temperature.*between 0 and 1/],
-        [{max_tokens: 5, messages: [{content: [{source: {data: 'x', media_type: 'image/png', type: 'base64'}, type: 'image'}], role: 'user'}], model: MODEL}, /image blocks are not supported/],
+        [{max_tokens: 5, messages: [{content: [{source: {data: 'x', media_type: 'image/png', type: 'base64'}, type: 'image'}], role: 'user'}], model: MODEL}, /model tiny-chat \(.*\) cannot see images: it has no vision ability/],
+        [{max_tokens: 5, messages: [{content: [{source: {data: 'x', media_type: 'application/pdf', type: 'base64'}, type: 'document'}], role: 'user'}], model: MODEL}, /document blocks are not supported/],
         [{max_tokens: 5, messages: [{content: 'hi', role: 'user'}], model: MODEL, tool_choice: {name: 'nope', type: 'tool'}, tools: [WEATHER_TOOL]}, /"nope" is not one of the tools/],
         [{max_tokens: 5, messages: [{content: 'hi', role: 'user'}], model: MODEL, thinking: {budget_tokens: 1024, type: 'enabled'}}, /`thinking.budget_tokens` must be less than `max_tokens`/],
       ]

@@ -11,6 +11,7 @@ describe('settings', () => {
     await writeFile(`${home}/service.config.json`, JSON.stringify({log_level: 'debug', model_src: 'modelscope', port: 9998}))
     expect(await loadSettings({SERVICE_HOME: home})).to.deep.equal({
       allowedHosts: [],
+      allowedImageHosts: [],
       allowedModelDirs: [],
       allowedOrigins: [],
       allowedPipSources: [],
@@ -33,9 +34,10 @@ describe('settings', () => {
     const home = await temporaryDirectory()
     await writeFile(
       `${home}/service.config.json`,
-      JSON.stringify({allowed_pip_sources: ['https://pypi.org/simple'], allowed_python_modules: ['my_models', 'sklearn_models'], max_registrations_per_user: 5}),
+      JSON.stringify({allowed_image_hosts: ['images.internal'], allowed_pip_sources: ['https://pypi.org/simple'], allowed_python_modules: ['my_models', 'sklearn_models'], max_registrations_per_user: 5}),
     )
-    expect(await loadSettings({SERVICE_HOME: home})).to.deep.include({allowedPipSources: ['https://pypi.org/simple'], allowedPythonModules: ['my_models', 'sklearn_models'], maxRegistrationsPerUser: 5})
+    expect(await loadSettings({SERVICE_HOME: home, SERVICE_ALLOWED_IMAGE_HOSTS: 'localhost, 10.0.0.7'})).to.deep.include({allowedImageHosts: ['localhost', '10.0.0.7']})
+    expect(await loadSettings({SERVICE_HOME: home})).to.deep.include({allowedImageHosts: ['images.internal'], allowedPipSources: ['https://pypi.org/simple'], allowedPythonModules: ['my_models', 'sklearn_models'], maxRegistrationsPerUser: 5})
     const fromEnv = {SERVICE_ALLOWED_PIP_SOURCES: 'https://a.example/simple, /opt/wheels', SERVICE_ALLOWED_PYTHON_MODULES: 'other', SERVICE_HOME: home, SERVICE_MAX_REGISTRATIONS_PER_USER: '0'}
     expect(await loadSettings(fromEnv)).to.deep.include({allowedPipSources: ['https://a.example/simple', '/opt/wheels'], allowedPythonModules: ['other'], maxRegistrationsPerUser: 0})
     for (const bad of ['-1', '2.5', 'many'])

@@ -3,11 +3,13 @@
 The service starts one copy per launched model, in the engine's virtual environment, on the port it picked, and
 waits until GET /health answers 200 (once the weights are loaded). It speaks what the service sends: chat and
 completions, always streamed as server-sent events (non-streamed replies are served too, for people calling it by
-hand), embeddings and rerank, and for an image model OCR (transformers' GOT-OCR 2.0: its processor's prompt and
+hand), embeddings and rerank, pictures in chat for a vision-language LLM (its processor's template and pictures, see
+chat_pictures.py), and for an image model OCR (transformers' GOT-OCR 2.0: its processor's prompt and
 picture, the text sent as JSON lines while it is read). The chat prompt comes from the model's own chat template. A
 client that goes away stops its generation at the next token. Requests run one at a time: the model's tensors are shared.
 """
 import argparse
+import json
 import threading
 import time
 import uuid
@@ -16,6 +18,7 @@ from queue import Queue
 
 import torch
 import transformers
+from chat_pictures import turns_and_pictures
 from ocr_request import ocr_arguments, picture
 from service_http import BadRequest, JsonHandler, serve
 from transformers import (
@@ -42,6 +45,14 @@ parser.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0
 options = parser.parse_args()
 
 
+def sees(folder):
+    """Whether an LLM's folder holds a vision-language model: its config has a vision tower."""
+    try:
+        return "vision_config" in json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def load():
     folder = Path(options.model)
     if folder.is_file():
@@ -53,8 +64,11 @@ def load():
     if options.threads > 0:
         torch.set_num_threads(options.threads)
     kind = {"LLM": AutoModelForCausalLM, "embedding": AutoModel, "rerank": AutoModelForSequenceClassification, "image": AutoModelForImageTextToText}[options.model_type]
-    # An image model reads text (OCR): its processor makes the prompt from the picture and holds the tokenizer.
-    processor = AutoProcessor.from_pretrained(folder) if options.model_type == "image" else None
+    if options.model_type == "LLM" and sees(folder):
+        kind = AutoModelForImageTextToText
+    # An image model reads text (OCR), a vision-language LLM sees pictures: the processor makes the prompt from the
+    # pictures and holds the tokenizer.
+    processor = AutoProcessor.from_pretrained(folder, trust_remote_code=options.trust_remote_code) if kind is AutoModelForImageTextToText else None
     tokenizer = processor.tokenizer if processor else AutoTokenizer.from_pretrained(folder, trust_remote_code=options.trust_remote_code)
     model = kind.from_pretrained(folder, dtype=dtype, trust_remote_code=options.trust_remote_code).to(device)
     model.eval()
@@ -205,9 +219,11 @@ def chat_prompt(request):
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages must be a non-empty list.", "messages")
-    if not tokenizer.chat_template:
+    if not tokenizer.chat_template and not getattr(processor, "chat_template", None):
         raise BadRequest("this model has no chat template; use /v1/completions.", "messages")
-    turns = [{key: value for key, value in message.items() if value is not None} for message in messages]
+    turns, pictures = turns_and_pictures(messages)
+    if pictures and (processor is None or options.model_type != "LLM"):
+        raise BadRequest("this model does not see images; send text only.", "messages")
     arguments = request.get("chat_template_kwargs") or {}
     if not isinstance(arguments, dict):
         raise BadRequest("chat_template_kwargs must be an object.", "chat_template_kwargs")
@@ -216,7 +232,16 @@ def chat_prompt(request):
     # A prefill (vLLM's continue_final_message) continues the final assistant turn instead of opening a new one.
     continues = request.get("continue_final_message") is True
     tools = request.get("tools") if renders_tools(request) else None
-    return tokenizer.apply_chat_template(turns, tools=tools, add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch)
+    if processor is None or options.model_type != "LLM":
+        return tokenizer.apply_chat_template(turns, tools=tools, add_generation_prompt=not continues, continue_final_message=continues, tokenize=True, return_dict=False, **switch), {}
+    # The processor puts each picture's image tokens where the template placed it, and makes the pixel values; the
+    # rendered template already holds its special tokens, as transformers' own tokenizing of a template assumes.
+    text = processor.apply_chat_template(turns, tools=tools, add_generation_prompt=not continues, continue_final_message=continues, tokenize=False, **switch)
+    inputs = processor(text=text, images=pictures or None, return_tensors="pt", add_special_tokens=False)
+    extra = {key: value.to(device) for key, value in inputs.items() if key not in ("input_ids", "attention_mask")}
+    if "pixel_values" in extra:
+        extra["pixel_values"] = extra["pixel_values"].to(model.dtype)
+    return inputs["input_ids"][0].tolist(), extra
 
 
 def completion_prompt(request):
@@ -260,7 +285,7 @@ def stop_ids():
 def ocr(request):
     """The text pieces the model reads in the request's picture (see generate), greedy as GOT-OCR reads; the picture
     and kwargs are checked before anything runs."""
-    if processor is None:
+    if options.model_type != "image":
         raise BadRequest("this model does not read images.", "model")
     image = picture(request.get("image") or {})
     settings, extra = ocr_arguments(request.get("kwargs") or {}, *image.size)
@@ -295,15 +320,15 @@ class Handler(JsonHandler):
         self.send_json(200, {"data": [{"id": options.model_uid, "object": "model", "owned_by": "transformers"}], "object": "list"})
 
     def chat(self, request):
-        self.generation(request, chat_prompt(request), "chat.completion")
+        self.generation(request, *chat_prompt(request), "chat.completion")
 
     def complete(self, request):
-        self.generation(request, completion_prompt(request), "text_completion")
+        self.generation(request, completion_prompt(request), {}, "text_completion")
 
-    def generation(self, request, prompt_ids, kind):
+    def generation(self, request, prompt_ids, extra, kind):
         identity = {"created": int(time.time()), "id": f"{'chatcmpl' if kind == 'chat.completion' else 'cmpl'}-{uuid.uuid4().hex}", "model": request.get("model") or options.model_uid}
         chat = kind == "chat.completion"
-        pieces = generate(request, prompt_ids)
+        pieces = generate(request, prompt_ids, extra)
         if not request.get("stream"):
             text, done = "", None
             for piece in pieces:

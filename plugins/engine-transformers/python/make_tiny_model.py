@@ -1,10 +1,12 @@
 """Makes the random-weight models of the engine's generated catalogue specs (tiny-random-llm, tiny-random-embedding,
-tiny-random-rerank and tiny-random-ocr as safetensors), with
+tiny-random-rerank, tiny-random-ocr and tiny-random-vlm as safetensors), with
 transformers itself building them from a config: no download, a fixed seed, so the same recipe always gives the same
 files. The tokenizers are byte-level BPE with no merges (one token per byte, built here, nothing trained), so any
 text round-trips: the chat model's with a ChatML chat template (Qwen's tool section when given tools), the BERT models' with [CLS] and [SEP] around each
 text or pair. Replies are gibberish, vectors and scores mean nothing. The OCR model is GOT-OCR 2.0 in transformers'
-own layout (GotOcr2ForConditionalGeneration and its processor, as stepfun-ai/GOT-OCR-2.0-hf publishes it), shrunk.
+own layout (GotOcr2ForConditionalGeneration and its processor, as stepfun-ai/GOT-OCR-2.0-hf publishes it), shrunk. The
+vision-language model is LLaVA (a CLIP vision tower, a projector and a llama) with its processor and a ChatML template
+that places each picture's image tokens where the message shows it.
 
 Usage: make_tiny_model.py RECIPE NAME=PATH...   (each file of the spec, by name, and where to write it)
 """
@@ -19,12 +21,17 @@ from transformers import (
     BertConfig,
     BertForSequenceClassification,
     BertModel,
+    CLIPImageProcessorPil,
+    CLIPVisionConfig,
     GotOcr2Config,
     GotOcr2ForConditionalGeneration,
     GotOcr2ImageProcessorPil,
     GotOcr2Processor,
     LlamaConfig,
     LlamaForCausalLM,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
     PreTrainedTokenizerFast,
 )
 
@@ -36,6 +43,14 @@ CHATML = (
     "{{ '\\n</tools>\\nCall one as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call><|im_end|>\\n' }}{% endif %}"
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+# ChatML for messages whose content is text or a list of text and image parts, as processors' templates take them.
+VISION_CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}{{ '<image>' }}{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
 
@@ -149,11 +164,39 @@ def tiny_random_got_ocr2(folder):
     GotOcr2Processor(image_processor=GotOcr2ImageProcessorPil(size={"height": 256, "width": 256}), tokenizer=tokenizer).save_pretrained(folder)
 
 
+def tiny_random_llava(folder):
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level(), eos_token="<|im_end|>", pad_token="<|endoftext|>", additional_special_tokens=["<|im_start|>", "<image>"])
+    tokenizer.chat_template = VISION_CHATML
+    # 32-pixel pictures in 8-pixel patches: 16 image tokens per picture (CLIP's class token is dropped, "default").
+    vision = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=8, projection_dim=16)
+    text = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    config = LlavaConfig(
+        vision_config=vision, text_config=text, image_token_index=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default", image_seq_length=16
+    )
+    torch.manual_seed(SEED)
+    LlavaForConditionalGeneration(config).save_pretrained(folder, safe_serialization=True)
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default", chat_template=VISION_CHATML, num_additional_image_tokens=1)
+    processor.save_pretrained(folder)
+
+
 RECIPES = {
     "tiny-random-bert-embedding": tiny_random_bert(BertModel),
     "tiny-random-bert-reranker": tiny_random_bert(BertForSequenceClassification),
     "tiny-random-got-ocr2": tiny_random_got_ocr2,
     "tiny-random-llama": tiny_random_llama,
+    "tiny-random-llava": tiny_random_llava,
 }
 
 

@@ -2,7 +2,7 @@
  * The random-weight models this engine makes for the catalogue's `generated` pytorch specs (`tiny-random-llm -f
  * pytorch`): python/make_tiny_model.py has transformers build each from a config with a fixed seed and save it as
  * safetensors with its tokenizer, in the engine's virtual environment; likewise `tiny-random-embedding`,
-`tiny-random-rerank` and `tiny-random-ocr` (GOT-OCR 2.0 with its processor). The spec names the files, in this order.
+`tiny-random-rerank`, `tiny-random-ocr` (GOT-OCR 2.0 with its processor) and `tiny-random-vlm` (LLaVA with its processor). The spec names the files, in this order.
  */
 import type {WeightsGenerationRequest} from 'service-toolkit'
 
@@ -16,6 +16,7 @@ export const RECIPE_FILES: Record<string, string[]> = {
   'tiny-random-bert-embedding': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
   'tiny-random-bert-reranker': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
   'tiny-random-got-ocr2': ['config.json', 'generation_config.json', 'model.safetensors', 'processor_config.json', 'tokenizer.json', 'tokenizer_config.json'],
+  'tiny-random-llava': ['config.json', 'generation_config.json', 'model.safetensors', 'processor_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'],
   'tiny-random-llama': ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja'],
 }
 

@@ -1,9 +1,27 @@
 /**
  * The wire shapes of the Anthropic routes' answers, for the OpenAPI document: `Message`, the stream's events,
  * `ModelInfo` and its list, as anthropic.ts fills them (every field of the SDK's types, null where the service has
- * nothing to say).
+ * nothing to say), and `modelInfo`, which fills ModelInfo.
  */
-import type {KernelApi} from 'service-toolkit'
+import type {KernelApi, ModelHandle} from 'service-toolkit'
+
+/** A running chat model as Anthropic's `ModelInfo`. */
+export function modelInfo(model: ModelHandle) {
+  const {context_length: contextLength, created} = model.description as {created?: number; context_length?: number | null}
+  return {
+    capabilities: null,
+    created_at: new Date((created ?? 0) * 1000).toISOString(),
+    deprecated_at: null,
+    display_name: model.modelName,
+    id: model.uid,
+    lifecycle: 'active',
+    line: null,
+    max_input_tokens: contextLength ?? null,
+    max_tokens: contextLength ?? null,
+    retires_at: null,
+    type: 'model',
+  }
+}
 
 export function anthropicResponseSchemas(s: KernelApi['schema']) {
   const nothing = s.nullable(s.unknown())

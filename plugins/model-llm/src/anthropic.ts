@@ -5,12 +5,13 @@
  * `ModelInfo`), null where this service has nothing to say; errors come in Anthropic's `{type: "error", error}` form
  * (the HTTP edge renders them for every path under /anthropic). The `anthropic-version` header is accepted and ignored.
  */
-import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperations, ModelHandle, RouteDefinition, ToolChoice} from 'service-toolkit'
+import type {ChatPart, ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperations, RouteDefinition, ToolChoice} from 'service-toolkit'
 
 import {randomBytes} from 'node:crypto'
 
-import {anthropicResponseSchemas} from './anthropic-shapes.js'
+import {anthropicResponseSchemas, modelInfo} from './anthropic-shapes.js'
 import {checkThinkingBudget, shownThinking, thinkingBlock, thinkingField, thinkingPayload} from './anthropic-thinking.js'
+import {anthropicImage, IMAGE_BASE64_CHARACTERS, type ImageSlot, readImages, turnContent} from './images.js'
 import {started} from './openai-shapes.js'
 
 const TOOL_NAME = /^[\w-]{1,64}$/
@@ -27,6 +28,8 @@ function conversationFields(s: KernelApi['schema']) {
       input: s.optional(s.unknown()),
       is_error: s.optional(s.boolean()),
       name: s.optional(s.string()),
+      // An image block's picture: base64, or a URL.
+      source: s.optional(s.object({data: s.optional(s.string({maxLength: IMAGE_BASE64_CHARACTERS})), media_type: s.optional(s.string({maxLength: 64})), type: s.string({enum: ['base64', 'url']}), url: s.optional(s.string({maxLength: 8192}))}, {unknownKeys: 'strip'})),
       text: s.optional(s.string()),
       tool_use_id: s.optional(s.string()),
       type: s.string({enum: ['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']}),
@@ -97,7 +100,7 @@ const textOf = (content: string | Array<{text?: string}> | undefined) =>
  * Anthropic conversations as engine turns: the system prompt first; an assistant turn's `tool_use` blocks become
  * its tool calls; a user turn's `tool_result` blocks become tool turns (ahead of its text, which answers them).
  */
-function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
+function toTurns(api: KernelApi, request: Conversation, slots: ImageSlot[]): ChatTurn[] {
   const turns: ChatTurn[] = []
   const system = textOf(request.system)
   if (system) turns.push({content: system, role: 'system'})
@@ -112,7 +115,7 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
       continue
     }
 
-    const texts: string[] = []
+    const pieces: ChatPart[] = []
     const calls: NonNullable<ChatTurn['toolCalls']> = []
     for (const [position, block] of message.content.entries()) {
       const at = `messages[${index}].content[${position}]`
@@ -121,7 +124,8 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
         return block[field]
       }
 
-      if (block.type === 'text') texts.push(require('text'))
+      if (block.type === 'text') pieces.push({text: require('text'), type: 'text'})
+      else if (block.type === 'image') pieces.push(anthropicImage(api, block, at, message.role, slots))
       // Earlier reasoning, which chat templates leave out of the prompt.
       else if ((block.type === 'thinking' || block.type === 'redacted_thinking') && message.role === 'assistant') continue
       else if (block.type === 'tool_use') {
@@ -138,19 +142,19 @@ function toTurns(api: KernelApi, request: Conversation): ChatTurn[] {
         const result = textOf(block.content)
         turns.push({content: block.is_error ? `Error: ${result}` : result, role: 'tool', toolCallId: id})
       } else {
-        throw api.errors.badRequest(`\`${at}\`: ${block.type} blocks are not supported; this service reads text, tool_use and tool_result blocks.`, `${at}.type`)
+        throw api.errors.badRequest(`\`${at}\`: ${block.type} blocks are not supported; this service reads text, image, tool_use and tool_result blocks.`, `${at}.type`)
       }
     }
 
-    const text = texts.join(TEXT_BLOCK_SEPARATOR)
+    const {content: text, parts} = turnContent(pieces)
     if (message.role === 'assistant') turns.push({content: text, role: 'assistant', ...(calls.length > 0 ? {toolCalls: calls} : {})})
-    else if (text) turns.push({content: text, role: 'user'})
+    else if (text || parts) turns.push({content: text, ...(parts ? {parts} : {}), role: 'user'})
   }
 
   return turns
 }
 
-function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload, 'maxTokens'> {
+function toChatPayload(api: KernelApi, request: Conversation, slots: ImageSlot[]): Omit<ChatPayload, 'maxTokens'> {
   const tools = (request.tools ?? []).map((tool, index) => ({description: tool.description, name: tool.name, param: `tools[${index}].input_schema`, parameters: tool.input_schema}))
   const choice = request.tool_choice ?? {type: 'auto'}
   let toolChoice: ToolChoice = choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : 'auto'
@@ -162,7 +166,7 @@ function toChatPayload(api: KernelApi, request: Conversation): Omit<ChatPayload,
   }
 
   if (toolChoice === 'required' && tools.length === 0) throw api.errors.badRequest('`tool_choice` "any" needs `tools`.', 'tool_choice')
-  const messages = toTurns(api, request)
+  const messages = toTurns(api, request, slots)
   // Anthropic's prefill: a final assistant turn is the start of the answer, which the model continues.
   const last = messages.at(-1)
   const continueFinalMessage = last?.role === 'assistant' && !last.toolCalls?.length
@@ -225,14 +229,16 @@ function messagesRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Messages
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template)' : 'chat')
       checkThinkingBudget(api, body.thinking, body.max_tokens)
+      const slots: ImageSlot[] = []
       const payload: ChatPayload = {
-        ...toChatPayload(api, body),
+        ...toChatPayload(api, body, slots),
         maxTokens: body.max_tokens,
         stop: body.stop_sequences,
         temperature: body.temperature,
         topK: body.top_k,
         topP: body.top_p,
       }
+      await readImages(api, model, slots, signal)
       const events = await started(model.invoke('chat', payload, signal))
       const message = {container: null, diagnostics: null, id: id('msg'), model: body.model, role: 'assistant', stop_details: null, type: 'message'}
 
@@ -319,7 +325,10 @@ function countTokensRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Conve
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', 'chat, so it cannot count the tokens of a conversation')
-      for await (const event of model.invoke('count_tokens', toChatPayload(api, body), signal))
+      const slots: ImageSlot[] = []
+      const payload = toChatPayload(api, body, slots)
+      await readImages(api, model, slots, signal)
+      for await (const event of model.invoke('count_tokens', payload, signal))
         return {body: {input_tokens: event.count}, kind: 'json'}
       throw api.errors.create(500, 'internal_error', 'the model did not count the tokens.')
     },
@@ -329,24 +338,6 @@ function countTokensRoute(api: KernelApi, shapes: Shapes): RouteDefinition<Conve
     response: shapes.count.json,
     summary: 'Anthropic token counting: the input tokens a Messages request would use',
     tag: 'Anthropic',
-  }
-}
-
-/** A running chat model as Anthropic's `ModelInfo`. */
-function modelInfo(model: ModelHandle) {
-  const {context_length: contextLength, created} = model.description as {created?: number; context_length?: number | null}
-  return {
-    capabilities: null,
-    created_at: new Date((created ?? 0) * 1000).toISOString(),
-    deprecated_at: null,
-    display_name: model.modelName,
-    id: model.uid,
-    lifecycle: 'active',
-    line: null,
-    max_input_tokens: contextLength ?? null,
-    max_tokens: contextLength ?? null,
-    retires_at: null,
-    type: 'model',
   }
 }
 

@@ -3,10 +3,13 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes, randomUUID} from 'node:crypto'
 
+import {IMAGE_BASE64_CHARACTERS, type ImageSlot, imageSlot, readImages, turnContent} from './images.js'
 import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
+/** A data URL of the largest picture the service reads, with room for its header. */
+const DATA_URL_CHARACTERS = IMAGE_BASE64_CHARACTERS + 256
 
 /**
  * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form
@@ -25,7 +28,23 @@ const jsonTextWithin = (s: KernelApi['schema']) => (text: string, path: string) 
 }
 
 function chatSchema(s: KernelApi['schema']) {
-  const textPart = s.object({text: s.string(), type: s.literal('text')}, {unknownKeys: 'strip'})
+  // One schema for both part types, so a missing field is reported for the part's own type (see contentOf).
+  const part = s.object(
+    {
+      image_url: s.optional(
+        s.object(
+          {
+            detail: s.optional(s.string({description: 'Accepted; low, high or auto.', enum: ['auto', 'low', 'high']})),
+            url: s.string({description: 'An http(s) URL or a data URL (base64) of a PNG, JPEG, WebP or GIF picture.', maxLength: DATA_URL_CHARACTERS, minLength: 1}),
+          },
+          {unknownKeys: 'strip'},
+        ),
+      ),
+      text: s.optional(s.string()),
+      type: s.string({enum: ['text', 'image_url']}),
+    },
+    {unknownKeys: 'strip'},
+  )
   const toolCall = s.object({
     function: s.object({arguments: s.refine(s.string(), jsonTextWithin(s)), name: s.string({minLength: 1})}),
     id: s.string({minLength: 1}),
@@ -34,7 +53,7 @@ function chatSchema(s: KernelApi['schema']) {
   const message = s.object(
     {
       content: s.optional(
-        s.nullable(s.union([s.string(), s.array(textPart, {minItems: 1})], 'a string or a non-empty array of {"type": "text", "text": …} parts')),
+        s.nullable(s.union([s.string(), s.array(part, {minItems: 1})], 'a string or a non-empty array of text and image_url parts')),
       ),
       name: s.optional(s.string()),
       // An answer's reasoning, sent back with it; chat templates leave past reasoning out of the prompt.
@@ -120,6 +139,26 @@ function thinkingFields(s: KernelApi['schema']) {
 }
 
 type ChatRequest = Infer<ReturnType<typeof chatSchema>>
+type Message = ChatRequest['messages'][number]
+
+/** A message's text, and its parts when it shows pictures, whose sources join `slots`. */
+function contentOf(api: KernelApi, message: Message, index: number, slots: ImageSlot[]): Pick<ChatTurn, 'content' | 'parts'> {
+  if (message.content === null || message.content === undefined) return {content: ''}
+  if (typeof message.content === 'string') return {content: message.content}
+  return turnContent(
+    message.content.map((part, position) => {
+      const at = `messages[${index}].content[${position}]`
+      if (part.type === 'text') {
+        if (part.text === undefined) throw api.errors.badRequest(`\`${at}.text\` is required in a text part.`, `${at}.text`)
+        return {text: part.text, type: 'text'}
+      }
+
+      if (!part.image_url) throw api.errors.badRequest(`\`${at}.image_url\` is required in an image_url part: {"url": …}.`, `${at}.image_url`)
+      if (message.role !== 'user') throw api.errors.badRequest(`\`${at}\`: image_url parts belong in user messages.`, at)
+      return imageSlot({detail: part.image_url.detail, field: `${at}.image_url.url`, url: part.image_url.url}, slots)
+    }),
+  )
+}
 
 /** Whether the request turns thinking on or off, from any of the fields that can say so, which must agree. */
 function thinkingOf(api: KernelApi, body: ChatRequest): Pick<ChatPayload, 'enableThinking'> {
@@ -140,7 +179,7 @@ function thinkingOf(api: KernelApi, body: ChatRequest): Pick<ChatPayload, 'enabl
  * Checks what the schema cannot express: one choice and no log probabilities are asked for, every message has content but an
  * assistant's that calls tools, tool results answer earlier calls, the tool choice names a given tool.
  */
-function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
+function toPayload(api: KernelApi, body: ChatRequest, slots: ImageSlot[]): ChatPayload {
   refuseSeveralChoices(api, body.n)
   if (body.logprobs) throw notSupported(api, 'logprobs', NO_LOGPROBS, 'leave it out or set it to false')
   if (body.top_logprobs) throw notSupported(api, 'top_logprobs', NO_LOGPROBS, 'leave it out or set it to 0')
@@ -151,8 +190,7 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
         `\`messages[${index}].content\` is required: a ${message.role} message needs its text${message.role === 'assistant' ? ', unless it has tool_calls' : ''}.`,
         `messages[${index}].content`,
       )
-    // Text parts are separate pieces of text, so they are joined with a line break, as vLLM joins them.
-    const content = message.content === null || message.content === undefined ? '' : typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('\n')
+    const {content, parts} = contentOf(api, message, index, slots)
     if (message.role === 'tool') {
       if (!message.tool_call_id) throw api.errors.badRequest(`\`messages[${index}].tool_call_id\` is required: a tool message answers a call of an earlier assistant message.`, `messages[${index}].tool_call_id`)
       if (!called.has(message.tool_call_id))
@@ -165,7 +203,7 @@ function toPayload(api: KernelApi, body: ChatRequest): ChatPayload {
       return {content, role: 'assistant', toolCalls: message.tool_calls.map((call) => ({arguments: call.function.arguments, id: call.id, name: call.function.name}))}
     }
 
-    return {content, role: message.role === 'developer' ? 'system' : (message.role as ChatTurn['role'])}
+    return {content, ...(parts ? {parts} : {}), role: message.role === 'developer' ? 'system' : (message.role as ChatTurn['role'])}
   })
 
   const tools = (body.tools ?? []).map((tool, index) => ({
@@ -231,7 +269,10 @@ export function chatRoute(api: KernelApi): RouteDefinition<ChatRequest> {
       api.requireAbility(model, 'chat', model.modelType === 'LLM' ? 'chat (it has no chat template); use /v1/completions' : 'chat')
       const id = `chatcmpl-${randomUUID()}`
       const created = Math.floor(Date.now() / 1000)
-      const events = await started(model.invoke('chat', {...toPayload(api, body), ...thinkingOf(api, body)}, signal))
+      const slots: ImageSlot[] = []
+      const payload = {...toPayload(api, body, slots), ...thinkingOf(api, body)}
+      await readImages(api, model, slots, signal)
+      const events = await started(model.invoke('chat', payload, signal))
 
       if (!body.stream) {
         let content = ''

@@ -7,6 +7,7 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 
 import {randomBytes} from 'node:crypto'
 
+import {type ImageSlot, IMAGE_BASE64_CHARACTERS, imageSlot, readImages, turnContent} from './images.js'
 import {started} from './openai-shapes.js'
 
 const NDJSON = 'application/x-ndjson'
@@ -43,7 +44,7 @@ function chatSchema(s: KernelApi['schema']) {
   const message = s.object(
     {
       content: s.string(),
-      images: s.optional(s.nullable(s.array(s.string(), {maxItems: 16}))),
+      images: s.optional(s.nullable(s.array(s.string({description: 'A picture, base64 (8 MiB at most).', maxLength: IMAGE_BASE64_CHARACTERS}), {maxItems: 16}))),
       role: s.string({enum: ['system', 'user', 'assistant', 'tool']}),
       thinking: s.optional(s.string()),
       tool_calls: s.optional(s.array(toolCall, {maxItems: 128})),
@@ -63,7 +64,7 @@ function generateSchema(s: KernelApi['schema']) {
     {
       ...commonFields(s),
       context: s.optional(s.array(s.integer({minimum: 0}), {description: 'Deprecated in Ollama; not supported: send the conversation to /api/chat.', maxItems: 0})),
-      images: s.optional(s.nullable(s.array(s.string(), {maxItems: 16}))),
+      images: s.optional(s.nullable(s.array(s.string({description: 'A picture, base64 (8 MiB at most).', maxLength: IMAGE_BASE64_CHARACTERS}), {maxItems: 16}))),
       prompt: s.optional(s.string()),
       raw: s.optional(s.boolean({description: 'The prompt as it is, without the model\'s chat template.'})),
       suffix: s.optional(s.string({description: 'Not supported: fill-in-the-middle needs a model with infill tokens.', maxLength: 0})),
@@ -95,10 +96,20 @@ function toFormat(format: Common['format']): ResponseFormat | undefined {
   return format === 'json' ? {type: 'json_object'} : {param: 'format', schema: format, type: 'json_schema'}
 }
 
-function refuseUnsupported(api: KernelApi, request: Common & {images?: string[] | null}, images: boolean) {
-  if (images) throw api.errors.create(400, 'unsupported', 'images are not supported: no engine here can see yet; send text only.', 'images')
+function refuseUnsupported(api: KernelApi, request: Common) {
   if (request.think !== undefined && request.think !== false)
     throw api.errors.create(400, 'unsupported', '`think` is not supported on this route yet; leave it out (a reasoning model then thinks as its template does).', 'think')
+}
+
+/**
+ * A message's text and Ollama's `images` (base64, no data URL), which Ollama's templates show before the text;
+ * `at` is where the message is in the request (`messages[2]`, or nothing for /api/generate's own `images`).
+ */
+function shownWith(api: KernelApi, text: string, images: string[] | null | undefined, at: string, role: string, slots: ImageSlot[]): Pick<ChatTurn, 'content' | 'parts'> {
+  if (!images?.length) return {content: text}
+  const field = at ? `${at}.images` : 'images'
+  if (role !== 'user') throw api.errors.badRequest(`\`${field}\`: pictures belong in user messages.`, field)
+  return turnContent([...images.map((data, index) => imageSlot({data, field: `${field}[${index}]`}, slots)), {text, type: 'text'}])
 }
 
 /** The per-request figures Ollama closes every answer with. */
@@ -199,9 +210,10 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', 'chat (it has no chat template); use /api/generate')
-      refuseUnsupported(api, body, body.messages.some((message) => (message.images?.length ?? 0) > 0))
+      refuseUnsupported(api, body)
+      const slots: ImageSlot[] = []
       const ids: string[] = []
-      const messages = body.messages.map((message): ChatTurn => {
+      const messages = body.messages.map((message, index): ChatTurn => {
         if (message.role === 'assistant' && message.tool_calls?.length) {
           const toolCalls = message.tool_calls.map((call) => ({arguments: JSON.stringify(call.function.arguments), id: `call_${randomBytes(9).toString('base64url')}`, name: call.function.name}))
           ids.push(...toolCalls.map((call) => call.id))
@@ -210,10 +222,11 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
 
         // Ollama's tool results name no call: each answers the earliest call not answered yet.
         if (message.role === 'tool') return {content: message.content, role: 'tool', toolCallId: ids.shift() ?? 'call_unanswered'}
-        return {content: message.content, role: message.role as ChatTurn['role']}
+        return {...shownWith(api, message.content, message.images, `messages[${index}]`, message.role, slots), role: message.role as ChatTurn['role']}
       })
       const tools = (body.tools ?? []).map((tool, index) => ({description: tool.function.description, name: tool.function.name, param: `tools[${index}].function.parameters`, parameters: tool.function.parameters}))
       const payload: ChatPayload = {...toSampling(body), messages, responseFormat: toFormat(body.format), toolChoice: 'auto', tools}
+      await readImages(api, model, slots, signal)
       const events = await started(model.invoke('chat', payload, signal))
       return answer(api, events, body.stream !== false, ({calls, text}) => ({
         created_at: createdAt(),
@@ -235,12 +248,17 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
     errorStyle: 'ollama',
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
-      refuseUnsupported(api, body, (body.images?.length ?? 0) > 0)
+      refuseUnsupported(api, body)
       const line = ({text}: Piece) => ({created_at: createdAt(), model: body.model, response: text})
       // An empty prompt loads the model and answers at once, as Ollama does to preload one.
       if (!body.prompt) return body.stream === false ? {body: {...line({calls: [], text: ''}), done: true, done_reason: 'load'}, kind: 'json'} : preload(line)
       const sampling = toSampling(body)
-      const events = !body.raw && model.abilities.includes('chat') ? model.invoke('chat', templatedPrompt(body, sampling), signal) : rawCompletion(api, model, body, sampling, signal)
+      const slots: ImageSlot[] = []
+      const templated = !body.raw && model.abilities.includes('chat')
+      if (!templated && body.images?.length) throw api.errors.badRequest('`images` need the chat template: leave `raw` out, or send the prompt without images.', 'images')
+      const prompt = templatedPrompt(api, body, sampling, slots)
+      await readImages(api, model, slots, signal)
+      const events = templated ? model.invoke('chat', prompt, signal) : rawCompletion(api, model, body, sampling, signal)
       return answer(api, await started(events), body.stream !== false, line)
     },
     example: {body: {model: 'tiny-random-llm', options: {num_predict: 16}, prompt: 'Once upon a time', stream: false}},
@@ -256,8 +274,9 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
 }
 
 /** A prompt in the model's chat template: the system text, then the prompt as the user's turn. */
-function templatedPrompt(body: GenerateRequest, sampling: SamplingOptions): ChatPayload {
-  const messages: ChatTurn[] = [...(body.system ? [{content: body.system, role: 'system' as const}] : []), {content: body.prompt ?? '', role: 'user'}]
+function templatedPrompt(api: KernelApi, body: GenerateRequest, sampling: SamplingOptions, slots: ImageSlot[]): ChatPayload {
+  const user: ChatTurn = {...shownWith(api, body.prompt ?? '', body.images, '', 'user', slots), role: 'user'}
+  const messages: ChatTurn[] = [...(body.system ? [{content: body.system, role: 'system' as const}] : []), user]
   return {...sampling, messages, responseFormat: toFormat(body.format)}
 }
 
