@@ -77,7 +77,7 @@ export interface LocalWorkerOptions {
 
 /** CPU and memory of this machine, and its GPUs as found when the worker started (devices.ts). */
 export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
-  return {cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
+  return {arch: process.arch, cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem(), platform: process.platform}
 }
 
 /**

@@ -7,6 +7,7 @@ import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {checkCpuMemory, checkModelFolder, checkSpec, headSize, modelFolder} from '../../plugins/engine-vllm/src/launch-checks.js'
+import {vllmCanRun} from '../../plugins/engine-vllm/src/register.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
@@ -70,5 +71,17 @@ describe('vLLM launch checks (before its environment is made)', () => {
     await mkdir(join(folder, 'sub'))
     expect(await modelFolder(join(folder, 'config.json'))).to.equal(folder)
     expect(await modelFolder(join(folder, 'sub'))).to.equal(join(folder, 'sub'))
+  })
+
+  it('answers the engine table from the same checks: on a CPU worker the random-weight spec cannot run, a repository can; other platforms cannot', () => {
+    const cpu = {arch: 'x64', gpus: [], id: 'local', memoryTotalBytes: 16 * GIB, platform: 'linux'}
+    const generated = {modelName: 'tiny-random-llm', spec: {...spec, model_file_name_template: 'config.json', model_hub: 'generated', quantization_parts: ['config.json']} as never}
+    const reason = vllmCanRun(generated, cpu)
+    expect(reason).to.be.a('string').and.to.contain("vLLM's CPU build cannot run tiny-random-llm's pytorch spec").and.to.contain('--model-engine transformers')
+    expect(vllmCanRun(generated, {...cpu, gpus: [{memory_total_bytes: 80 * GIB, name: 'NVIDIA H100'}]})).to.be.a('string').and.not.to.contain('CPU build')
+    expect(vllmCanRun({modelName: 'repo', spec: spec as never}, cpu)).to.equal(true)
+    expect(vllmCanRun({modelName: 'repo', spec: spec as never}, {...cpu, arch: 'arm64', platform: 'darwin'})).to.contain('this machine is darwin on arm64')
+    // A worker too old to report its platform is judged by its devices alone.
+    expect(vllmCanRun({modelName: 'repo', spec: spec as never}, {...cpu, arch: undefined, platform: undefined})).to.equal(true)
   })
 })
