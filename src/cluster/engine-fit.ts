@@ -52,6 +52,13 @@ export function fitOnWorker(engine: Pick<EngineDefinition, 'canRun'>, request: F
   return engine.canRun?.(request, worker) ?? true
 }
 
+/** Whether the engine can run on any of the workers' machines at all; if none, why, worker by worker when there are several. */
+export async function engineOnWorkers(engine: Pick<EngineDefinition, 'availability'>, workers: WorkerFacts[]): Promise<true | string> {
+  const answers = await Promise.all(workers.map(async (worker) => (await engine.availability?.(worker)) ?? true))
+  if (answers.includes(true)) return true
+  return answers.length === 0 ? 'no worker answers.' : answers.map((answer, index) => (workers.length === 1 ? answer : `worker ${workers[index].id}: ${answer}`)).join(' ')
+}
+
 /** Whether any of the workers can run the spec; if none, why, worker by worker when there are several. */
 export function fitOnWorkers(engine: Pick<EngineDefinition, 'canRun'>, request: FitRequest, workers: WorkerFacts[]): true | string {
   const reasons: string[] = []

@@ -168,8 +168,11 @@ export interface EngineDefinition {
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.
    */
   processEnvironment?: Record<string, string>
-  /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
-  availability?(): Promise<true | string> | true | string
+  /**
+   * Whether the engine can run on a worker's machine at all (platform, devices), from what the worker reports; without
+   * one, on this machine (libraries present, platform). A reason if not.
+   */
+  availability?(worker?: WorkerFacts): Promise<true | string> | true | string
   /**
    * Whether the engine can run this spec on this worker, from what the worker reports of itself (its platform, GPUs
    * and memory) and the spec alone: a pure, synchronous answer, asked for every row of `GET /v1/engines/{model}` and

@@ -7,7 +7,8 @@ import {expect} from 'chai'
 import type {WorkerFacts} from '../../src/kernel/contracts.js'
 import type {WorkerStatus} from '../../src/protocol/worker.js'
 
-import {ableCandidates, bytesPerParameter, fitOnWorker, fitOnWorkers, weightsBytes, workerFacts} from '../../src/cluster/engine-fit.js'
+import {mlxAvailability} from '../../plugins/engine-mlx/src/server-command.js'
+import {ableCandidates, bytesPerParameter, engineOnWorkers, fitOnWorker, fitOnWorkers, weightsBytes, workerFacts} from '../../src/cluster/engine-fit.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 
 const GIB = 1024 ** 3
@@ -55,5 +56,15 @@ describe('engine fit: which engine × spec pairs the workers can run', () => {
       expect(error).to.be.instanceOf(ServiceError)
       expect(error).to.include({message: "gpu-engine cannot run m's pytorch spec here: it needs an NVIDIA GPU.", param: 'model_engine', status: 400})
     }
+  })
+
+  it("asks an engine about each worker's machine: available when one can run it, else why for each", async () => {
+    const mlx = {availability: (worker?: WorkerFacts) => mlxAvailability(worker?.platform, worker?.arch)}
+    const mac: WorkerFacts = {arch: 'arm64', gpus: [], id: 'mac', memoryTotalBytes: 32 * GIB, platform: 'darwin'}
+    expect(await engineOnWorkers(mlx, [cpu, mac])).to.equal(true)
+    expect(await engineOnWorkers(mlx, [cpu])).to.match(/^MLX runs only on Apple silicon Macs \(macOS on arm64\), and this machine is linux on x64;/)
+    expect(await engineOnWorkers(mlx, [cpu, gpu])).to.match(/^worker cpu-box: MLX runs only .* worker gpu-box: MLX runs only /)
+    expect(await engineOnWorkers({}, [cpu])).to.equal(true)
+    expect(await engineOnWorkers({}, [])).to.equal('no worker answers.')
   })
 })

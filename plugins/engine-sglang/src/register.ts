@@ -51,7 +51,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: () => sglangAvailability(),
+        availability: (worker) => (worker ? sglangAvailability(worker.platform ?? process.platform, worker.gpus.length > 0) : sglangAvailability()),
         // Before the weights download: a file the launch may not read fails it at once.
         checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,

@@ -63,7 +63,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: () => vllmAvailability(),
+        availability: (worker) => (worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()),
         canRun: vllmCanRun,
         // Before the weights download: a file the launch may not read, weights vLLM cannot load, memory the CPU build cannot have.
         async checkLaunch(request) {
