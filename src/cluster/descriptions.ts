@@ -10,7 +10,7 @@ import type {EngineSpecGroup} from '../protocol/registrations.js'
 import type {InstanceRecord} from './model-table.js'
 
 import {flattenFamily} from '../kernel/catalogue.js'
-import {engineOnWorkers, fitOnWorkers} from './engine-fit.js'
+import {anyMachine, fitOnWorkers, machineFits} from './engine-fit.js'
 
 export function describeRecord(record: InstanceRecord): ModelDescription {
   const family = record.family as {model_lang?: unknown; language?: unknown; model_description?: unknown; model_family?: unknown; context_length?: unknown; dimensions?: unknown; max_tokens?: unknown}
@@ -64,7 +64,8 @@ export async function describeEngines(kernel: Kernel, registry: ModelRegistry, w
   for (const engine of kernel.enginesFor(entry.modelType)) {
     const specs = flattenFamily(entry.family).filter((s) => engine.formats.includes(s.model_format))
     if (specs.length === 0) continue
-    const availability = await engineOnWorkers(engine, workers)
+    const machines = await machineFits(engine, workers)
+    const availability = anyMachine(machines, workers)
     if (availability !== true) {
       out[engine.name] = availability
       continue
@@ -75,7 +76,7 @@ export async function describeEngines(kernel: Kernel, registry: ModelRegistry, w
     for (const spec of specs) {
       const key = `${spec.model_format}/${spec.model_size_in_billions}/${spec.quantization}`
       if (fits.get(key) === true) continue
-      const fit = fitOnWorkers(engine, {modelName, spec}, workers)
+      const fit = fitOnWorkers(engine, {modelName, spec}, workers, machines)
       if (fit === true || !fits.has(key)) fits.set(key, fit)
     }
 

@@ -210,6 +210,8 @@ export interface WorkerFacts {
   /** Its NVIDIA GPUs as nvidia-smi reports them; none on a machine that runs on its CPU alone. */
   gpus: Array<{name: string; memory_total_bytes: number}>
   memoryTotalBytes: number
+  /** The version of the Python it makes environments from (`3.11.7`); null: it has none; undefined: not reported. */
+  python?: string | null
 }
 
 /** What `cal-model-mem` asks an engine: how much memory these weights need when launched with these parameters. */

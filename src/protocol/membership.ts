@@ -23,6 +23,7 @@ export const workerResourcesSchema = s.object(
     ),
     memory_free_bytes: s.number({minimum: 0}),
     memory_total_bytes: s.number({minimum: 0}),
+    python: s.optional(s.nullable(s.string({description: 'The version of the Python the worker makes environments from; null when it has none.', maxLength: 32}))),
     platform: s.optional(s.string({description: "Node's process.platform of the worker (linux, darwin, win32).", maxLength: 32})),
   },
   {title: 'WorkerResources', unknownKeys: 'keep'},

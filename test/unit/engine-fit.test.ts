@@ -8,7 +8,8 @@ import type {WorkerFacts} from '../../src/kernel/contracts.js'
 import type {WorkerStatus} from '../../src/protocol/worker.js'
 
 import {mlxAvailability} from '../../plugins/engine-mlx/src/server-command.js'
-import {ableCandidates, bytesPerParameter, engineOnWorkers, fitOnWorker, fitOnWorkers, weightsBytes, workerFacts} from '../../src/cluster/engine-fit.js'
+import {sglangAvailability} from '../../plugins/engine-sglang/src/register.js'
+import {ableCandidates, anyMachine, bytesPerParameter, fitOnWorker, fitOnWorkers, machineFits, weightsBytes, workerFacts} from '../../src/cluster/engine-fit.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 
 const GIB = 1024 ** 3
@@ -58,13 +59,24 @@ describe('engine fit: which engine × spec pairs the workers can run', () => {
     }
   })
 
-  it("asks an engine about each worker's machine: available when one can run it, else why for each", async () => {
-    const mlx = {availability: (worker?: WorkerFacts) => mlxAvailability(worker?.platform, worker?.arch)}
+  it("asks an engine about each worker's machine (its platform, devices, Python): available when one can run it, else why for each", async () => {
+    const mlx = {availability: (worker?: WorkerFacts) => mlxAvailability(worker?.platform, worker?.arch), name: 'MLX'}
     const mac: WorkerFacts = {arch: 'arm64', gpus: [], id: 'mac', memoryTotalBytes: 32 * GIB, platform: 'darwin'}
-    expect(await engineOnWorkers(mlx, [cpu, mac])).to.equal(true)
-    expect(await engineOnWorkers(mlx, [cpu])).to.match(/^MLX runs only on Apple silicon Macs \(macOS on arm64\), and this machine is linux on x64;/)
-    expect(await engineOnWorkers(mlx, [cpu, gpu])).to.match(/^worker cpu-box: MLX runs only .* worker gpu-box: MLX runs only /)
-    expect(await engineOnWorkers({}, [cpu])).to.equal(true)
-    expect(await engineOnWorkers({}, [])).to.equal('no worker answers.')
+    const onMachines = async (engine: Parameters<typeof machineFits>[0], workers: WorkerFacts[]) => anyMachine(await machineFits(engine, workers), workers)
+    expect(await onMachines(mlx, [cpu, mac])).to.equal(true)
+    expect(await onMachines(mlx, [cpu])).to.match(/^MLX runs only on Apple silicon Macs \(macOS on arm64\), and this machine is linux on x64;/)
+    expect(await onMachines(mlx, [cpu, gpu])).to.match(/^worker cpu-box: MLX runs only .* worker gpu-box: MLX runs only /)
+    expect(await onMachines({name: 'none'}, [])).to.equal('no worker answers.')
+    // An engine that runs Python needs one on the worker; SGLang also a recent one.
+    const sglang = {availability: (worker?: WorkerFacts) => sglangAvailability(worker?.platform, (worker?.gpus.length ?? 0) > 0, worker?.python), name: 'sglang', python: {packages: ['sglang']}}
+    expect(await onMachines(sglang, [{...gpu, python: '3.12.3'}])).to.equal(true)
+    expect(await onMachines(sglang, [{...gpu, python: null}])).to.contain('sglang runs Python in a virtual environment, and the worker has no Python 3')
+    expect(await onMachines(sglang, [{...gpu, python: '3.10.12'}])).to.contain("SGLang needs Python 3.11 or later, and the worker's Python is 3.10.12")
+    expect(await onMachines(sglang, [{...cpu, python: '3.12.3'}])).to.contain('SGLang needs Linux with an NVIDIA GPU')
+
+    // A spec is judged only on the workers whose machine the engine runs on; the others say why not.
+    const spec7 = {modelName: 'm', spec: spec('7')}
+    const machines = await machineFits(sglang, [{...cpu, python: '3.12.3'}, {...gpu, memoryTotalBytes: 0, gpus: [{memory_total_bytes: 8 * GIB, name: 'small'}], python: '3.12.3'}])
+    expect(fitOnWorkers({}, spec7, [cpu, {...gpu, gpus: [{memory_total_bytes: 8 * GIB, name: 'small'}], memoryTotalBytes: 0}], machines)).to.match(/^worker cpu-box: SGLang needs Linux with an NVIDIA GPU.* worker gpu-box: its 7B weights take about 13\.0 GiB, more than the 8\.0 GiB of memory and GPU memory the worker has/)
   })
 })

@@ -6,7 +6,7 @@ import {expect} from 'chai'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {checkCpuMemory, checkModelFolder, checkSpec, headSize, modelFolder} from '../../plugins/engine-vllm/src/launch-checks.js'
+import {checkCpuMemory, checkModelFolder, checkSpec, headSize, modelFolder, pythonRefusal} from '../../plugins/engine-vllm/src/launch-checks.js'
 import {vllmCanRun} from '../../plugins/engine-vllm/src/register.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {temporaryDirectory} from '../helpers/service.js'
@@ -83,5 +83,12 @@ describe('vLLM launch checks (before its environment is made)', () => {
     expect(vllmCanRun({modelName: 'repo', spec: spec as never}, {...cpu, arch: 'arm64', platform: 'darwin'})).to.contain('this machine is darwin on arm64')
     // A worker too old to report its platform is judged by its devices alone.
     expect(vllmCanRun({modelName: 'repo', spec: spec as never}, {...cpu, arch: undefined, platform: undefined})).to.equal(true)
+  })
+
+  it("refuses a worker's Python that vLLM's wheels are not built for", () => {
+    expect(pythonRefusal('3.11.7')).to.equal(undefined)
+    expect(pythonRefusal('3.14.0')).to.equal(undefined)
+    expect(pythonRefusal('3.10.12')).to.contain("vLLM's wheels need Python 3.11 to 3.14, and the worker's Python is 3.10.12")
+    expect(pythonRefusal('3.15.0')).to.contain('3.15.0')
   })
 })

