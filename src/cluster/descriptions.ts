@@ -76,7 +76,8 @@ export async function describeEngines(kernel: Kernel, registry: ModelRegistry, w
     for (const spec of specs) {
       const key = `${spec.model_format}/${spec.model_size_in_billions}/${spec.quantization}`
       if (fits.get(key) === true) continue
-      const fit = fitOnWorkers(engine, {modelName, spec}, workers, machines)
+      // The family's own name, as a launch's refusal gives it.
+      const fit = fitOnWorkers(engine, {modelName: entry.family.model_name, spec}, workers, machines)
       if (fit === true || !fits.has(key)) fits.set(key, fit)
     }
 

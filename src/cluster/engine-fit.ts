@@ -77,6 +77,7 @@ export function fitOnWorker(engine: Pick<EngineDefinition, 'canRun'>, request: F
     return `its ${spec.model_size_in_billions.replace('_', '.')}B ${spec.quantization === 'none' ? '' : `${spec.quantization} `}weights take about ${(needed / GIB).toFixed(1)} GiB, more than the ${(memory / GIB).toFixed(1)} GiB of memory ${worker.gpus.length > 0 ? 'and GPU memory ' : ''}the worker has; choose a smaller size or quantization.`
   return engine.canRun?.(request, worker) ?? true
 }
+
 /**
  * Whether any of the workers can run the spec, each on a machine the engine runs on (`machines`, from `machineFits`;
  * all of them when not given); if none, why, worker by worker when there are several.
