@@ -42,7 +42,12 @@ describe('engine table: what the workers can run (service-local on a CPU machine
     expect(stdout).to.match(/tiny-random-llm\s+llama.cpp\s+ggufv2\s+\S+\s+\S+\s+yes$/m)
     expect(stderr).to.match(/^Unavailable here: vllm pytorch \S+ \(none\): vLLM's CPU build cannot run tiny-random-llm's pytorch spec/m)
 
+    const json = await cli(['engine', '-n', 'tiny-random-llm', '--model-engine', 'vllm', '--json'])
+    const [row] = JSON.parse(json.stdout)
+    expect(row).to.include({available: false, engine: 'vllm', format: 'pytorch'})
+
     const {body} = await callApi(service, 'GET', '/v1/engines/tiny-random-llm')
+    expect(row.reason).to.equal(body.vllm[0].reason)
     expect(body.vllm).to.have.length(1)
     expect(body.vllm[0]).to.include({available: false, model_format: 'pytorch'})
     expect(body.vllm[0].reason).to.contain("vLLM's CPU build").and.to.contain('--model-engine transformers')
