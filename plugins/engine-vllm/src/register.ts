@@ -19,13 +19,17 @@ export function vllmAvailability(platform: string = process.platform, arch: stri
   return `vLLM runs on Linux (with an NVIDIA GPU, or its CPU build on x86_64 and arm64), and this machine is ${platform} on ${arch}; use MLX (Apple silicon), llama.cpp (GGUF, any machine) or transformers instead.`
 }
 
+/** Whether vLLM runs on a worker's machine: its platform, and a Python its wheels are built for; without one, this machine. */
+export function vllmOnWorker(worker?: WorkerFacts): true | string {
+  const platform = worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()
+  return platform === true && typeof worker?.python === 'string' ? (pythonRefusal(worker.python) ?? true) : platform
+}
+
 /**
- * Whether vLLM can run a spec on a worker: its platform (when the worker reports it), then, with the CPU build where
- * the worker has no NVIDIA GPU, what that build's kernels take, as the launch checks it before the environment is made.
+ * Whether vLLM can run a spec on a worker whose machine it runs on (see `availability`): with the CPU build where the
+ * worker has no NVIDIA GPU, what that build's kernels take, as the launch checks it before the environment is made.
  */
 export function vllmCanRun({modelName, spec}: Pick<LoadRequest, 'modelName' | 'spec'>, worker: WorkerFacts): true | string {
-  const platform = worker.platform === undefined ? true : vllmAvailability(worker.platform, worker.arch)
-  if (platform !== true) return platform
   return specRefusal(modelName, spec, worker.gpus.length === 0)?.message ?? true
 }
 
@@ -63,10 +67,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: (worker) => {
-          const platform = worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()
-          return platform === true && typeof worker?.python === 'string' ? (pythonRefusal(worker.python) ?? true) : platform
-        },
+        availability: vllmOnWorker,
         canRun: vllmCanRun,
         // Before the weights download: a file the launch may not read, weights vLLM cannot load, memory the CPU build cannot have.
         async checkLaunch(request) {
