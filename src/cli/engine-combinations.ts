@@ -1,3 +1,5 @@
+import type {EngineMatrix} from '../protocol/registrations.js'
+
 import {normalizeSize} from '../kernel/catalogue.js'
 
 /** One way to launch a model, as `servicectl engine` lists it. */
@@ -7,10 +9,13 @@ export interface EngineRow {
   format: string
   size: string
   quantization: string
+  /** Whether a worker there is can run it; if not, why. */
+  available: boolean
+  reason?: string
 }
 
 /** `GET /v1/engines/{model}`: each engine's specs, or why it cannot run here. */
-export type EngineSpecs = Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>
+export type EngineSpecs = EngineMatrix
 
 export interface EngineFilters {
   engine?: string
@@ -21,7 +26,7 @@ export interface EngineFilters {
 
 export interface EngineCombinations {
   rows: EngineRow[]
-  /** `engine: why` for each engine (of the engine filter) that cannot run here. */
+  /** `engine: why` for each engine (of the engine filter) that cannot run here at all. */
   unavailable: string[]
   /** When no combination is left, the filter that left none, with the values it could have had: one line. */
   unmatched?: string
@@ -50,7 +55,17 @@ export function engineCombinations(model: string, engines: EngineSpecs, filters:
     }
 
     for (const spec of specs)
-      for (const quantization of spec.quantizations) rows.push({engine, format: spec.model_format, name: model, quantization, size: spec.model_size_in_billions})
+      for (const quantization of spec.quantizations)
+        rows.push({
+          // A service from before engines said so per spec lists only what it takes to be available.
+          available: spec.available !== false,
+          engine,
+          format: spec.model_format,
+          name: model,
+          quantization,
+          size: spec.model_size_in_billions,
+          ...(spec.available === false && spec.reason ? {reason: spec.reason} : {}),
+        })
   }
 
   const applied: string[] = []
@@ -69,4 +84,18 @@ export function engineCombinations(model: string, engines: EngineSpecs, filters:
   }
 
   return {rows, unavailable}
+}
+
+/** `engine format size (quantizations): why` for each group of rows that no worker can run, once per reason. */
+export function unavailableRows(rows: EngineRow[]): string[] {
+  const groups = new Map<string, {head: string; quantizations: string[]; reason: string}>()
+  for (const row of rows) {
+    if (row.available) continue
+    const head = `${row.engine} ${row.format} ${row.size}`
+    const group = groups.get(`${head}\n${row.reason}`) ?? {head, quantizations: [], reason: row.reason ?? 'no worker can run it.'}
+    group.quantizations.push(row.quantization)
+    groups.set(`${head}\n${row.reason}`, group)
+  }
+
+  return [...groups.values()].map(({head, quantizations, reason}) => `${head} (${quantizations.join(', ')}): ${reason}`)
 }

@@ -20,6 +20,7 @@ import type {VllmSupportedModels} from '../protocol/engine-models.js'
 import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
 import type {ModelDescription} from '../protocol/models.js'
+import type {EngineMatrix} from '../protocol/registrations.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
 import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 
@@ -234,7 +235,7 @@ export class Client {
     await this.request('DELETE', `/v1/model_registrations/${encodeURIComponent(modelType)}/${encodeURIComponent(modelName)}`)
   }
 
-  engines(modelName: string): Promise<Record<string, Array<{model_format: string; model_size_in_billions: string; quantizations: string[]}> | string>> {
+  engines(modelName: string): Promise<EngineMatrix> {
     return this.request('GET', `/v1/engines/${encodeURIComponent(modelName)}`)
   }
 

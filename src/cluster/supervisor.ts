@@ -24,6 +24,7 @@ import {cacheEntryName} from '../weights/cache.js'
 import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
 import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
+import {ableCandidates, workerFacts} from './engine-fit.js'
 import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, type GpuHolder, gpuMemoryCandidates} from './gpu-placement.js'
 import {advance, failedProgress} from './launch-progress.js'
@@ -126,7 +127,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.gpuHolder(worker)
-    const named = namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined)
+    const named = ableCandidates(engine, {modelName: entry.family.model_name, spec}, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined))
     const candidates = gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
     // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
     // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
@@ -352,7 +353,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead.
    */
   engines(modelName: string, modelType?: string): Promise<Record<string, unknown>> {
-    return describeEngines(this.options.kernel, this.options.registry, modelName, modelType)
+    return describeEngines(this.options.kernel, this.options.registry, this.membership.ready().map((worker) => workerFacts(worker.status())), modelName, modelType)
   }
 
   /**

@@ -75,9 +75,9 @@ export interface LocalWorkerOptions {
   usage?: WorkerUsage
 }
 
-/** CPU and memory of this machine, and its GPUs as found when the worker started (devices.ts). */
-export function machineResources(gpus: GpuDevice[] = []): WorkerResources {
-  return {cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem()}
+/** CPU and memory of this machine, and its GPUs and Python as found when the worker started (devices.ts, toolchain.ts). */
+export function machineResources(gpus: GpuDevice[] = [], python?: string | null): WorkerResources {
+  return {arch: process.arch, cpu_count: availableParallelism(), gpus, memory_free_bytes: freemem(), memory_total_bytes: totalmem(), platform: process.platform, ...(python === undefined ? {} : {python})}
 }
 
 /**

@@ -203,8 +203,18 @@ export interface EngineDefinition {
    * start (e.g. UV_THREADPOOL_SIZE). The service's own environment wins, so a user can still override them.
    */
   processEnvironment?: Record<string, string>
-  /** Whether the engine can run on this machine at all (libraries present, platform); a reason if not. */
-  availability?(): Promise<true | string> | true | string
+  /**
+   * Whether the engine can run on a worker's machine at all (platform, devices), from what the worker reports; without
+   * one, on this machine (libraries present, platform). A reason if not.
+   */
+  availability?(worker?: WorkerFacts): Promise<true | string> | true | string
+  /**
+   * Whether the engine can run this spec on this worker, from what the worker reports of itself (its platform, GPUs
+   * and memory) and the spec alone: a pure, synchronous answer, asked for every row of `GET /v1/engines/{model}` and
+   * before a launch is placed, so it reads no file and runs no program. A reason (one sentence, with what to use
+   * instead) if it cannot; a launch of that pair is refused with it, naming `model_engine`.
+   */
+  canRun?(request: Pick<LoadRequest, 'modelName' | 'spec'>, worker: WorkerFacts): true | string
   /**
    * Refuses a launch the engine will never run, from what the launch names (family, spec, parameters) alone: it is
    * asked before any weights are downloaded or environment is made, so nothing is fetched for a launch that would
@@ -224,6 +234,19 @@ export interface EngineDefinition {
   estimatorModule?: string
   /** How to build the engine for this machine, for `servicectl engine build`; absent when there is nothing to build. */
   build?: EngineBuild
+}
+
+/** What a worker reports of its machine, as an engine's `canRun` is told it. */
+export interface WorkerFacts {
+  id: string
+  /** Node's names (`linux`, `darwin`; `x64`, `arm64`); undefined from a worker too old to report them. */
+  platform?: string
+  arch?: string
+  /** Its NVIDIA GPUs as nvidia-smi reports them; none on a machine that runs on its CPU alone. */
+  gpus: Array<{name: string; memory_total_bytes: number}>
+  memoryTotalBytes: number
+  /** The version of the Python it makes environments from (`3.11.7`); null: it has none; undefined: not reported. */
+  python?: string | null
 }
 
 /** What `cal-model-mem` asks an engine: how much memory these weights need when launched with these parameters. */

@@ -13,6 +13,7 @@ export interface ClusterTiming {
 
 export const workerResourcesSchema = s.object(
   {
+    arch: s.optional(s.string({description: "Node's process.arch of the worker (x64, arm64), for the engines that run only on some.", maxLength: 32})),
     cpu_count: s.integer({minimum: 0}),
     gpus: s.array(
       s.object(
@@ -22,6 +23,8 @@ export const workerResourcesSchema = s.object(
     ),
     memory_free_bytes: s.number({minimum: 0}),
     memory_total_bytes: s.number({minimum: 0}),
+    python: s.optional(s.nullable(s.string({description: 'The version of the Python the worker makes environments from; null when it has none.', maxLength: 32}))),
+    platform: s.optional(s.string({description: "Node's process.platform of the worker (linux, darwin, win32).", maxLength: 32})),
   },
   {title: 'WorkerResources', unknownKeys: 'keep'},
 )

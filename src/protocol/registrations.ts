@@ -16,7 +16,13 @@ export const engineMatrixSchema = s.record(
     [
       s.array(
         s.object(
-          {model_format: s.string(), model_size_in_billions: s.unknown(), quantizations: s.array(s.string())},
+          {
+            available: s.boolean({description: 'Whether a worker there is can run these specs with the engine (device, memory, platform, what the engine takes).'}),
+            model_format: s.string(),
+            model_size_in_billions: s.unknown(),
+            quantizations: s.array(s.string()),
+            reason: s.optional(s.string({description: 'Why no worker can, when not available; a launch of these specs is refused with it.'})),
+          },
           {title: 'EngineSpec', unknownKeys: 'keep'},
         ),
       ),
@@ -26,3 +32,17 @@ export const engineMatrixSchema = s.record(
   ),
   {description: 'Per engine, the specs it runs, or why it cannot run here.'},
 )
+
+/** One group of a model's specs under an engine in `GET /v1/engines/{model_name}`: a format and size, its quantizations. */
+export interface EngineSpecGroup {
+  model_name?: string
+  model_format: string
+  model_size_in_billions: string
+  quantizations: string[]
+  model_hubs?: string[]
+  available: boolean
+  reason?: string
+}
+
+/** `GET /v1/engines/{model_name}`: per engine, its spec groups, or why it cannot run here at all. */
+export type EngineMatrix = Record<string, EngineSpecGroup[] | string>

@@ -90,6 +90,11 @@ export interface WorkerResources {
   memory_total_bytes: number
   memory_free_bytes: number
   gpus: GpuDevice[]
+  /** Node's `process.platform` and `process.arch` of the worker, for the engines' `canRun`; absent from older workers. */
+  platform?: string
+  arch?: string
+  /** The version of the Python it makes engines' environments from (SERVICE_PYTHON, else python3); null: none. */
+  python?: string | null
   /** The worker's own service process (its model processes are on their instances). */
   process?: ProcessUsage
   downloads?: DownloadTally[]

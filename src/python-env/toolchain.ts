@@ -53,6 +53,13 @@ const noPython = (command: string, why: string) =>
     'model_engine',
   )
 
+/** The version of the interpreter a worker makes environments from (`3.11.7`), for the engine table; null when there is none. */
+export async function pythonVersion(command = 'python3', probe: ProbeProgram = execaProbe): Promise<string | null> {
+  const probed = await probe(command, ['-c', PROBE]).catch(() => undefined)
+  const version = probed?.exitCode === 0 ? probed.stdout.trim().split('\n')[1] : undefined
+  return version && /^3\.\d+\.\d+$/.test(version) ? version : null
+}
+
 /** Finds the interpreter and the installer; throws a 400 saying what to install when Python is missing. */
 export async function findToolchain(settings: ToolchainSettings, probe: ProbeProgram = execaProbe): Promise<Toolchain> {
   const command = settings.python || 'python3'

@@ -56,6 +56,7 @@ import {autoBuildSetting} from './engine-auto-build.js'
 import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
+import {pythonVersion} from '../python-env/toolchain.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
 import {WorkerUsage} from '../cluster/worker-usage.js'
@@ -112,6 +113,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     workers: () => supervisor?.describeWorkers() ?? [],
   })
   const gpus = cluster ? [] : await discoverGpus(log)
+  const python = cluster ? null : await pythonVersion(process.env.SERVICE_PYTHON || undefined)
   const workers = cluster
     ? []
     : [
@@ -123,7 +125,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
-          resources: () => machineResources(gpus),
+          resources: () => machineResources(gpus, python),
           usage: new WorkerUsage(events),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),

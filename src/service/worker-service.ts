@@ -26,6 +26,7 @@ import {autoBuildSetting} from './engine-auto-build.js'
 import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
+import {pythonVersion} from '../python-env/toolchain.js'
 import {WeightStore} from '../weights/store.js'
 import {SupervisorLink} from '../cluster/worker-link.js'
 import {workerRoutes} from './worker-routes.js'
@@ -86,6 +87,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
   const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   const gpus = await discoverGpus(log)
+  const python = await pythonVersion(process.env.SERVICE_PYTHON || undefined)
   // The worker's downloads, which its heartbeats carry to the supervisor's metrics.
   const downloads = new ServiceEvents(log)
   const worker = new LocalWorker({
@@ -95,7 +97,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     log,
     logDir: paths.logs,
     pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
-    resources: () => machineResources(gpus),
+    resources: () => machineResources(gpus, python),
     usage: new WorkerUsage(downloads),
     version,
     weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events: downloads, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),

@@ -93,8 +93,8 @@ describe('servicectl (real processes)', function () {
 
   it('shows which engines, formats, sizes and quantizations a catalogue model can use', async () => {
     const {stdout} = await cli(['engine', '-n', 'qwen2.5-instruct', '--model-engine', 'llama.cpp', '-s', '0.5'])
-    expect(stdout.split('\n')[0]).to.match(/^Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization$/)
-    expect(stdout).to.match(/qwen2.5-instruct\s+llama.cpp\s+ggufv2\s+0_5\s+q4_k_m/)
+    expect(stdout.split('\n')[0]).to.match(/^Name\s+Engine\s+Format\s+Size \(in billions\)\s+Quantization\s+Available$/)
+    expect(stdout).to.match(/qwen2.5-instruct\s+llama.cpp\s+ggufv2\s+0_5\s+q4_k_m\s+yes$/m)
     expect(stdout).not.to.match(/\s1_5\s/)
   })
 

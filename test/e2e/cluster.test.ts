@@ -4,6 +4,7 @@
  * 0.2 s, lost after 1.5 s) so the test polls for outcomes instead of waiting on timings.
  */
 import {expect} from 'chai'
+import {existsSync} from 'node:fs'
 import {readdir, readFile} from 'node:fs/promises'
 import {totalmem} from 'node:os'
 import {join} from 'node:path'
@@ -50,6 +51,21 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     const info = await callApi(supervisor, 'GET', '/v1/cluster/info')
     expect(info.body).to.include({mode: 'cluster'})
     expect(info.body.workers).to.deep.equal({lost: 0, ready: 2})
+  })
+
+  it('tells in the engine table what the workers can run, and why not worker by worker', async function () {
+    // vLLM's CUDA build has other kernels: the CPU build's limits are the subject.
+    if (existsSync('/proc/driver/nvidia/version')) this.skip()
+    const ids = ((await callApi(supervisor, 'GET', '/v1/workers')).body.list as Array<{id: string}>).map((worker) => worker.id)
+    const {body} = await callApi(supervisor, 'GET', '/v1/engines/tiny-random-llm')
+    for (const group of body['llama.cpp']) expect(group).to.include({available: true})
+    const [vllm] = body.vllm
+    expect(vllm).to.include({available: false})
+    for (const id of ids) expect(vllm.reason).to.contain(`worker ${id}: vLLM's CPU build cannot run tiny-random-llm's pytorch spec`)
+    for (const id of ids) expect(body.sglang).to.contain(`worker ${id}: SGLang needs Linux with an NVIDIA GPU`)
+    const launched = await callApi(supervisor, 'POST', '/v1/models', {model_engine: 'vllm', model_format: 'pytorch', model_name: 'tiny-random-llm', model_uid: 'nowhere'})
+    expect(launched.status).to.equal(400)
+    expect(launched.body.error).to.include({message: `vllm cannot run tiny-random-llm's pytorch spec here: ${vllm.reason}`, param: 'model_engine'})
   })
 
   it('launches on a worker (or the one worker_ip names) and streams chat through the supervisor', async () => {

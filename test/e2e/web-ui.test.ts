@@ -7,6 +7,7 @@
  * access control is on.
  */
 import {expect} from 'chai'
+import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {writeRandomLlamaGguf} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
@@ -112,6 +113,13 @@ describe('web interface (service-local, headless Chromium)', function () {
     await page.getByRole('button', {name: 'Configure tiny-random-llm'}).click()
     const form = page.getByRole('form', {name: 'Launch tiny-random-llm'})
     await form.getByText(/Memory estimate: \d[\d.]* (kB|MB)/).waitFor()
+    // On a CPU machine vLLM cannot run this spec: the form does not offer it, and says why.
+    if (!existsSync('/proc/driver/nvidia/version')) {
+      expect(await form.getByRole('combobox', {name: 'Engine'}).locator('option').allTextContents()).to.include('llama.cpp').and.not.to.include('vllm')
+      const notOffered = await form.locator('.unavailable-engines li').allTextContents()
+      expect(notOffered.some((line) => line.startsWith('vllm pytorch') && line.includes("vLLM's CPU build cannot run tiny-random-llm")), notOffered.join('\n')).to.equal(true)
+    }
+
     await form.getByRole('button', {name: 'Launch'}).click()
     await page.locator('[data-stage="ready"]').waitFor({timeout: 60_000})
 

@@ -10,7 +10,7 @@ import {checkVirtualEnv, mergeVirtualEnv, projectName, pythonRequirementsProblem
 import {environmentName} from '../../src/python-env/environments.js'
 import {installSteps} from '../../src/python-env/install-steps.js'
 import {parsePipConfigList} from '../../src/python-env/pip-config.js'
-import {findToolchain, type ProbeProgram, type Toolchain} from '../../src/python-env/toolchain.js'
+import {findToolchain, type ProbeProgram, pythonVersion, type Toolchain} from '../../src/python-env/toolchain.js'
 
 const paramOf = (run: () => void) => {
   try {
@@ -118,6 +118,10 @@ describe('Python virtual environments (pure parts)', () => {
     const python = '/opt/python/bin/python3.11\n3.11.7\n'
     expect(await findToolchain({}, programs({python3: python, uv: 'uv 0.13.9'}))).to.deep.equal({installer: 'uv', python: {executable: '/opt/python/bin/python3.11', version: '3.11.7'}, uv: 'uv'})
     expect((await findToolchain({}, programs({python3: python}))).installer).to.equal('pip')
+    // What a worker reports for the engine table: the version, or null when there is no Python 3 to make environments from.
+    expect(await pythonVersion('python3', programs({python3: python}))).to.equal('3.11.7')
+    expect(await pythonVersion('python3', programs({}))).to.equal(null)
+    expect(await pythonVersion('python', programs({python: '/usr/bin/python\n2.7.18\n'}))).to.equal(null)
     // Without uv on PATH, one the service installs (from the interpreter found) is used; pip when it cannot.
     const installedFrom: string[] = []
     const installUv = async (from: string) => {

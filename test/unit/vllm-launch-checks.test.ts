@@ -6,7 +6,8 @@ import {expect} from 'chai'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {checkCpuMemory, checkModelFolder, checkSpec, headSize, modelFolder} from '../../plugins/engine-vllm/src/launch-checks.js'
+import {checkCpuMemory, checkModelFolder, checkSpec, headSize, modelFolder, pythonRefusal} from '../../plugins/engine-vllm/src/launch-checks.js'
+import {vllmCanRun, vllmOnWorker} from '../../plugins/engine-vllm/src/register.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
@@ -70,5 +71,25 @@ describe('vLLM launch checks (before its environment is made)', () => {
     await mkdir(join(folder, 'sub'))
     expect(await modelFolder(join(folder, 'config.json'))).to.equal(folder)
     expect(await modelFolder(join(folder, 'sub'))).to.equal(join(folder, 'sub'))
+  })
+
+  it('answers the engine table from the same checks: on a CPU worker the random-weight spec cannot run, a repository can', () => {
+    const cpu = {arch: 'x64', gpus: [], id: 'local', memoryTotalBytes: 16 * GIB, platform: 'linux'}
+    const generated = {modelName: 'tiny-random-llm', spec: {...spec, model_file_name_template: 'config.json', model_hub: 'generated', quantization_parts: ['config.json']} as never}
+    const reason = vllmCanRun(generated, cpu)
+    expect(reason).to.be.a('string').and.to.contain("vLLM's CPU build cannot run tiny-random-llm's pytorch spec").and.to.contain('--model-engine transformers')
+    expect(vllmCanRun(generated, {...cpu, gpus: [{memory_total_bytes: 80 * GIB, name: 'NVIDIA H100'}]})).to.be.a('string').and.not.to.contain('CPU build')
+    expect(vllmCanRun({modelName: 'repo', spec: spec as never}, cpu)).to.equal(true)
+  })
+
+  it("refuses a worker's Python that vLLM's wheels are not built for", () => {
+    expect(pythonRefusal('3.11.7')).to.equal(undefined)
+    expect(pythonRefusal('3.14.0')).to.equal(undefined)
+    expect(pythonRefusal('3.10.12')).to.contain("vLLM's wheels need Python 3.11 to 3.14, and the worker's Python is 3.10.12")
+    expect(pythonRefusal('3.15.0')).to.contain('3.15.0')
+    const worker = {arch: 'x64', gpus: [], id: 'w', memoryTotalBytes: 16 * GIB, platform: 'linux'}
+    expect(vllmOnWorker({...worker, python: '3.12.3'})).to.equal(true)
+    expect(vllmOnWorker({...worker, python: '3.10.12'})).to.contain("the worker's Python is 3.10.12")
+    expect(vllmOnWorker({...worker, arch: 'arm64', platform: 'darwin', python: '3.12.3'})).to.contain('this machine is darwin on arm64')
   })
 })

@@ -34,7 +34,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: () => mlxAvailability(),
+        availability: (worker) => (worker ? mlxAvailability(worker.platform ?? process.platform, worker.arch ?? process.arch) : mlxAvailability()),
         // Before the weights download: a folder the launch may not read fails it at once.
         checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,

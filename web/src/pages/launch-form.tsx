@@ -3,6 +3,8 @@
  * (`GET /v1/engines/{name}`), the engine's parameters with their meanings, the memory estimate of that choice
  * (`POST /v1/models/memory`), then the launch with its live progress and a cancel.
  */
+import type {EngineMatrix, EngineSpecGroup} from '../../../src/protocol/registrations.js'
+
 import {useEffect, useState} from 'preact/hooks'
 
 import {client, describeError} from '../api.js'
@@ -11,20 +13,33 @@ import {sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, formatBytes, useAction, useLoad} from '../ui.js'
 import {LaunchProgressView} from './launch-progress.js'
 
-interface MatrixRow {
-  model_format: string
-  model_size_in_billions: string
-  quantizations: string[]
+/**
+ * The engine matrix split into what the form offers (specs a worker can run) and, for the rest, why not: an engine
+ * that cannot run here at all, or specs none of the workers can (their device, memory, what the engine takes).
+ */
+function offered(answer: EngineMatrix): {runnable: Record<string, EngineSpecGroup[]>; unavailable: string[]} {
+  const runnable: Record<string, EngineSpecGroup[]> = {}
+  const unavailable: string[] = []
+  for (const [engine, rows] of Object.entries(answer)) {
+    if (!Array.isArray(rows)) {
+      unavailable.push(`${engine}: ${rows}`)
+      continue
+    }
+
+    for (const row of rows.filter((candidate) => candidate.available === false))
+      unavailable.push(`${engine} ${row.model_format} ${sizeLabel(String(row.model_size_in_billions))} (${row.quantizations.join(', ')}): ${row.reason ?? 'no worker can run it.'}`)
+    const available = rows.filter((row) => row.available !== false)
+    if (available.length > 0) runnable[engine] = available
+  }
+
+  return {runnable, unavailable}
 }
 
 const first = <T,>(values: T[], current: T | undefined) => (current !== undefined && values.includes(current) ? current : values[0])
 
 export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; entry: CatalogueEntry; modelType: string}) {
   const name = entry.family.model_name
-  const matrix = useLoad(async () => {
-    const answer = await client.engines(name)
-    return Object.fromEntries(Object.entries(answer).filter((pair): pair is [string, MatrixRow[]] => Array.isArray(pair[1])))
-  }, [name])
+  const matrix = useLoad(async () => offered(await client.engines(name)), [name])
   const [choice, setChoice] = useState<{engine?: string; format?: string; size?: string; quantization?: string}>({})
   const [parameters, setParameters] = useState<Record<string, string>>({})
   const [uid, setUid] = useState('')
@@ -32,9 +47,9 @@ export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; 
   const [launched, setLaunched] = useState<string | undefined>(undefined)
   const launch = useAction()
 
-  const engineNames = Object.keys(matrix.data ?? {})
+  const engineNames = Object.keys(matrix.data?.runnable ?? {})
   const engine = first(engineNames, choice.engine)
-  const rows = (engine && matrix.data?.[engine]) || []
+  const rows = (engine && matrix.data?.runnable[engine]) || []
   const format = first([...new Set(rows.map((row) => row.model_format))], choice.format)
   const sizes = [...new Set(rows.filter((row) => row.model_format === format).map((row) => String(row.model_size_in_billions)))]
   const size = first(sizes, choice.size)
@@ -96,7 +111,17 @@ export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; 
     <form aria-label={`Launch ${name}`} class="panel launch-form" onSubmit={submit}>
       <h2>Launch {name}</h2>
       <ErrorLine error={matrix.error} />
-      {matrix.data && engineNames.length === 0 && <p class="error">No installed engine runs {name}: install an engine plugin that supports its formats.</p>}
+      {matrix.data && engineNames.length === 0 && matrix.data.unavailable.length === 0 && <p class="error">No installed engine runs {name}: install an engine plugin that supports its formats.</p>}
+      {matrix.data && matrix.data.unavailable.length > 0 && (
+        <details class="unavailable-engines" open={engineNames.length === 0}>
+          <summary>Not offered: the workers cannot run them</summary>
+          <ul>
+            {matrix.data.unavailable.map((line) => (
+              <li key={line}>{line}</li>
+            ))}
+          </ul>
+        </details>
+      )}
       <div class="grid">
         {select('Engine', engine, engineNames, 'engine')}
         {select('Format', format, [...new Set(rows.map((row) => row.model_format))], 'format')}
