@@ -11,7 +11,7 @@ import type {Registration} from './membership.js'
 import type {ModelDescription} from './models.js'
 import type {InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
 
-/** A worker as `GET /v1/workers` lists it, with the uids of the models it runs. */
+/** A worker as `GET /v1/cluster/workers` lists it, with the uids of the models it runs. */
 export type WorkerDescription = WorkerStatus & {models: string[]}
 
 /** How a launch is made: for whom (what it may run and read; no one's authority when absent), and whether to wait. */
@@ -46,4 +46,17 @@ export interface WorkerAdmission {
   heartbeat(address: string, resources: WorkerResources, instances: InstanceSummary[]): void
   /** Stops every worker; answers the ids of those that could not be told. */
   shutdownWorkers(): Promise<string[]>
+}
+
+/** A model the service launches again after a restart, and why it last failed. */
+export interface RestoredModel {
+  launch: LaunchRequest & {model_uid: string}
+  last_error?: {message: string; at: string}
+}
+
+/** The models launched again after a restart (every model that became ready and was not terminated): read, added, removed. */
+export interface RestoredModels {
+  list(): RestoredModel[]
+  add(launch: RestoredModel['launch']): void
+  remove(uid: string): boolean
 }

@@ -29,6 +29,7 @@ import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {NamedRequests} from '../server/named-requests.js'
+import {autostartRoutes} from '../server/routes/autostart.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {authRoutes} from '../server/routes/auth.js'
 import {coreRoutes} from '../server/routes/core.js'
@@ -161,6 +162,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     // /v1/engines/{model_type}/{model_name} and /v1/models/{model_uid}.
     ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),
     ...xinferenceRoutes({namedRequests, supervisor}).map((definition) => ({definition, plugin: 'core'})),
+    ...autostartRoutes({restored: desired, supervisor}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...authRoutes(access).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),

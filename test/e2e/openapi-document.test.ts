@@ -88,7 +88,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
   })
 
   it('answers the service routes as documented: health, version, plugins, cluster, metrics as text, the docs page as HTML', async () => {
-    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/workers', '/v1/supervisor', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
+    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/cluster/workers', '/v1/workers', '/v1/autostart/models', '/v1/autostart/models/summary', '/v1/supervisor', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
     expect((await ok('GET', '/metrics')).body).to.match(/^# HELP /m)
     expect((await refused(400, 'POST', '/token', {body: {password: 'x', username: 'x'}})).body.error.code).to.equal('auth_disabled')
   })
@@ -156,6 +156,9 @@ describe('the OpenAPI document against real answers of every route (service-loca
     }
 
     await refused(404, 'GET', '/v1/models/{model_uid}', {params: {model_uid: 'ghost'}})
+    await ok('POST', '/v1/autostart/models', {body: {launch: {model_engine: 'llama.cpp', model_name: LLM}}})
+    await ok('DELETE', '/v1/autostart/models/{model_uid}', {params: {model_uid: 'tiny-random-rerank'}})
+    await refused(400, 'POST', '/v1/autostart/models', {body: {enabled: false, launch: {model_name: LLM}}})
     await ok('GET', '/v1/launch_history')
     await ok('GET', '/v1/launch_history', {query: {model_name: 'hub-llm'}})
   })
@@ -237,10 +240,11 @@ describe('the OpenAPI document against real answers of every route (service-loca
     try {
       const checker = (supervisorChecker = new OpenApiChecker((await callApi(supervisor, 'GET', '/openapi.json')).body as OpenApiDocument))
       const workers = await until(async () => {
-        const answer = await checker.call(supervisor, 'GET', '/v1/workers')
+        const answer = await checker.call(supervisor, 'GET', '/v1/cluster/workers')
         return answer.body.list.length > 0 ? answer.body.list : undefined
       }, 'the worker to join')
       const {address, resources, version} = workers[0]
+      expect((await checker.call(supervisor, 'GET', '/v1/workers')).body, "Xinference's shape").to.deep.equal([{models: {}, 'work-ip': address}])
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers', {body: {address, instances: [], resources, version}})).status).to.equal(200)
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address, instances: [], resources}})).status).to.equal(200)
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address: 'http://127.0.0.9:1', instances: [], resources}})).status).to.equal(404)

@@ -40,8 +40,6 @@ const KNOWN: Record<string, string> = {
   '1.16.0 async|speech': "answers aiohttp's unread stream instead of the audio: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|speech (stream)': "closes the answer before reading its stream: a bug of this version's async client, fixed in later versions",
   '1.16.0 async|transcriptions, translations': "fails in the client before sending: this version's async client hands requests' `files=` to aiohttp; fixed in later versions",
-  '4.1.0 async|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
-  '4.1.0|get_autostart_config': 'no such route: the models to relaunch after a restart are kept in `SERVICE_HOME/desired-models.json` (see README, Models after a restart)',
 }
 
 interface Outcome {
@@ -189,7 +187,7 @@ ${integrations.markdown}
   build, which this test does not make; their routes take Xinference's forms (\`kwargs\` as JSON text, sizes as
   \`"W*H"\`) and are tested in \`test/e2e/images.test.ts\`, \`diffusers.test.ts\` and \`videos.test.ts\`.
 - \`convert_ids_to_tokens\`, the audio handle's \`create_embedding\`, \`add_model_replica\`,
-  \`terminate_model_replica\`, the reload, relaunch and other autostart calls: the service has no such routes, and
+  \`terminate_model_replica\`, the reload and relaunch calls: the service has no such routes, and
   answers them with a 404 that says so.
 - \`cancel_launch_model\` (its route is tested in \`test/e2e/hub.test.ts\`) and \`abort_cluster\`, which
   would stop the service under test (the service's own is \`POST /v1/cluster/stop\`).
