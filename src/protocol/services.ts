@@ -9,7 +9,7 @@ import type {WorkerAdmissionReply} from './cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
 import type {Registration} from './membership.js'
 import type {ModelDescription} from './models.js'
-import type {InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
+import type {DownloadProgress, InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
 
 /** A worker as `GET /v1/cluster/workers` lists it, with the uids of the models it runs. */
 export type WorkerDescription = WorkerStatus & {models: string[]}
@@ -59,4 +59,19 @@ export interface RestoredModels {
   list(): RestoredModel[]
   add(launch: RestoredModel['launch']): void
   remove(uid: string): boolean
+}
+
+/** How a pull is made, and told how far its download is. */
+export interface PullOptions {
+  authority?: Authority
+  signal?: AbortSignal
+  onProgress?(progress: DownloadProgress): void
+}
+
+/** Weights by the launch that would load them: downloaded without launching (Ollama's pull), or named for removal. */
+export interface ModelWeights {
+  /** The cached model version a launch with these fields loads. */
+  version(request: LaunchRequest, options?: Pick<PullOptions, 'authority'>): string
+  /** Resolves the request at once (a bad one throws here), then downloads what the cache lacks until `done`. */
+  pull(request: LaunchRequest, options?: PullOptions): {model_version: string; done: Promise<void>}
 }

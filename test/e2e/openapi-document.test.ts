@@ -221,6 +221,9 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('POST', '/api/embed', {body: {input: ['a', 'b'], model: 'tiny-random-embedding'}})
     await ok('POST', '/api/embeddings', {body: {model: 'tiny-random-embedding', prompt: 'a'}})
     expect((await refused(404, 'POST', '/api/show', {body: {model: 'ghost'}})).body).to.have.all.keys('error')
+    await ok('POST', '/api/pull', {body: {model: LLM, stream: false}})
+    await ok('POST', '/api/pull', {body: {model: LLM}})
+    expect((await refused(409, 'DELETE', '/api/delete', {body: {model: LLM}})).body).to.have.all.keys('error')
   })
 
   it('answers the cache routes and terminations as documented', async () => {
@@ -231,6 +234,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(409, 'DELETE', '/v1/cache/models', {query: {model_version: 'tiny-random-embedding--ggufv2--f32'}})
     for (const uid of [LLM, 'tiny-random-embedding', 'tiny-random-rerank']) await ok('DELETE', '/v1/models/{model_uid}', {params: {model_uid: uid}})
     await ok('DELETE', '/v1/cache/models', {query: {model_version: 'tiny-random-embedding--ggufv2--f32'}})
+    await ok('DELETE', '/api/delete', {body: {model: LLM}})
     await refused(404, 'DELETE', '/v1/models/{model_uid}', {params: {model_uid: LLM}})
   })
 
