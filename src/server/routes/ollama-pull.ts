@@ -56,7 +56,11 @@ function progressLines() {
     for (const file of files) {
       if (completed.get(file.name) === file.downloadedBytes) continue
       completed.set(file.name, file.downloadedBytes)
-      push({completed: file.downloadedBytes, digest: file.name, status: `downloading ${file.name}`, total: file.totalBytes})
+      const line = {completed: file.downloadedBytes, digest: file.name, status: `downloading ${file.name}`, total: file.totalBytes}
+      // A client reading slower than the download gets the latest count, not every one: what waits stays one line a file.
+      const waiting = pending.findIndex((queued) => queued.digest === file.name)
+      if (waiting === -1) push(line)
+      else pending[waiting] = line
     }
   }
 
