@@ -256,7 +256,7 @@ export class Client {
 
   /** The cluster's workers (admin): address, state, resources and models. */
   async workers(): Promise<Array<{id: string; address: string | null; state: 'ready' | 'lost'; version: string; models: string[]; resources: Record<string, unknown>; last_seen: number}>> {
-    return (await this.request<{list: Awaited<ReturnType<Client['workers']>>}>('GET', '/v1/workers')).list
+    return (await this.request<{list: Awaited<ReturnType<Client['workers']>>}>('GET', '/v1/cluster/workers')).list
   }
 
   clusterInfo(): Promise<ClusterInfo> {

@@ -55,6 +55,20 @@ export class DesiredModels {
     await this.writing
   }
 
+  /** Adds (or replaces) a model to launch again after a restart, before its launch has become ready (Xinference's autostart). */
+  add(launch: DesiredModel['launch']): void {
+    this.models.set(launch.model_uid, {launch: structuredClone(launch)})
+    this.save()
+  }
+
+  /** Stops restoring a model (it keeps running): whether it was in the list. */
+  remove(uid: string): boolean {
+    this.launching.delete(uid)
+    if (!this.models.delete(uid)) return false
+    this.save()
+    return true
+  }
+
   /** Keeps why a model could not be launched again, for a failure the seam does not report (one before its launch began). */
   failed(uid: string, message: string): void {
     const model = this.models.get(uid)

@@ -82,7 +82,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     this.membership.lose(id, why)
   }
 
-  /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
+  /** Every worker, as `GET /v1/cluster/workers` shows it, with the models each runs. */
   describeWorkers(): Array<WorkerStatus & {models: string[]}> {
     return this.membership.describe()
   }

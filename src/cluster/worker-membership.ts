@@ -72,7 +72,7 @@ export class WorkerMembership {
     return this.rejoining.forget(uid)
   }
 
-  /** Every worker, as `GET /v1/workers` shows it, with the models each runs. */
+  /** Every worker, as `GET /v1/cluster/workers` shows it, with the models each runs. */
   describe(): Array<WorkerStatus & {models: string[]}> {
     return this.all().map((worker) => ({...worker.status(), models: this.table.on(worker).map((record) => record.uid)}))
   }

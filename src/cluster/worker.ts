@@ -7,7 +7,7 @@ import {availableParallelism, freemem, totalmem} from 'node:os'
 import {basename, join} from 'node:path'
 
 import type {EngineDefinition, LoadedModelInfo, LoadRequest, Logger, MemoryEstimate, MemoryEstimateRequest} from '../kernel/contracts.js'
-import type {GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
+import type {DownloadProgress, GpuDevice, InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerResources, WorkerStatus} from '../protocol/worker.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {PythonEnvironment, PythonEnvRequest, VirtualEnvSettings} from '../kernel/virtualenv.js'
 import type {PythonEnvironments} from '../python-env/environments.js'
@@ -48,6 +48,8 @@ export interface WorkerApi {
   removeVirtualEnvironment(name: string): Promise<string>
   /** Memory a launch with these parameters would need, from the weights' header (cached, or on the hub). */
   estimateMemory(launch: InstanceLaunch, signal?: AbortSignal): Promise<WorkerMemoryEstimate>
+  /** Downloads a launch's weights into this worker's cache without starting anything (Ollama's pull); only a local worker can. */
+  download?(launch: InstanceLaunch, options: {onProgress?(progress: DownloadProgress): void; signal?: AbortSignal}): Promise<void>
   status(): WorkerStatus
   /** Measures its processes for the metrics (a local worker's own; a remote one's come in its heartbeats). */
   measure?(): Promise<void>
@@ -278,6 +280,10 @@ export class LocalWorker implements WorkerApi {
     const estimate = await runIsolated<MemoryEstimate>(engine.estimatorModule, request, {signal})
     // The files a launch downloads beside the weights (an image model's VAE and text encoders) are loaded too.
     return withCompanionSizes({...estimate, source: location.source}, await companionSizes(this.options.weights, load.spec, load.parameters, signal))
+  }
+
+  async download({load}: InstanceLaunch, {onProgress, signal}: {onProgress?(progress: DownloadProgress): void; signal?: AbortSignal}): Promise<void> {
+    await this.options.weights.resolve(load, {onProgress, signal})
   }
 
   status(): WorkerStatus {

@@ -19,7 +19,7 @@ export const clusterInfoSchema = s.object(
 
 export type ClusterInfo = s.Infer<typeof clusterInfoSchema> & {mode: 'local' | 'cluster'}
 
-/** `GET /v1/workers`: each worker as the supervisor sees it, with the uids of the models it runs. */
+/** `GET /v1/cluster/workers`: each worker as the supervisor sees it, with the uids of the models it runs. */
 export const workerListSchema = s.object(
   {
     list: s.array(

@@ -107,7 +107,7 @@ const launchFields = {
   ),
   size_in_billions: s.optional(SIZE),
   wait_ready: s.optional(s.boolean({description: 'As the query parameter ?wait_ready= (Xinference 1.0 clients send it in the body); the query wins.', fromText: true})),
-  worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/workers` lists it) instead of the one with the most room.'}))),
+  worker_ip: s.optional(s.nullable(s.string({description: 'Run on this worker (its address or host, as `GET /v1/cluster/workers` lists it) instead of the one with the most room.'}))),
 }
 
 export const launchSchema = s.object(launchFields, {

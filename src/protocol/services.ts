@@ -9,9 +9,9 @@ import type {WorkerAdmissionReply} from './cluster.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from './launch.js'
 import type {Registration} from './membership.js'
 import type {ModelDescription} from './models.js'
-import type {InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
+import type {DownloadProgress, InstanceSummary, WorkerResources, WorkerStatus} from './worker.js'
 
-/** A worker as `GET /v1/workers` lists it, with the uids of the models it runs. */
+/** A worker as `GET /v1/cluster/workers` lists it, with the uids of the models it runs. */
 export type WorkerDescription = WorkerStatus & {models: string[]}
 
 /** How a launch is made: for whom (what it may run and read; no one's authority when absent), and whether to wait. */
@@ -46,4 +46,32 @@ export interface WorkerAdmission {
   heartbeat(address: string, resources: WorkerResources, instances: InstanceSummary[]): void
   /** Stops every worker; answers the ids of those that could not be told. */
   shutdownWorkers(): Promise<string[]>
+}
+
+/** A model the service launches again after a restart, and why it last failed. */
+export interface RestoredModel {
+  launch: LaunchRequest & {model_uid: string}
+  last_error?: {message: string; at: string}
+}
+
+/** The models launched again after a restart (every model that became ready and was not terminated): read, added, removed. */
+export interface RestoredModels {
+  list(): RestoredModel[]
+  add(launch: RestoredModel['launch']): void
+  remove(uid: string): boolean
+}
+
+/** How a pull is made, and told how far its download is. */
+export interface PullOptions {
+  authority?: Authority
+  signal?: AbortSignal
+  onProgress?(progress: DownloadProgress): void
+}
+
+/** Weights by the launch that would load them: downloaded without launching (Ollama's pull), or named for removal. */
+export interface ModelWeights {
+  /** The cached model version a launch with these fields loads. */
+  version(request: LaunchRequest, options?: Pick<PullOptions, 'authority'>): string
+  /** Resolves the request at once (a bad one throws here), then downloads what the cache lacks until `done`. */
+  pull(request: LaunchRequest, options?: PullOptions): {model_version: string; done: Promise<void>}
 }

@@ -140,8 +140,20 @@ const parseBody =
     const kind = `${acceptsForm} ${limit}`
     let parser = bodyParsers.get(kind)
     if (!parser) {
-      parser = import('koa-body').then(({koaBody}) =>
-        koaBody({encoding: 'utf-8', formLimit: limit, json: true, jsonLimit: limit, jsonStrict: false, jsonTypes: JSON_TYPES, multipart: false, text: false, urlencoded: acceptsForm}),
+      // DELETE too: Ollama's /api/delete names its model in the body, where a route that declares a body reads it.
+      parser = import('koa-body').then(({HttpMethodEnum, koaBody}) =>
+        koaBody({
+          encoding: 'utf-8',
+          formLimit: limit,
+          json: true,
+          jsonLimit: limit,
+          jsonStrict: false,
+          jsonTypes: JSON_TYPES,
+          multipart: false,
+          parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+          text: false,
+          urlencoded: acceptsForm,
+        }),
       )
       bodyParsers.set(kind, parser)
     }

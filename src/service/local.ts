@@ -29,6 +29,8 @@ import {createLogger} from '../util/logger.js'
 import {createApp} from '../server/app.js'
 import {listen} from '../server/listen.js'
 import {NamedRequests} from '../server/named-requests.js'
+import {autostartRoutes} from '../server/routes/autostart.js'
+import {ollamaPullRoutes} from '../server/routes/ollama-pull.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {authRoutes} from '../server/routes/auth.js'
 import {coreRoutes} from '../server/routes/core.js'
@@ -47,6 +49,7 @@ import {xinferenceRoutes} from '../server/routes/xinference.js'
 import {ServiceMetrics} from '../server/metrics.js'
 import {restoreClusterModels} from '../cluster/desired-cluster.js'
 import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
+import {WeightsPull} from '../cluster/weights-pull.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
@@ -169,6 +172,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     // /v1/engines/{model_type}/{model_name} and /v1/models/{model_uid}.
     ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),
     ...xinferenceRoutes({namedRequests, supervisor}).map((definition) => ({definition, plugin: 'core'})),
+    ...autostartRoutes({restored: desired, supervisor}).map((definition) => ({definition, plugin: 'core'})),
     ...coreRoutes({access, kernel, registry, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
     ...authRoutes(access).map((definition) => ({definition, plugin: 'core'})),
     ...clusterRoutes({cluster: workerRegistry && cluster ? {registry: workerRegistry, stop: () => void stop(), timing: cluster.timing} : undefined, supervisor, version}).map((definition) => ({definition, plugin: 'core'})),
@@ -177,6 +181,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...usageRoutes(usage).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
     ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
+    ...ollamaPullRoutes({supervisor, weights: new WeightsPull({defaultHub: settings.modelSource, kernel, reach, registry}, workers)}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined

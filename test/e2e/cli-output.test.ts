@@ -68,7 +68,7 @@ describe('servicectl in scripts (real processes)', function () {
     const fake = await fakeService({
       'GET /v1/cache/models/files': {model_version: 'm--1B--ggufv2--q4_0', paths: ['/cache/m/model.gguf']},
       'GET /v1/cluster/info': {mode: 'cluster', pid: 1},
-      'GET /v1/workers': {list: [{id: 'w1', models: ['m'], state: 'ready'}]},
+      'GET /v1/cluster/workers': {list: [{id: 'w1', models: ['m'], state: 'ready'}]},
     })
     try {
       for (const [args, asked] of [

@@ -81,7 +81,7 @@ describe('cluster observability (supervisor and worker as real processes, fake h
 
   it("serves the worker's downloads, process, model processes and engine sequences, labelled by worker", async () => {
     expect((await chat('single')).choices[0].message.role).to.equal('assistant')
-    const workerId = (await api('GET', '/v1/workers')).body.list[0].id as string
+    const workerId = (await api('GET', '/v1/cluster/workers')).body.list[0].id as string
     const families = await until(async () => {
       const scraped = await scrapeMetrics(supervisor.url)
       // The series appear with the first heartbeat that carries the engines' reports.

@@ -45,7 +45,7 @@ describe('cluster (supervisor and two workers as real processes)', function () {
   })
 
   it('lists both workers with their resources', async () => {
-    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    const {body} = await callApi(supervisor, 'GET', '/v1/cluster/workers')
     expect(body.list.map((w: any) => w.address).sort()).to.deep.equal(workers.map((w) => w.url).sort())
     expect(body.list[0].resources.cpu_count).to.be.greaterThan(0)
     const info = await callApi(supervisor, 'GET', '/v1/cluster/info')
@@ -90,7 +90,7 @@ describe('cluster (supervisor and two workers as real processes)', function () {
   })
 
   it("serves the supervisor's metrics with every worker's resources, labelled by worker, and the chat it routed", async () => {
-    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    const {body} = await callApi(supervisor, 'GET', '/v1/cluster/workers')
     const families = await scrapeMetrics(supervisor.url)
     for (const worker of body.list) {
       expect(sampleValue(families, 'service_worker_up', {worker: worker.id})).to.equal(1)
@@ -168,7 +168,7 @@ describe('cluster (supervisor and two workers as real processes)', function () {
     expect(twin.replicas).to.have.length(1)
     for (let i = 0; i < 2; i++)
       expect((await callApi(supervisor, 'POST', '/v1/chat/completions', {max_tokens: 4, messages: [{content: 'Hi', role: 'user'}], model: 'twin'})).status).to.equal(200)
-    const {body} = await callApi(supervisor, 'GET', '/v1/workers')
+    const {body} = await callApi(supervisor, 'GET', '/v1/cluster/workers')
     expect(body.list.find((w: any) => w.address === workers[1].url).state).to.equal('lost')
   })
 
@@ -229,7 +229,7 @@ describe('cluster with access control', function () {
         expect((await callApi(supervisor, 'POST', '/v1/cluster/workers', {address: 'http://127.0.0.9:1', instances: [], resources: {}, version: '0'}, admin)).status).to.equal(401)
         expect((await callApi(worker, 'GET', '/v1/worker/instances', undefined, admin)).status).to.equal(401)
         expect((await callApi(worker, 'GET', '/v1/worker/instances', undefined, {authorization: 'Bearer sesame'})).status).to.equal(200)
-        const {body} = await callApi(supervisor, 'GET', '/v1/workers', undefined, admin)
+        const {body} = await callApi(supervisor, 'GET', '/v1/cluster/workers', undefined, admin)
         expect(body.list.map((w: any) => w.address)).to.deep.equal([worker.url])
       } finally {
         await worker.stop()

@@ -178,7 +178,7 @@ describe('container image (podman): service-local in a container, restarted and 
     const admin = {authorization: `Bearer ${apiKeyOf('root')}`}
     const workerIn = (state: string) =>
       until(async () => {
-        const {body, status} = await callApi({url: supervisor}, 'GET', '/v1/workers', undefined, admin)
+        const {body, status} = await callApi({url: supervisor}, 'GET', '/v1/cluster/workers', undefined, admin)
         return status === 200 && body.list.length === 1 && body.list[0].state === state ? body.list : undefined
       }, `the worker to be ${state}`, 60_000)
     expect((await workerIn('ready'))[0].id).to.equal('127.0.0.1:9998')

@@ -41,7 +41,7 @@ describe('GPU discovery and placement (service-local with a stand-in nvidia-smi)
   after(async () => service?.stop())
 
   it("reports the worker's GPUs with their memory", async () => {
-    const {body} = await callApi(service, 'GET', '/v1/workers')
+    const {body} = await callApi(service, 'GET', '/v1/cluster/workers')
     expect(body.list[0].resources.gpus).to.deep.equal([
       {index: 0, memory_free_bytes: (81559 - 1024) * 1024 ** 2, memory_total_bytes: 81559 * 1024 ** 2, name: 'NVIDIA H100 80GB HBM3', uuid: 'GPU-11111111-2222-3333-4444-555555555555'},
       {index: 1, memory_free_bytes: 81559 * 1024 ** 2, memory_total_bytes: 81559 * 1024 ** 2, name: 'NVIDIA H100 80GB HBM3', uuid: 'GPU-66666666-7777-8888-9999-000000000000'},

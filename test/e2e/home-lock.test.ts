@@ -76,7 +76,7 @@ describe('one service per SERVICE_HOME (real processes)', function () {
     const home = await temporaryDirectory()
     const supervisor = await start('service-supervisor', ['-H', '127.0.0.1', '-p', '0'], {home})
     const worker = await start('service-worker', ['-e', supervisor.url, '-H', '127.0.0.1'], {home})
-    expect((await callApi(supervisor, 'GET', '/v1/workers')).body.list.map((w: {address: string}) => w.address)).to.deep.equal([worker.url])
+    expect((await callApi(supervisor, 'GET', '/v1/cluster/workers')).body.list.map((w: {address: string}) => w.address)).to.deep.equal([worker.url])
 
     const secondSupervisor = await refusedStart('service-supervisor', ['-H', '127.0.0.1', '-p', '0'], home)
     expect(secondSupervisor.stderr).to.equal(inUse('service-supervisor', home, supervisor, 'service-supervisor'))

@@ -92,7 +92,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
   })
 
   it('answers the service routes as documented: health, version, plugins, cluster, metrics as text, the docs page as HTML', async () => {
-    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/workers', '/v1/supervisor', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
+    for (const path of ['/health', '/v1/cluster/version', '/v1/cluster/auth', '/v1/cluster/plugins', '/v1/cluster/info', '/v1/cluster/workers', '/v1/workers', '/v1/autostart/models', '/v1/autostart/models/summary', '/v1/supervisor', '/openapi.json', '/docs', '/metrics']) await ok('GET', path)
     expect((await ok('GET', '/metrics')).body).to.match(/^# HELP /m)
     expect((await refused(400, 'POST', '/token', {body: {password: 'x', username: 'x'}})).body.error.code).to.equal('auth_disabled')
   })
@@ -160,6 +160,9 @@ describe('the OpenAPI document against real answers of every route (service-loca
     }
 
     await refused(404, 'GET', '/v1/models/{model_uid}', {params: {model_uid: 'ghost'}})
+    await ok('POST', '/v1/autostart/models', {body: {launch: {model_engine: 'llama.cpp', model_name: LLM}}})
+    await ok('DELETE', '/v1/autostart/models/{model_uid}', {params: {model_uid: 'tiny-random-rerank'}})
+    await refused(400, 'POST', '/v1/autostart/models', {body: {enabled: false, launch: {model_name: LLM}}})
     await ok('GET', '/v1/launch_history')
     await ok('GET', '/v1/launch_history', {query: {model_name: 'hub-llm'}})
   })
@@ -241,6 +244,9 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('POST', '/api/embed', {body: {input: ['a', 'b'], model: 'tiny-random-embedding'}})
     await ok('POST', '/api/embeddings', {body: {model: 'tiny-random-embedding', prompt: 'a'}})
     expect((await refused(404, 'POST', '/api/show', {body: {model: 'ghost'}})).body).to.have.all.keys('error')
+    await ok('POST', '/api/pull', {body: {model: LLM, stream: false}})
+    await ok('POST', '/api/pull', {body: {model: LLM}})
+    expect((await refused(409, 'DELETE', '/api/delete', {body: {model: LLM}})).body).to.have.all.keys('error')
   })
 
   it('answers the cache routes and terminations as documented', async () => {
@@ -251,6 +257,7 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await refused(409, 'DELETE', '/v1/cache/models', {query: {model_version: 'tiny-random-embedding--ggufv2--f32'}})
     for (const uid of [LLM, 'tiny-random-embedding', 'tiny-random-rerank']) await ok('DELETE', '/v1/models/{model_uid}', {params: {model_uid: uid}})
     await ok('DELETE', '/v1/cache/models', {query: {model_version: 'tiny-random-embedding--ggufv2--f32'}})
+    await ok('DELETE', '/api/delete', {body: {model: LLM}})
     await refused(404, 'DELETE', '/v1/models/{model_uid}', {params: {model_uid: LLM}})
   })
 
@@ -260,10 +267,11 @@ describe('the OpenAPI document against real answers of every route (service-loca
     try {
       const checker = (supervisorChecker = new OpenApiChecker((await callApi(supervisor, 'GET', '/openapi.json')).body as OpenApiDocument))
       const workers = await until(async () => {
-        const answer = await checker.call(supervisor, 'GET', '/v1/workers')
+        const answer = await checker.call(supervisor, 'GET', '/v1/cluster/workers')
         return answer.body.list.length > 0 ? answer.body.list : undefined
       }, 'the worker to join')
       const {address, resources, version} = workers[0]
+      expect((await checker.call(supervisor, 'GET', '/v1/workers')).body, "Xinference's shape").to.deep.equal([{models: {}, 'work-ip': address}])
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers', {body: {address, instances: [], resources, version}})).status).to.equal(200)
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address, instances: [], resources}})).status).to.equal(200)
       expect((await checker.call(supervisor, 'POST', '/v1/cluster/workers/heartbeat', {body: {address: 'http://127.0.0.9:1', instances: [], resources}})).status).to.equal(404)

@@ -1,7 +1,8 @@
 /**
  * The desired-state store, fed by a ServiceEvents emitter: ready launches are added with their request, an
- * operator's terminate removes them, a crash or a cancelled launch keeps them; writes are serialised and atomic
- * (no temporary file left, the last state wins); a corrupt file is reported and ignored; restoring goes on past a failure.
+ * operator's terminate removes them, a crash or a cancelled launch keeps them, Xinference's autostart adds and
+ * removes; writes are serialised and atomic (no temporary file left, the last state wins); a corrupt file is reported
+ * and ignored; restoring goes on past a failure.
  */
 import {expect} from 'chai'
 import {readdir, readFile, writeFile} from 'node:fs/promises'
@@ -57,6 +58,22 @@ describe('desired models', () => {
     state('b', 'terminated')
     await desired.flush()
     expect(await onDisk()).to.deep.equal(['a'])
+  })
+
+  it("keeps a model added before its launch is ready, with a failed launch's reason; one removed while launching is not added once ready", async () => {
+    const desired = await DesiredModels.open(events, {file, log: recordingLog()})
+    desired.add({model_engine: 'llama.cpp', model_name: 'tiny', model_uid: 'added'})
+    state('added', 'launching')
+    state('added', 'error', 'no memory')
+    state('dropped', 'launching')
+    expect(desired.remove('dropped')).to.equal(false)
+    state('dropped', 'ready')
+    await desired.flush()
+    expect(await onDisk()).to.deep.equal(['added'])
+    expect(desired.list()[0].last_error?.message).to.equal('no memory')
+    expect(desired.remove('added')).to.equal(true)
+    await desired.flush()
+    expect(await onDisk()).to.deep.equal([])
   })
 
   it('writes one after another, atomically: the last state is on disk and no temporary file is left', async () => {

@@ -105,10 +105,12 @@ function sameSize(api: KernelApi, image: InputImage, mask: InputImage, field: st
 
 /** The one picture an edit or a variation starts from: the image engines take one a request. */
 async function pictureOf(api: KernelApi, files: UploadedFiles): Promise<InputImage> {
-  const images = [...(await api.media.uploadedImages(files.image, 'image')), ...(await api.media.uploadedImages(files['image[]'], 'image[]'))]
+  // `images` and `images[]`: Xinference's image_edit() names its pictures so since Xinference 2.
+  const fields = ['image', 'image[]', 'images', 'images[]'].filter((field) => (files[field]?.length ?? 0) > 0)
+  const images = (await Promise.all(fields.map((field) => api.media.uploadedImages(files[field], field)))).flat()
   if (images.length === 0) throw api.errors.badRequest('`image` is required: send the picture as a multipart/form-data part named image.', 'image')
   if (images.length > 1)
-    throw api.errors.badRequest(`${images.length} pictures were sent; the image models here start from one picture a request: send one image.`, files['image[]'] ? 'image[]' : 'image')
+    throw api.errors.badRequest(`${images.length} pictures were sent; the image models here start from one picture a request: send one image.`, fields.at(-1) ?? 'image')
   return images[0]
 }
 
@@ -157,7 +159,16 @@ export function imageRoutes(api: KernelApi, store: MediaStore): RouteDefinition[
       return answerImages(api, request as RouteRequest<unknown>, store, model, payload, deliveryOf(body, 'image_edit'))
     },
     method: 'POST',
-    multipart: {files: {image: {description: 'The picture to edit (PNG, JPEG or WebP).'}, 'image[]': {description: 'Pictures to edit, as OpenAI\'s clients send several.'}, mask: {description: 'White where the picture is repainted; the size of the picture.'}}, maxFileBytes: MAX_FILE_BYTES},
+    multipart: {
+      files: {
+        image: {description: 'The picture to edit (PNG, JPEG or WebP).'},
+        'image[]': {description: 'Pictures to edit, as OpenAI\'s clients send several.'},
+        images: {description: 'The picture to edit, as Xinference\'s image_edit() names it.'},
+        'images[]': {description: 'Pictures to edit, as Xinference\'s image_edit() sends several.'},
+        mask: {description: 'White where the picture is repainted; the size of the picture.'},
+      },
+      maxFileBytes: MAX_FILE_BYTES,
+    },
     path: '/v1/images/edits',
     permission: 'models:read',
     summary: 'Edit an image from a prompt, or repaint the parts a mask marks (OpenAI\'s image edit)',

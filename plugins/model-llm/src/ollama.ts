@@ -35,7 +35,11 @@ function commonFields(s: KernelApi['schema']) {
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     options: s.optional(optionsSchema(s)),
     stream: s.optional(s.boolean({description: 'Stream NDJSON lines (the default) or answer one object.'})),
-    think: s.optional(s.union([s.boolean(), s.string({enum: ['low', 'medium', 'high']})], 'true, false, or "low", "medium", "high"')),
+    think: s.optional(
+      s.union([s.boolean(), s.string({enum: ['low', 'medium', 'high']})], 'true, false, or "low", "medium", "high"', {
+        description: "False: a hybrid reasoning model answers without thinking. True or a level: the model's thinking, answered as `thinking`; the level is taken as true.",
+      }),
+    ),
   }
 }
 
@@ -96,11 +100,6 @@ function toFormat(format: Common['format']): ResponseFormat | undefined {
   return format === 'json' ? {type: 'json_object'} : {param: 'format', schema: format, type: 'json_schema'}
 }
 
-function refuseUnsupported(api: KernelApi, request: Common) {
-  if (request.think !== undefined && request.think !== false)
-    throw api.errors.create(400, 'unsupported', '`think` is not supported on this route yet; leave it out (a reasoning model then thinks as its template does).', 'think')
-}
-
 /**
  * A message's text and Ollama's `images` (base64, no data URL), which Ollama's templates show before the text;
  * `at` is where the message is in the request (`messages[2]`, or nothing for /api/generate's own `images`).
@@ -111,6 +110,9 @@ function shownWith(api: KernelApi, text: string, images: string[] | null | undef
   if (role !== 'user') throw api.errors.badRequest(`\`${field}\`: pictures belong in user messages.`, field)
   return turnContent([...images.map((data, index) => imageSlot({data, field: `${field}[${index}]`}, slots)), {text, type: 'text'}])
 }
+
+/** Ollama's switch of thinking: false turns a hybrid model's off; true and the levels leave the model's default on. */
+const thinkingOf = ({think}: Common): Pick<ChatPayload, 'enableThinking'> => (think === undefined ? {} : {enableThinking: think !== false})
 
 /** The per-request figures Ollama closes every answer with. */
 function closing(event: Extract<GenerationEvent, {type: 'done'}>, startedAt: bigint, firstTokenAt: bigint | undefined) {
@@ -130,6 +132,7 @@ function closing(event: Extract<GenerationEvent, {type: 'done'}>, startedAt: big
 
 interface Piece {
   text: string
+  thinking: string
   calls: Array<{function: {name: string; arguments: Record<string, unknown>}}>
 }
 
@@ -157,26 +160,27 @@ async function answer(
 
   async function* pieces(): AsyncGenerator<Piece | Extract<GenerationEvent, {type: 'done'}>> {
     for await (const event of events) {
-      if (event.type === 'text') {
+      if (event.type === 'text' || event.type === 'reasoning') {
         firstTokenAt ??= process.hrtime.bigint()
-        yield {calls: [], text: event.text}
+        yield event.type === 'text' ? {calls: [], text: event.text, thinking: ''} : {calls: [], text: '', thinking: event.text}
       } else if (event.type === 'tool_call') {
         firstTokenAt ??= process.hrtime.bigint()
-        if (calls.length > 0) yield {calls: [parsedCall(calls.length - 1)], text: ''}
+        if (calls.length > 0) yield {calls: [parsedCall(calls.length - 1)], text: '', thinking: ''}
         calls[event.index] = {name: event.name, text: ''}
       } else if (event.type === 'tool_arguments') calls[event.index].text += event.text
       else if (event.type === 'done') {
-        if (calls.length > 0) yield {calls: [parsedCall(calls.length - 1)], text: ''}
+        if (calls.length > 0) yield {calls: [parsedCall(calls.length - 1)], text: '', thinking: ''}
         yield event
       }
     }
   }
 
   if (!stream) {
-    const whole: Piece = {calls: [], text: ''}
+    const whole: Piece = {calls: [], text: '', thinking: ''}
     for await (const piece of pieces()) {
       if ('type' in piece) return {body: {...line(whole), ...closing(piece, startedAt, firstTokenAt)}, kind: 'json'}
       whole.text += piece.text
+      whole.thinking += piece.thinking
       whole.calls.push(...piece.calls)
     }
 
@@ -187,7 +191,7 @@ async function answer(
   async function* lines(): AsyncGenerator<Uint8Array> {
     try {
       for await (const piece of pieces()) {
-        const object = 'type' in piece ? {...line({calls: [], text: ''}), ...closing(piece, startedAt, firstTokenAt)} : {...line(piece), done: false}
+        const object = 'type' in piece ? {...line({calls: [], text: '', thinking: ''}), ...closing(piece, startedAt, firstTokenAt)} : {...line(piece), done: false}
         yield encoder.encode(`${JSON.stringify(object)}\n`)
       }
     } catch (error) {
@@ -210,7 +214,6 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
       api.requireAbility(model, 'chat', 'chat (it has no chat template); use /api/generate')
-      refuseUnsupported(api, body)
       const slots: ImageSlot[] = []
       const ids: string[] = []
       const messages = body.messages.map((message, index): ChatTurn => {
@@ -224,13 +227,16 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
         if (message.role === 'tool') return {content: message.content, role: 'tool', toolCallId: ids.shift() ?? 'call_unanswered'}
         return {...shownWith(api, message.content, message.images, `messages[${index}]`, message.role, slots), role: message.role as ChatTurn['role']}
       })
+      // As Ollama: a final assistant message is continued rather than answered.
+      const last = body.messages.at(-1)
+      const continueFinalMessage = last?.role === 'assistant' && !last.tool_calls?.length && body.messages.length > 1
       const tools = (body.tools ?? []).map((tool, index) => ({description: tool.function.description, name: tool.function.name, param: `tools[${index}].function.parameters`, parameters: tool.function.parameters}))
-      const payload: ChatPayload = {...toSampling(body), messages, responseFormat: toFormat(body.format), toolChoice: 'auto', tools}
+      const payload: ChatPayload = {...toSampling(body), ...thinkingOf(body), continueFinalMessage, messages, responseFormat: toFormat(body.format), toolChoice: 'auto', tools}
       await readImages(api, model, slots, signal)
       const events = await started(model.invoke('chat', payload, signal))
-      return answer(api, events, body.stream !== false, ({calls, text}) => ({
+      return answer(api, events, body.stream !== false, ({calls, text, thinking}) => ({
         created_at: createdAt(),
-        message: {content: text, role: 'assistant', ...(calls.length > 0 ? {tool_calls: calls} : {})},
+        message: {content: text, role: 'assistant', ...(thinking ? {thinking} : {}), ...(calls.length > 0 ? {tool_calls: calls} : {})},
         model: body.model,
       }))
     },
@@ -248,10 +254,9 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
     errorStyle: 'ollama',
     async handler({body, models, signal}) {
       const model = models.get<LlmOperations>(body.model)
-      refuseUnsupported(api, body)
-      const line = ({text}: Piece) => ({created_at: createdAt(), model: body.model, response: text})
+      const line = ({text, thinking}: Piece) => ({created_at: createdAt(), model: body.model, response: text, ...(thinking ? {thinking} : {})})
       // An empty prompt loads the model and answers at once, as Ollama does to preload one.
-      if (!body.prompt) return body.stream === false ? {body: {...line({calls: [], text: ''}), done: true, done_reason: 'load'}, kind: 'json'} : preload(line)
+      if (!body.prompt) return body.stream === false ? {body: {...line({calls: [], text: '', thinking: ''}), done: true, done_reason: 'load'}, kind: 'json'} : preload(line)
       const sampling = toSampling(body)
       const slots: ImageSlot[] = []
       const templated = !body.raw && model.abilities.includes('chat')
@@ -277,7 +282,7 @@ export function ollamaRoutes(api: KernelApi): RouteDefinition[] {
 function templatedPrompt(api: KernelApi, body: GenerateRequest, sampling: SamplingOptions, slots: ImageSlot[]): ChatPayload {
   const user: ChatTurn = {...shownWith(api, body.prompt ?? '', body.images, '', 'user', slots), role: 'user'}
   const messages: ChatTurn[] = [...(body.system ? [{content: body.system, role: 'system' as const}] : []), user]
-  return {...sampling, messages, responseFormat: toFormat(body.format)}
+  return {...sampling, ...thinkingOf(body), messages, responseFormat: toFormat(body.format)}
 }
 
 /** The prompt as it is (`raw`, or a model without a chat template), the system text before it. */
@@ -290,7 +295,7 @@ function rawCompletion(api: KernelApi, model: ModelHandle<LlmOperations>, body: 
 function preload(line: (piece: Piece) => Record<string, unknown>) {
   const encoder = new TextEncoder()
   async function* lines() {
-    yield encoder.encode(`${JSON.stringify({...line({calls: [], text: ''}), done: true, done_reason: 'load'})}\n`)
+    yield encoder.encode(`${JSON.stringify({...line({calls: [], text: '', thinking: ''}), done: true, done_reason: 'load'})}\n`)
   }
 
   return {body: lines(), contentType: NDJSON, kind: 'bytes' as const}

@@ -29,10 +29,10 @@ export function clusterRoutes({cluster, supervisor, version}: ClusterRouteDepend
         return json({list: supervisor.describeWorkers()})
       },
       method: 'GET',
-      path: '/v1/workers',
+      path: '/v1/cluster/workers',
       permission: 'admin',
       response: workerListSchema.json,
-      summary: "Workers: address, version, state (ready or lost), resources, last heartbeat and the models each runs",
+      summary: "Workers: address, version, state (ready or lost), resources, last heartbeat and the models each runs (GET /v1/workers answers Xinference's shape)",
       tag: 'cluster',
     },
     {

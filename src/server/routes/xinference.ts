@@ -1,6 +1,6 @@
 /**
  * Routes Xinference's clients call that the service's own API answers elsewhere or in another shape: engines by
- * model type, model instances, the supervisor's address, and the requests a caller named with `request_id` (their
+ * model type, model instances, the workers, the supervisor's address, and the requests a caller named with `request_id` (their
  * progress, and aborting one). Each answers in Xinference's shape from the same state the service's own routes show.
  */
 import type {RouteDefinition} from '../../kernel/contracts.js'
@@ -82,6 +82,29 @@ export function xinferenceRoutes({namedRequests, supervisor}: XinferenceRouteDep
       response: s.array(instanceSchema).json,
       summary: "Running and launching models as Xinference's instances: status (CREATING, READY, ERROR, TERMINATING) and replicas",
       tag: 'models',
+    },
+    {
+      async handler({headers}) {
+        const models = supervisor.describeAll()
+        return json(
+          supervisor.describeWorkers().map((worker) => ({
+            models: Object.fromEntries(models.flatMap((model) => model.replicas.filter((replica) => replica.worker === worker.id).map((replica) => [replica.model_uid, model]))),
+            // service-local's own worker is the service itself, as Xinference's local mode has its worker at the supervisor's address.
+            'work-ip': worker.address ?? headers.host ?? worker.id,
+          })),
+        )
+      },
+      method: 'GET',
+      path: '/v1/workers',
+      permission: 'admin',
+      response: s.array(
+        s.object(
+          {models: s.record(s.record(s.unknown()), {description: 'What runs there, by instance uid: the description GET /v1/models/{model_uid} answers.'}), 'work-ip': s.string({description: "The worker's address."})},
+          {title: 'XinferenceWorker'},
+        ),
+      ).json,
+      summary: "Workers as Xinference's get_workers_info() reads them: address and the models each runs (GET /v1/cluster/workers has the service's own description)",
+      tag: 'cluster',
     },
     {
       async handler({headers}) {
