@@ -58,7 +58,7 @@ describe("Ollama's think and images (service-local, the official ollama npm clie
     expect(body.error).to.match(/^`think` must be true, false, or "low", "medium", "high"/)
   })
 
-  it('refuses images with a 400 naming the field, on /api/chat and /api/generate', async () => {
+  it('refuses images for a model that cannot see with a 400 naming the field, on /api/chat and /api/generate', async () => {
     const image = Buffer.from('not really a picture').toString('base64')
     for (const call of [
       ollama.chat({messages: [{content: 'What is this?', images: [image], role: 'user'}], model: THINKER, stream: false}),
@@ -66,7 +66,7 @@ describe("Ollama's think and images (service-local, the official ollama npm clie
     ]) {
       const refused = (await call.catch((error: Error) => error)) as Error & {status_code?: number}
       expect(refused.status_code).to.equal(400)
-      expect(refused.message).to.match(/^`images` are not supported: no engine here can see images yet/)
+      expect(refused.message).to.match(/^`(messages\[0\]\.)?images\[0\]` is a picture, and model \S+ \(\S+\) cannot see images/)
     }
   })
 })
