@@ -21,7 +21,7 @@ import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 
 export type {AutomaticBuild, BuildRequirement, EngineBuild} from './engine-build-contract.js'
-export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
+export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, ModelUse, ModelUseRequest, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
 
 /** Bumped when the contract changes incompatibly; a plugin may check it and refuse to register. */
 export const KERNEL_API_VERSION = 1

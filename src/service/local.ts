@@ -47,6 +47,7 @@ import {DesiredModels, restoreDesiredModels} from '../cluster/desired-models.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
+import {OnDemand} from '../cluster/on-demand.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {autoBuildSetting} from './engine-auto-build.js'
@@ -133,6 +134,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
+  const {keepAliveMs, loadOnDemand, onDemandWaitSeconds} = settings
+  const onDemand = new OnDemand({desired, events, keepAliveMs, loadOnDemand, log, supervisor, waitMs: onDemandWaitSeconds * 1000})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()
@@ -173,7 +176,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
-  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, namedRequests, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
+  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, modelUse: onDemand, namedRequests, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

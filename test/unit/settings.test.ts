@@ -17,10 +17,13 @@ describe('settings', () => {
       allowedPythonModules: [],
       home,
       host: '127.0.0.1',
+      keepAliveMs: Number.POSITIVE_INFINITY,
+      loadOnDemand: false,
       logFormat: 'text',
       logLevel: 'debug',
       maxRegistrationsPerUser: 200,
       modelSource: 'modelscope',
+      onDemandWaitSeconds: 300,
       port: 9998,
       restoreModels: true,
     })
