@@ -170,7 +170,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...eventRoutes({events: (uid) => modelEvents.events(uid), history: (modelName) => launches.list(modelName)}).map((definition) => ({definition, plugin: 'core'})),
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
-    ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
+    ...ollamaRoutes({expiresAt: (uid) => onDemand.expiresAt(uid), version}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined

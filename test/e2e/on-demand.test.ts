@@ -3,15 +3,17 @@
  * launched with keep_alive 1s is unloaded once idle and stays known; a request brings it back with the same uid
  * (the official openai client, streaming), two concurrent first requests share one launch, a client that will not
  * wait gets 503 with Retry-After, Ollama's keep_alive 0 unloads after the request; under access control a caller
- * without `models:start` launches nothing.
+ * without `models:start` launches nothing. The examples of docs/on-demand.md run as written.
  */
 import {expect} from 'chai'
-import {readFile} from 'node:fs/promises'
+import {execa} from 'execa'
+import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
-import {callApi, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
+import {readmeBlock} from '../helpers/readme.js'
+import {callApi, ROOT, type RunningService, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const TINY = {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', n_ctx: 256, n_threads: 1}
 const CHAT = {max_tokens: 3, messages: [{content: 'Hi', role: 'user'}]}
@@ -122,5 +124,47 @@ describe('models on demand under access control (service-local)', function () {
     const served = await as('all-but-models:stop', 'POST', '/v1/chat/completions', {...CHAT, keep_alive: -1, model: 'guarded'})
     expect(served.status).to.equal(200)
     expect((await as('root', 'GET', '/v1/models')).body.data.map((model: {id: string}) => model.id)).to.deep.equal(['guarded'])
+  })
+})
+
+describe('docs/on-demand.md examples', function () {
+  this.timeout(240_000)
+  let service: RunningService
+  let directory: string
+  let env: Record<string, string>
+  const page = 'docs/on-demand.md'
+  const running = async () => ((await callApi(service, 'GET', '/v1/models')).body.data as Array<{id: string}>).map((model) => model.id)
+  const unloaded = () => until(async () => ((await running()).includes('idle-llm') ? undefined : true), 'idle-llm to be unloaded', 60_000)
+
+  before(async () => {
+    directory = await temporaryDirectory()
+    service = await startService()
+    const bin = join(directory, 'bin')
+    await mkdir(bin)
+    await writeFile(join(bin, 'servicectl'), `#!/bin/sh\nexec node ${join(ROOT, 'bin/servicectl.js')} "$@"\n`)
+    await chmod(join(bin, 'servicectl'), 0o755)
+    env = {PATH: `${bin}:${process.env.PATH}`, SERVICE_ENDPOINT: service.url}
+  })
+
+  after(async () => service?.stop())
+
+  it('launches with a keep-alive, comes back for Ollama's API, unloads with keep_alive 0, and answers 503 to a client that will not wait', async () => {
+    const launched = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('on-demand-launch', page)], {cwd: directory, env, reject: false})
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    expect(launched.stdout).to.contain('Model uid: idle-llm')
+    await unloaded()
+
+    const example = (await readmeBlock('on-demand-ollama', page)).replaceAll('http://127.0.0.1:9997', service.url)
+    const ollama = await execa('node', ['--input-type=module', '-e', example], {cwd: ROOT, reject: false})
+    expect(ollama.exitCode, ollama.stderr).to.equal(0)
+    expect(ollama.stdout).to.equal("assistant\n[ 'idle-llm' ]")
+    await unloaded()
+
+    const curl = await execa('bash', ['-euo', 'pipefail', '-c', (await readmeBlock('on-demand-async', page)).replaceAll('http://127.0.0.1:9997', service.url)], {cwd: directory, env, reject: false})
+    expect(curl.exitCode, curl.stderr).to.equal(0)
+    expect(curl.stdout).to.match(/^HTTP\/1.1 503 Service Unavailable\r\n/)
+    expect(curl.stdout).to.match(/\r\nretry-after: 5\r\n/i)
+    expect(curl.stdout).to.contain('"code":"model_loading"')
+    await until(async () => ((await running()).includes('idle-llm') ? true : undefined), 'idle-llm to be launched by the refused request', 60_000)
   })
 })
