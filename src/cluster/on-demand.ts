@@ -38,6 +38,8 @@ export interface OnDemandOptions {
 interface Residency {
   inFlight: number
   keepAliveMs?: number
+  /** When the last request let go of it: the least recently used is evicted first. */
+  idleSince?: number
   expiresAt?: number
   timer?: NodeJS.Timeout
 }
@@ -82,9 +84,28 @@ export class OnDemand implements ModelUse {
     return release
   }
 
-  /** When the model is running or launching, its idle deadline and keep-alive (for Ollama's /api/ps); undefined for forever. */
+  /** When an idle model will be unloaded (for Ollama's /api/ps); undefined while in use or kept forever. */
   expiresAt(uid: string): number | undefined {
     return this.resident.get(uid)?.expiresAt
+  }
+
+  /** Whether a model could be evicted for room: one loaded, idle, and with a keep-alive (one kept forever was asked to stay). */
+  evictable(): boolean {
+    return this.idleModels().length > 0
+  }
+
+  /** Unloads the least recently used evictable model, for a launch whose memory does not fit; answers whether there was one. */
+  async evict(forUid: string): Promise<boolean> {
+    const [oldest] = this.idleModels()
+    if (!oldest) return false
+    this.options.log.info(`evicting ${oldest[0]}, idle, to make room for ${forUid}`)
+    await this.unload(oldest[0], oldest[1], 'evicted')
+    return true
+  }
+
+  private idleModels(): Array<[string, Residency]> {
+    const idle = [...this.resident].filter(([uid, residency]) => residency.inFlight === 0 && residency.expiresAt !== undefined && this.options.supervisor.state(uid)?.status === 'ready')
+    return idle.sort(([, a], [, b]) => (a.idleSince ?? 0) - (b.idleSince ?? 0))
   }
 
   /** Launches a known model that is not running, when on-demand is on for it and the caller may; then waits for it to be ready. */
@@ -158,7 +179,7 @@ export class OnDemand implements ModelUse {
   /** Arms the unload of a model no request holds, after the last request's keep-alive, else its launch's, else the service's. */
   private idle(uid: string, residency: Residency): void {
     clearTimeout(residency.timer)
-    residency.expiresAt = undefined
+    Object.assign(residency, {expiresAt: undefined, idleSince: this.now()})
     if (!this.options.supervisor.state(uid)) {
       this.resident.delete(uid)
       return
@@ -172,7 +193,7 @@ export class OnDemand implements ModelUse {
 
   private arm(uid: string, residency: Residency, reason: UnloadReason): void {
     const left = Math.max(0, residency.expiresAt! - this.now())
-    residency.timer = setTimeout(() => (left > LONGEST_TIMER_MS ? this.arm(uid, residency, reason) : this.unload(uid, residency, reason)), Math.min(left, LONGEST_TIMER_MS))
+    residency.timer = setTimeout(() => (left > LONGEST_TIMER_MS ? this.arm(uid, residency, reason) : void this.unload(uid, residency, reason)), Math.min(left, LONGEST_TIMER_MS))
     residency.timer.unref()
   }
 
@@ -181,15 +202,17 @@ export class OnDemand implements ModelUse {
     return residency.keepAliveMs ?? (launched === undefined || launched === null ? undefined : keepAliveMs(launched)) ?? this.options.keepAliveMs
   }
 
-  private unload(uid: string, residency: Residency, reason: UnloadReason): void {
+  private async unload(uid: string, residency: Residency, reason: UnloadReason): Promise<void> {
     const {log, supervisor} = this.options
     if (this.resident.get(uid) !== residency || residency.inFlight > 0 || supervisor.state(uid)?.status !== 'ready') return
-    log.info(`unloading ${uid}: ${reason === 'keep_alive_0' ? 'its last request asked for keep_alive 0' : `idle for ${describeKeepAlive(this.keepAliveOf(uid, residency))}`}`)
+    clearTimeout(residency.timer)
+    if (reason !== 'evicted') log.info(`unloading ${uid}: ${reason === 'keep_alive_0' ? 'its last request asked for keep_alive 0' : `idle for ${describeKeepAlive(this.keepAliveOf(uid, residency))}`}`)
     const unloaded = supervisor
       .terminate(uid, undefined, reason)
       .catch((error) => log.warn(`could not unload ${uid}: ${(error as Error).message}`))
       .finally(() => this.unloading.delete(uid))
     this.unloading.set(uid, unloaded)
+    await unloaded
   }
 
   private stateChanged({state, uid}: ModelStateChanged): void {

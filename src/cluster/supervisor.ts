@@ -25,11 +25,11 @@ import {cachedModelsOf, removeCachedModelFrom} from './cache-fanout.js'
 import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-fanout.js'
 import {describeEngines, describeRecord} from './descriptions.js'
 import {launchDetails, stepReport} from './model-events.js'
-import {assignReplicaGpus, gpuCandidates, type GpuHolder, gpuMemoryCandidates} from './gpu-placement.js'
+import {assignReplicaGpus, gpuCandidates, gpuMemoryCandidates} from './gpu-placement.js'
 import {advance, failedProgress} from './launch-progress.js'
 import {memoryNeed, resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
-import {ModelHealer, replicasHoldingGpus} from './self-healing.js'
+import {ModelHealer} from './self-healing.js'
 import {type InstanceRecord, modelHandle, type Replica, ModelTable} from './model-table.js'
 import {chooseWorkers, namedCandidates} from './placement.js'
 import {WorkerMembership} from './worker-membership.js'
@@ -48,6 +48,8 @@ export interface SupervisorOptions {
   restart?: RestartPolicy
   /** The operator's allow-lists for what launches may run and read (reach.ts). */
   reach?: ReachSettings
+  /** Stops idle models, least recently used first, for a launch whose memory does not fit (on-demand.ts). */
+  makeRoom?: {evictable(): boolean; evict(forUid: string): Promise<boolean>}
 }
 
 export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironmentService {
@@ -125,15 +127,27 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     const {engine, entry, parameters, spec} = resolveLaunch(this.options, request, {authority})
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
-    const holder = (worker: WorkerApi) => this.gpuHolder(worker)
-    const named = namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined)
-    const candidates = gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
-    // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
-    // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
-    // (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
-    const need = candidates.length > 1 || replicas > 1 ? await memoryNeed(this.options, candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
-    if (this.closing) throw shuttingDown()
-    const workers = chooseWorkers(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
+    const holder = (worker: WorkerApi) => this.table.gpuHolder(worker)
+    const wanted = request.model_uid ?? entry.family.model_name
+    const placeable = () =>
+      gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined), entry.family.model_name), ({worker}) => holder(worker))
+    let candidates = placeable()
+    // With one candidate and one replica there is nothing to choose (its engine's own load error is the better answer)
+    // unless an idle model could make room. Replicas on one worker add up, so they are checked against its memory even
+    // when it is the only one. (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
+    const check = candidates.length > 1 || replicas > 1 || this.options.makeRoom?.evictable()
+    const need = check ? await memoryNeed(this.options, candidates[0].worker, {engine: engine.name, load: {...load, modelUid: wanted}}, signal) : undefined
+    let workers: WorkerApi[] | undefined
+    while (!workers) {
+      if (this.closing) throw shuttingDown()
+      try {
+        workers = chooseWorkers(candidates, need, replicas, wanted)
+      } catch (error) {
+        if ((error as ServiceError).code !== 'overloaded' || !(await this.options.makeRoom?.evict(wanted))) throw error
+        candidates = placeable()
+      }
+    }
+
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
     const gpus = assignReplicaGpus(request, workers, holder, uid)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
@@ -376,14 +390,6 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
 
   private changed(record: InstanceRecord, state: ModelState, reason?: string, extra?: Pick<ModelStateChanged, 'details' | 'launch' | 'unload'>) {
     this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...extra})
-  }
-
-  /** A worker's GPUs, and which models hold which (a launching model's too). */
-  private gpuHolder(worker: WorkerApi): GpuHolder {
-    const taken = new Map<number, string>()
-    for (const record of this.table.sorted())
-      for (const replica of replicasHoldingGpus(record)) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
-    return {gpus: worker.status().resources.gpus, id: worker.id, taken}
   }
 }
 

@@ -133,9 +133,11 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ? new AccessControl(auth, {now: Date.now, revocations: await Revocations.open({file: paths.revokedTokens, lifetimeSeconds: auth.tokenExpireInMinutes * 60, log})})
     : undefined
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
-  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
+  // Made after the supervisor, which it drives; a launch that does not fit asks it for room only once the service runs.
+  const makeRoom = {evict: (uid: string): Promise<boolean> => onDemand.evict(uid), evictable: (): boolean => onDemand.evictable()}
+  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, makeRoom, reach, registry, restart: restartPolicyFrom(process.env), workers})
   const {keepAliveMs, loadOnDemand, onDemandWaitSeconds} = settings
-  const onDemand = new OnDemand({desired, events, keepAliveMs, loadOnDemand, log, supervisor, waitMs: onDemandWaitSeconds * 1000})
+  const onDemand: OnDemand = new OnDemand({desired, events, keepAliveMs, loadOnDemand, log, supervisor, waitMs: onDemandWaitSeconds * 1000})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()

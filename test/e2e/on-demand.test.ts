@@ -148,7 +148,7 @@ describe('docs/on-demand.md examples', function () {
 
   after(async () => service?.stop())
 
-  it('launches with a keep-alive, comes back for Ollama's API, unloads with keep_alive 0, and answers 503 to a client that will not wait', async () => {
+  it("launches with a keep-alive, comes back for Ollama's API, unloads with keep_alive 0, and answers 503 to a client that will not wait", async () => {
     const launched = await execa('bash', ['-euo', 'pipefail', '-c', await readmeBlock('on-demand-launch', page)], {cwd: directory, env, reject: false})
     expect(launched.exitCode, launched.stderr).to.equal(0)
     expect(launched.stdout).to.contain('Model uid: idle-llm')

@@ -100,7 +100,8 @@ describe('models on demand (OnDemand)', () => {
     events = new ServiceEvents()
     const desired = await DesiredModels.open(events, {file: join(await temporaryDirectory(), 'desired-models.json'), log: quiet})
     supervisor = new RecordingSupervisor(events)
-    onDemand = new OnDemand({desired, events, keepAliveMs: Number.POSITIVE_INFINITY, loadOnDemand: false, log: quiet, supervisor: supervisor as never, waitMs: 60_000})
+    let clock = 0
+    onDemand = new OnDemand({desired, events, keepAliveMs: Number.POSITIVE_INFINITY, loadOnDemand: false, log: quiet, now: () => (clock += 1000), supervisor: supervisor as never, waitMs: 60_000})
   })
 
   it('never unloads a model a request holds, even past a keep-alive of 0, and unloads it once released', async () => {
@@ -142,5 +143,27 @@ describe('models on demand (OnDemand)', () => {
     expect(refused).to.include({code: 'model_loading', retryAfterSeconds: 5, status: 503})
     expect((refused as ServiceError).message).to.equal('model slow is loading on demand (loading, 50%); retry in 5 s, or follow GET /v1/models/slow/progress.')
     expect(supervisor.launches).to.deep.equal(['slow'])
+  })
+
+  it('evicts for room the least recently used idle model that has a keep-alive, never one in use or kept forever', async () => {
+    /** Brings a known model back with a request, which it answers; answers that request's release. */
+    async function used(uid: string): Promise<() => void> {
+      const holding = onDemand.acquire(uid, use)
+      await until(async () => (supervisor.state(uid) ? true : undefined), `${uid} to be launched`)
+      supervisor.ready(uid)
+      return holding
+    }
+
+    for (const [uid, launch] of [['recent', {keep_alive: '1h'}], ['older', {keep_alive: '1h'}], ['forever', {}], ['busy', {keep_alive: '1h'}]] as const) await knownModel(uid, launch)
+    ;(await used('older'))()
+    ;(await used('recent'))()
+    ;(await used('forever'))()
+    const busy = await used('busy')
+    expect(onDemand.evictable()).to.equal(true)
+    expect(await onDemand.evict('new')).to.equal(true)
+    expect(await onDemand.evict('new')).to.equal(true)
+    expect(await onDemand.evict('new')).to.equal(false)
+    expect(supervisor.unloads).to.deep.equal([['older', 'evicted'], ['recent', 'evicted']])
+    busy()
   })
 })
