@@ -9,7 +9,7 @@ import {dirname} from 'node:path'
 import writeFileAtomic from 'write-file-atomic'
 
 import type {Logger} from '../kernel/contracts.js'
-import type {ModelStateChanged, ServiceEvents} from '../kernel/observability.js'
+import type {ModelStateChanged, ServiceEvents, UnloadReason} from '../kernel/observability.js'
 import type {LaunchRequest} from '../protocol/launch.js'
 import {PRIVATE_FILE, PRIVATE_FOLDER} from '../kernel/private-home.js'
 
@@ -18,6 +18,8 @@ export interface DesiredModel {
   launch: LaunchRequest & {model_uid: string}
   /** Why the model last failed (a crash, or a relaunch after a restart), when it did; cleared once it is ready. */
   last_error?: {message: string; at: string}
+  /** Set when the service unloaded the model (idle, keep_alive 0, evicted): it is not restored at start, but a request launches it on demand. */
+  unloaded?: {reason: UnloadReason; at: string}
 }
 
 export interface DesiredModelsOptions {
@@ -45,9 +47,15 @@ export class DesiredModels {
     return desired
   }
 
-  /** The models to run, in the order they first became ready. */
+  /** The models to run, in the order they first became ready: not those the service unloaded. */
   list(): DesiredModel[] {
-    return [...this.models.values()].map((model) => structuredClone(model))
+    return [...this.models.values()].filter((model) => !model.unloaded).map((model) => structuredClone(model))
+  }
+
+  /** A model the service knows how to launch again (running, failed or unloaded), by uid. */
+  known(uid: string): DesiredModel | undefined {
+    const model = this.models.get(uid)
+    return model && structuredClone(model)
   }
 
   /** Settles once every change so far is on disk. */
@@ -77,7 +85,7 @@ export class DesiredModels {
     this.save()
   }
 
-  private stateChanged({launch, reason, state, uid}: ModelStateChanged): void {
+  private stateChanged({launch, reason, state, uid, unload}: ModelStateChanged): void {
     if (state === 'launching') {
       if (launch) this.launching.set(uid, {...(launch as LaunchRequest), model_uid: uid})
       return
@@ -87,6 +95,7 @@ export class DesiredModels {
     this.launching.delete(uid)
     if (state === 'ready' && launched) this.models.set(uid, {launch: launched})
     else if (state === 'error') return this.failed(uid, reason ?? 'failed')
+    else if (state === 'terminated' && unload && this.models.has(uid)) this.models.get(uid)!.unloaded = {at: this.now().toISOString(), reason: unload}
     // A terminate with no reason is an operator's; one with a reason is a cancelled launch (the service stopping among them).
     else if (!(state === 'terminated' && !reason && this.models.delete(uid))) return
     this.save()
@@ -94,7 +103,7 @@ export class DesiredModels {
 
   private save(): void {
     const {file, log} = this.options
-    const content = `${JSON.stringify({models: this.list(), version: 1}, null, 2)}\n`
+    const content = `${JSON.stringify({models: [...this.models.values()], version: 1}, null, 2)}\n`
     this.writing = this.writing
       .then(async () => {
         await mkdir(dirname(file), {mode: PRIVATE_FOLDER, recursive: true})

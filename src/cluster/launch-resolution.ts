@@ -3,10 +3,12 @@
  * engine can load for the requested format, size, quantization and hub, and the engine parameters converted to
  * the types the engine declares.
  */
-import type {EngineDefinition} from '../kernel/contracts.js'
+import type {EngineDefinition, Logger} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
 import type {CatalogueEntry, ModelRegistry} from '../kernel/registry.js'
 import type {LaunchRequest} from '../protocol/launch.js'
+import type {InstanceLaunch} from '../protocol/worker.js'
+import type {WorkerApi} from './worker.js'
 
 import {flattenFamily, matchSpec, type ResolvedSpec, type SpecQuery} from '../kernel/catalogue.js'
 import {badRequest, ServiceError} from '../kernel/errors.js'
@@ -108,4 +110,15 @@ function chooseEngine(kernel: Kernel, {family, modelType}: CatalogueEntry, reque
       'model_engine',
     )
   return engine
+}
+
+/** Bytes a launch needs, from the engine's estimator when it has one; unknown (no check) when it cannot tell. */
+export async function memoryNeed({kernel, log}: {kernel: Kernel; log: Logger}, worker: WorkerApi, launch: InstanceLaunch, signal?: AbortSignal): Promise<number | undefined> {
+  if (!kernel.engine(launch.engine)?.definition.estimatorModule) return undefined
+  try {
+    return (await worker.estimateMemory(launch, signal)).total_bytes
+  } catch (error) {
+    log.debug(`no memory estimate for ${launch.load.modelUid}: ${(error as Error).message}`)
+    return undefined
+  }
 }

@@ -81,12 +81,12 @@ export class ModelEventLog {
     return log.events.map((event) => ({...event, details: {...event.details}}))
   }
 
-  private stateChanged({details, modelName, modelType, reason, state, uid}: ModelStateChanged): void {
+  private stateChanged({details, modelName, modelType, reason, state, uid, unload}: ModelStateChanged): void {
     const log = this.logs.get(uid)
     const previous = log?.state
     if (state === 'launching') {
       const fresh = this.start(uid)
-      this.add(fresh, 'launch', 'INFO', `Launch model ${modelName} (${modelType})`, {model_name: modelName, model_type: modelType, ...details})
+      this.add(fresh, 'launch', 'INFO', `Launch model ${modelName} (${modelType})${details?.on_demand ? ' on demand' : ''}`, {model_name: modelName, model_type: modelType, ...details})
       fresh.state = state
       return
     }
@@ -104,6 +104,9 @@ export class ModelEventLog {
     } else if (state === 'error') {
       const crashed = previous === 'ready'
       this.add(log, crashed ? 'crash' : 'launch_failed', 'ERROR', `${crashed ? 'Model crashed' : 'Launch failed'}: ${reason ?? 'no reason given'}`, {reason: reason ?? null})
+      log.endedAt = this.now()
+    } else if (unload) {
+      this.add(log, 'unload', 'INFO', `Unloaded the model (${unload.replaceAll('_', ' ')}); a request launches it again`, {reason: unload})
       log.endedAt = this.now()
     } else {
       const cancelled = previous === 'launching'

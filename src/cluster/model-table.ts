@@ -11,6 +11,7 @@ import type {LoadedModelInfo, ModelHandle, ModelLookup} from '../kernel/contract
 import type {LaunchProgress} from '../protocol/launch.js'
 import type {ModelStatus} from '../protocol/models.js'
 import type {InstanceLaunch} from '../protocol/worker.js'
+import type {GpuHolder} from './gpu-placement.js'
 import type {Healing} from './self-healing.js'
 import type {WorkerApi} from './worker.js'
 
@@ -18,7 +19,7 @@ import {badRequest, notFound, ServiceError} from '../kernel/errors.js'
 import {MODEL_UID} from '../protocol/launch.js'
 import {describeRecord} from './descriptions.js'
 import {failedProgress} from './launch-progress.js'
-import {trackAnswers, untilRelaunched} from './self-healing.js'
+import {replicasHoldingGpus, trackAnswers, untilRelaunched} from './self-healing.js'
 
 /** Failed and cancelled launches whose outcome the progress route still answers. */
 const ENDED_KEPT = 100
@@ -100,6 +101,14 @@ export class ModelTable {
   /** Every model, by uid. */
   sorted(): InstanceRecord[] {
     return [...this.records.values()].sort((a, b) => a.uid.localeCompare(b.uid))
+  }
+
+  /** A worker's GPUs, and which models hold which (a launching model's too). */
+  gpuHolder(worker: WorkerApi): GpuHolder {
+    const taken = new Map<number, string>()
+    for (const record of this.sorted())
+      for (const replica of replicasHoldingGpus(record)) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
+    return {gpus: worker.status().resources.gpus, id: worker.id, taken}
   }
 
   /** The models with a replica on this worker. */

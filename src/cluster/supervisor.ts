@@ -7,13 +7,13 @@
  */
 import type {Logger, ModelDirectory, ModelHandle, ModelLookup} from '../kernel/contracts.js'
 import type {Kernel} from '../kernel/kernel.js'
-import type {ModelState, ServiceEvents} from '../kernel/observability.js'
+import type {ModelState, ModelStateChanged, ServiceEvents, UnloadReason} from '../kernel/observability.js'
 import type {OperationMap, UntypedOperations} from '../kernel/operations.js'
 import type {ReachSettings} from '../kernel/reach.js'
 import type {ModelRegistry} from '../kernel/registry.js'
 import type {CachedModel} from '../protocol/cache.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest} from '../protocol/launch.js'
-import type {ModelDescription} from '../protocol/models.js'
+import type {ModelDescription, ModelStatus} from '../protocol/models.js'
 import type {LaunchOptions, ModelService} from '../protocol/services.js'
 import type {VirtualEnvironment, VirtualEnvironmentService} from '../protocol/virtualenvs.js'
 import type {InstanceLaunch, InstanceSummary, LaunchStep, ReportedInstance, WorkerMemoryEstimate, WorkerStatus} from '../protocol/worker.js'
@@ -26,11 +26,11 @@ import {removeVirtualEnvironmentFrom, virtualEnvironmentsOf} from './virtualenv-
 import {describeEngines, describeRecord} from './descriptions.js'
 import {ableCandidates, workerFacts} from './engine-fit.js'
 import {launchDetails, stepReport} from './model-events.js'
-import {assignReplicaGpus, gpuCandidates, type GpuHolder, gpuMemoryCandidates} from './gpu-placement.js'
+import {assignReplicaGpus, gpuCandidates, gpuMemoryCandidates} from './gpu-placement.js'
 import {advance, failedProgress} from './launch-progress.js'
-import {resolveLaunch} from './launch-resolution.js'
+import {memoryNeed, resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
-import {ModelHealer, replicasHoldingGpus} from './self-healing.js'
+import {ModelHealer} from './self-healing.js'
 import {type InstanceRecord, modelHandle, type Replica, ModelTable} from './model-table.js'
 import {chooseWorkers, namedCandidates} from './placement.js'
 import {WorkerMembership} from './worker-membership.js'
@@ -49,6 +49,8 @@ export interface SupervisorOptions {
   restart?: RestartPolicy
   /** The operator's allow-lists for what launches may run and read (reach.ts). */
   reach?: ReachSettings
+  /** Stops idle models, least recently used first, for a launch whose memory does not fit (on-demand.ts). */
+  makeRoom?: {evictable(): boolean; evict(forUid: string): Promise<boolean>}
 }
 
 export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironmentService {
@@ -104,10 +106,10 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * once the model is ready, and a caller that goes away cancels the launch; without, it answers the uid at
    * once and the launch goes on, followed through `progress(uid)`.
    */
-  async launch(request: LaunchRequest, {authority, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
+  async launch(request: LaunchRequest, {authority, onDemand, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
     const placed = this.launchArriving()
     try {
-      return await this.start(request, {authority, placed, signal, waitReady})
+      return await this.start(request, {authority, onDemand, placed, signal, waitReady})
     } finally {
       placed()
     }
@@ -121,20 +123,34 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     return this.table.launchArriving()
   }
 
-  private async start(request: LaunchRequest, {authority, placed, signal, waitReady}: LaunchOptions & {placed: () => void; waitReady: boolean}): Promise<{model_uid: string}> {
+  private async start(request: LaunchRequest, {authority, onDemand, placed, signal, waitReady}: LaunchOptions & {placed: () => void; waitReady: boolean}): Promise<{model_uid: string}> {
     if (this.closing) throw shuttingDown()
     const {engine, entry, parameters, spec} = resolveLaunch(this.options, request, {authority})
     const replicas = request.replica ?? 1
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
-    const holder = (worker: WorkerApi) => this.gpuHolder(worker)
-    const named = ableCandidates(engine, {modelName: entry.family.model_name, spec}, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined))
-    const candidates = gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
-    // With one candidate and one replica there is nothing to choose: its engine's own load error is the better
-    // answer. Replicas on one worker add up, so they are checked against its memory even when it is the only one.
-    // (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
-    const need = candidates.length > 1 || replicas > 1 ? await this.memoryNeed(candidates[0].worker, {engine: engine.name, load: {...load, modelUid: request.model_uid ?? entry.family.model_name}}, signal) : undefined
-    if (this.closing) throw shuttingDown()
-    const workers = chooseWorkers(candidates, need, replicas, request.model_uid ?? entry.family.model_name)
+    const holder = (worker: WorkerApi) => this.table.gpuHolder(worker)
+    const wanted = request.model_uid ?? entry.family.model_name
+    const placeable = () => {
+      const named = ableCandidates(engine, {modelName: entry.family.model_name, spec}, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined))
+      return gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
+    }
+    let candidates = placeable()
+    // With one candidate and one replica there is nothing to choose (its engine's own load error is the better answer)
+    // unless an idle model could make room. Replicas on one worker add up, so they are checked against its memory even
+    // when it is the only one. (No await otherwise, so the launch is in the table as soon as this call returns its promise.)
+    const check = candidates.length > 1 || replicas > 1 || this.options.makeRoom?.evictable()
+    const need = check ? await memoryNeed(this.options, candidates[0].worker, {engine: engine.name, load: {...load, modelUid: wanted}}, signal) : undefined
+    let workers: WorkerApi[] | undefined
+    while (!workers) {
+      if (this.closing) throw shuttingDown()
+      try {
+        workers = chooseWorkers(candidates, need, replicas, wanted)
+      } catch (error) {
+        if ((error as ServiceError).code !== 'overloaded' || !(await this.options.makeRoom?.evict(wanted))) throw error
+        candidates = placeable()
+      }
+    }
+
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
     const gpus = assignReplicaGpus(request, workers, holder, uid)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
@@ -168,7 +184,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     this.table.add(record)
     placed()
     this.options.log.info(`launching ${uid}: ${cacheEntryName(record.modelName, spec)} on ${engine.name}, on ${workers.map((w) => w.id).join(', ')}`)
-    this.changed(record, 'launching', undefined, launchDetails(record), {...request, model_uid: uid})
+    this.changed(record, 'launching', undefined, {details: {...launchDetails(record), ...(onDemand ? {on_demand: true} : {})}, launch: {...request, model_uid: uid}})
     record.done = this.run(record, launchOf)
     if (!waitReady) {
       record.done.catch(() => {})
@@ -209,8 +225,14 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     await record.done.catch(() => {})
   }
 
-  /** Terminates a model; one still launching is cancelled. */
-  async terminate(uid: string, lookup?: ModelLookup): Promise<void> {
+  /** A model's status, and what settles once its launch is over (ready, or failed with why); undefined when it is not in the table. */
+  state(uid: string): {status: ModelStatus; launched: Promise<void>} | undefined {
+    const record = this.table.get(uid)
+    return record && {launched: record.done, status: record.status}
+  }
+
+  /** Terminates a model (one still launching is cancelled); `unload` says the service unloads it and it stays known. */
+  async terminate(uid: string, lookup?: ModelLookup, unload?: UnloadReason): Promise<void> {
     await this.table.arrivalOf(uid)
     // A model whose worker is gone has no process to stop here; terminated, it is not relaunched when the worker comes back.
     if (!this.table.get(uid) && this.table.lostReason(uid)) {
@@ -230,7 +252,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
       if (failure) throw (failure as PromiseRejectedResult).reason
     } finally {
       this.table.remove(uid)
-      this.changed(record, 'terminated')
+      this.changed(record, 'terminated', unload && `unloaded (${unload.replaceAll('_', ' ')})`, unload && {unload})
     }
   }
 
@@ -369,27 +391,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     this.table.clear()
   }
 
-  private changed(record: InstanceRecord, state: ModelState, reason?: string, details?: Record<string, unknown>, launch?: LaunchRequest) {
-    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...(details ? {details} : {}), ...(launch ? {launch} : {})})
-  }
-
-  /** A worker's GPUs, and which models hold which (a launching model's too). */
-  private gpuHolder(worker: WorkerApi): GpuHolder {
-    const taken = new Map<number, string>()
-    for (const record of this.table.sorted())
-      for (const replica of replicasHoldingGpus(record)) if (replica.worker === worker) for (const index of replica.gpus ?? []) taken.set(index, record.uid)
-    return {gpus: worker.status().resources.gpus, id: worker.id, taken}
-  }
-
-  /** Bytes a launch needs, from the engine's estimator when it has one; unknown (no check) when it cannot tell. */
-  private async memoryNeed(worker: WorkerApi, launch: InstanceLaunch, signal?: AbortSignal): Promise<number | undefined> {
-    if (!this.options.kernel.engine(launch.engine)?.definition.estimatorModule) return undefined
-    try {
-      return (await worker.estimateMemory(launch, signal)).total_bytes
-    } catch (error) {
-      this.options.log.debug(`no memory estimate for ${launch.load.modelUid}: ${(error as Error).message}`)
-      return undefined
-    }
+  private changed(record: InstanceRecord, state: ModelState, reason?: string, extra?: Pick<ModelStateChanged, 'details' | 'launch' | 'unload'>) {
+    this.options.events?.report('model', {modelName: record.modelName, modelType: record.modelType, state, uid: record.uid, ...(reason ? {reason} : {}), ...extra})
   }
 }
 

@@ -19,6 +19,7 @@ export default class Local extends ServiceProcessCommand {
     'auto-build': autoBuildFlag(),
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); every call then needs an API key or a login.'}),
     host: Flags.string({char: 'H', description: 'Address to listen on (0.0.0.0 for all interfaces) [default: 127.0.0.1].'}),
+    'load-on-demand': Flags.boolean({allowNo: true, description: 'Launch a known model that is not running (unloaded when idle, or not restored) when a request names it, for a caller who may start models (or SERVICE_LOAD_ON_DEMAND=1) [default: off].'}),
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     'restore-models': Flags.boolean({allowNo: true, description: 'Relaunch the models that were running when the service last stopped (--no-restore-models, or SERVICE_RESTORE_MODELS=0, turns it off) [default: on].'}),
@@ -37,7 +38,7 @@ export default class Local extends ServiceProcessCommand {
     const tls = await loadTlsIdentity(flags)
     const service = await startLocalService(
       this.config,
-      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels, loadOnDemand: flags['load-on-demand'] ?? settings.loadOnDemand},
       {auth, autoBuild: flags['auto-build'], tls},
     )
     this.log(`Service running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Ctrl-C stops it.`)

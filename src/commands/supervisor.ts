@@ -19,6 +19,7 @@ export default class Supervisor extends ServiceProcessCommand {
     'auth-config': Flags.string({description: 'Access-control config (JSON: auth_config and user_config); workers then need --cluster-token.'}),
     'cluster-token': Flags.string({description: `Shared secret workers must present (also ${CLUSTER_TOKEN_ENV}); required with --auth-config.`, env: CLUSTER_TOKEN_ENV}),
     host: Flags.string({char: 'H', description: 'Address to listen on: this machine\'s address as clients and workers reach it [default: 127.0.0.1].'}),
+    'load-on-demand': Flags.boolean({allowNo: true, description: 'Launch a known model that is not running (unloaded when idle, or not restored) when a request names it, for a caller who may start models (or SERVICE_LOAD_ON_DEMAND=1) [default: off].'}),
     'log-format': logFormatFlag(),
     'log-level': Flags.option({description: 'Log level [default: info].', options: ['debug', 'info', 'warn', 'error'] as const})(),
     ...serviceTlsFlags(),
@@ -40,7 +41,7 @@ export default class Supervisor extends ServiceProcessCommand {
       this.error(`with --auth-config, workers must prove they belong: give a shared secret with --cluster-token or ${CLUSTER_TOKEN_ENV} (and the same to every worker).`, {exit: 1})
     const service = await startLocalService(
       this.config,
-      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels},
+      {...withBrowserFlags(withReachFlags(settings, flags), flags), host: flags.host ?? settings.host, logFormat: flags['log-format'] ?? settings.logFormat, logLevel: flags['log-level'] ?? settings.logLevel, port: flags.port ?? settings.port, restoreModels: flags['restore-models'] ?? settings.restoreModels, loadOnDemand: flags['load-on-demand'] ?? settings.loadOnDemand},
       {auth, cluster: {clusterToken: flags['cluster-token'], timing: clusterTiming()}, tls},
     )
     this.log(`Supervisor running at ${service.url} (web interface ${service.url}/ui, API ${service.url}/v1, reference ${service.url}/docs). Join workers with \`service-worker -e ${service.url} -H <worker host>\`. Ctrl-C stops it.`)

@@ -23,7 +23,7 @@ import type {PythonEnvironment, PythonRequirements} from './virtualenv.js'
 import type * as schema from './schema.js'
 
 export type {AutomaticBuild, BuildRequirement, EngineBuild} from './engine-build-contract.js'
-export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, ModelScope, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
+export type {ErrorStyle, ModelDirectory, ModelHandle, ModelLookup, ModelScope, ModelUse, ModelUseRequest, QueryParameter, RouteDefinition, RouteExample, RouteRequest, RouteResult} from './route-contract.js'
 
 /** Bumped when the contract changes incompatibly; a plugin may check it and refuse to register. */
 export const KERNEL_API_VERSION = 1

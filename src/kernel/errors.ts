@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'conflict',
   'unsupported',
   'model_not_ready',
+  // A model the request launched on demand, still loading: try again after Retry-After.
+  'model_loading',
   'model_crashed',
   'model_restarting',
   'launch_failed',

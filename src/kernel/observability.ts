@@ -43,7 +43,13 @@ export interface ModelStateChanged {
   details?: Record<string, unknown>
   /** A `launching` model's launch request as the service received it, with the uid it got: what relaunches it. */
   launch?: Record<string, unknown>
+  /** A `terminated` model the service unloaded itself (keep-alive.ts): it stays known, and a request launches it again. */
+  unload?: UnloadReason
 }
+
+/** Why the service unloaded a model: idle past its keep-alive, `keep_alive` 0 on its last request, or room for another launch. */
+export const UNLOAD_REASONS = ['idle', 'keep_alive_0', 'evicted'] as const
+export type UnloadReason = (typeof UNLOAD_REASONS)[number]
 
 /** A step of a launch as its worker reports it: bytes downloaded, weights being generated, or loading. */
 export interface LaunchStepReported {

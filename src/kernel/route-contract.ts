@@ -41,6 +41,23 @@ export interface ModelScope {
   require(uid: string): void
 }
 
+/** What a request that names a model asks of it beyond running (on-demand.ts): whether it may launch it, wait for it, and keep it loaded. */
+export interface ModelUseRequest {
+  /** The caller may start models (`models:start`, or anyone when access control is off): only then is a known model launched for it. */
+  mayStart: boolean
+  /** False when the client asked not to wait (`Prefer: respond-async`): a model that is loading answers 503 with Retry-After at once. */
+  wait: boolean
+  /** The request's `keep_alive` in milliseconds (Infinity: forever), when it sent one. */
+  keepAliveMs?: number
+  signal: AbortSignal
+}
+
+/** Keeps the models requests use loaded: launches a known one on demand, and unloads one idle past its keep-alive. */
+export interface ModelUse {
+  /** Holds the model for a request until the function answered is called (once its answer is over); launches it first when it may. */
+  acquire(uid: string, request: ModelUseRequest): Promise<() => void>
+}
+
 export interface RouteRequest<Body = unknown> {
   body: Body
   params: Record<string, string>

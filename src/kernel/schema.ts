@@ -6,6 +6,7 @@
  */
 import {badRequest} from './errors.js'
 import {checkJsonSchemaBounds} from './json-schema-bounds.js'
+import {keepAliveMs, KEEP_ALIVE_PATTERN} from './keep-alive.js'
 
 export type JsonSchema = Record<string, unknown>
 
@@ -332,4 +333,14 @@ export function jsonText<T>(schema: Schema<T>, options: Common = {}): Schema<T> 
 /** A schema whose parse runs after another's, for checks that span fields. */
 export function refine<T>(schema: Schema<T>, check: (value: T, path: string) => T): Schema<T> {
   return {...schema, parse: (value, path = '') => check(schema.parse(value, path), path)}
+}
+
+/** Ollama's `keep_alive` (keep-alive.ts): how long the model stays loaded once idle, as a duration or seconds; negative is forever. */
+export function keepAlive(options: Common = {}): Schema<number | string> {
+  const description = options.description ?? 'How long the model stays loaded once idle: a duration such as "5m" or "1h30m", or seconds; -1 keeps it loaded, 0 unloads it after this request.'
+  return make({anyOf: [{maxLength: 32, pattern: KEEP_ALIVE_PATTERN.source, type: 'string'}, {type: 'number'}], description}, (value, path) =>
+    (typeof value === 'string' || typeof value === 'number') && keepAliveMs(value) !== undefined
+      ? value
+      : fail(path, 'a duration such as "5m", "90s" or "1h30m", a number of seconds (at most a year), or -1 to keep the model loaded', value),
+  )
 }

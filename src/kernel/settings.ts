@@ -8,6 +8,7 @@ import {delimiter, dirname, join, resolve} from 'node:path'
 
 import {ServiceError} from './errors.js'
 import {ALLOWED_IMAGE_HOSTS_SETTING} from './image-inputs.js'
+import {keepAliveMs as keepAliveMsOf} from './keep-alive.js'
 import {ALLOWED_MODEL_DIRS_SETTING} from './model-files.js'
 import {ALLOWED_PIP_SOURCES_SETTING, ALLOWED_PYTHON_MODULES_SETTING} from './reach.js'
 
@@ -36,6 +37,12 @@ export interface ServiceSettings {
   maxRegistrationsPerUser: number
   /** Relaunch the models that were running when the service last stopped (SERVICE_RESTORE_MODELS, `restore_models`); default on. */
   restoreModels: boolean
+  /** Launch a known model that is not running when a request names it (SERVICE_LOAD_ON_DEMAND, `load_on_demand`); default off. */
+  loadOnDemand: boolean
+  /** Seconds a request waits for its model's on-demand launch before a 503 (SERVICE_ON_DEMAND_WAIT, `on_demand_wait`); default 300. */
+  onDemandWaitSeconds: number
+  /** How long an idle model stays loaded when neither its launch nor the request says (SERVICE_KEEP_ALIVE, `keep_alive`); default forever. */
+  keepAliveMs: number
   /** Names the Host header may give besides the service's own (SERVICE_ALLOWED_HOSTS, `allowed_hosts`; see server/browser-guard.ts). */
   allowedHosts: string[]
   /** Origins of other sites whose pages may call the service (SERVICE_ALLOWED_ORIGINS, `allowed_origins`). */
@@ -80,7 +87,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
   const {cosmiconfig} = await import('cosmiconfig')
   const explorer = cosmiconfig('service', {searchPlaces: CONFIG_FILES, searchStrategy: 'none'})
   const found = (await explorer.search()) ?? (await explorer.search(home))
-  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_image_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models', unknown>>
+  const file = (found?.config ?? {}) as Partial<Record<'allowed_hosts' | 'allowed_image_hosts' | 'allowed_model_dirs' | 'allowed_origins' | 'allowed_pip_sources' | 'allowed_python_modules' | 'host' | 'max_registrations_per_user' | 'port' | 'log_format' | 'log_level' | 'model_src' | 'restore_models' | 'keep_alive' | 'load_on_demand' | 'on_demand_wait', unknown>>
   const level = String(env.SERVICE_LOG_LEVEL ?? file.log_level ?? 'info').toLowerCase()
   const format = String(env.SERVICE_LOG_FORMAT ?? file.log_format ?? 'text').toLowerCase()
   const modelSource = String(env.SERVICE_MODEL_SRC ?? file.model_src ?? 'huggingface')
@@ -106,6 +113,7 @@ export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promis
     modelSource,
     port: Number(file.port ?? DEFAULT_PORT),
     restoreModels: !['0', 'false', 'no', 'off'].includes(String(env.SERVICE_RESTORE_MODELS ?? file.restore_models ?? 'true').toLowerCase()),
+    ...onDemandSettings(env, file),
   }
 }
 
@@ -126,4 +134,17 @@ function registrationQuota(value: unknown): number {
   const quota = Number(value)
   if (!Number.isInteger(quota) || quota < 0) throw new Error(`${MAX_REGISTRATIONS_SETTING} (or max_registrations_per_user) must be a whole number, 0 or more; it is ${JSON.stringify(value)}.`)
   return quota
+}
+
+/** On-demand launches and idle unloading (src/cluster/on-demand.ts); a value that cannot be read stops the service, saying which. */
+function onDemandSettings(env: NodeJS.ProcessEnv, file: Record<string, unknown>): Pick<ServiceSettings, 'keepAliveMs' | 'loadOnDemand' | 'onDemandWaitSeconds'> {
+  const keepAlive = env.SERVICE_KEEP_ALIVE ?? file.keep_alive
+  const keepAliveMs = keepAlive === undefined || keepAlive === '' ? Number.POSITIVE_INFINITY : keepAliveMsOf(String(keepAlive))
+  if (keepAliveMs === undefined) throw new Error(`SERVICE_KEEP_ALIVE (or keep_alive) must be a duration such as "5m" or "1h", a number of seconds, or -1 for forever; it is ${JSON.stringify(keepAlive)}.`)
+  const wait = env.SERVICE_ON_DEMAND_WAIT ?? file.on_demand_wait
+  const onDemandWaitSeconds = wait === undefined || wait === '' ? 300 : Number(wait)
+  if (!Number.isFinite(onDemandWaitSeconds) || onDemandWaitSeconds < 0 || onDemandWaitSeconds > 86_400)
+    throw new Error(`SERVICE_ON_DEMAND_WAIT (or on_demand_wait) must be a number of seconds from 0 to 86400; it is ${JSON.stringify(wait)}.`)
+  const loadOnDemand = ['1', 'true', 'yes', 'on'].includes(String(env.SERVICE_LOAD_ON_DEMAND ?? file.load_on_demand ?? 'false').toLowerCase())
+  return {keepAliveMs, loadOnDemand, onDemandWaitSeconds}
 }

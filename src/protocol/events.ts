@@ -4,8 +4,11 @@
  */
 import * as s from '../kernel/schema.js'
 
-/** `restart` is a self-healing relaunch of a crashed model (src/cluster/self-healing.ts). */
-export const MODEL_EVENT_KINDS = ['launch', 'download', 'generating', 'installing', 'loading', 'ready', 'launch_failed', 'cancelled', 'crash', 'restart', 'terminate'] as const
+/**
+ * `restart` is a self-healing relaunch of a crashed model (src/cluster/self-healing.ts); `unload` is the service
+ * stopping an idle model, or one evicted for room, which a request launches again (src/cluster/on-demand.ts).
+ */
+export const MODEL_EVENT_KINDS = ['launch', 'download', 'generating', 'installing', 'loading', 'ready', 'launch_failed', 'cancelled', 'crash', 'restart', 'terminate', 'unload'] as const
 export type ModelEventKind = (typeof MODEL_EVENT_KINDS)[number]
 
 export const modelEventSchema = s.object(

@@ -88,6 +88,9 @@ const launchFields = {
   ...xinferenceLaunchFields,
   download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
   model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
+  keep_alive: s.optional(
+    s.keepAlive({description: 'How long the model stays loaded once idle (a duration such as "5m", or seconds; -1 forever); unloaded, it stays known and a request brings it back. Default: SERVICE_KEEP_ALIVE, else forever.'}),
+  ),
   model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
   model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
   model_size_in_billions: s.optional(SIZE),
@@ -95,6 +98,9 @@ const launchFields = {
   model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: MODEL_UID})),
   gpu_idx: s.optional(
     s.nullable(s.union([s.integer({minimum: 0}), s.array(s.integer({minimum: 0}), {minItems: 1})], 'a GPU index or a list of them, as nvidia-smi numbers them')),
+  ),
+  on_demand: s.optional(
+    s.boolean({description: 'Launch this model again when a request names it while it is not running (after an idle unload, a restart with restoring off, …); default: SERVICE_LOAD_ON_DEMAND.', fromText: true}),
   ),
   n_gpu: s.optional(s.union([s.literal('auto'), s.integer({minimum: 0})], '"auto", null or a number of GPUs')),
   quantization: s.optional(s.string({minLength: 1})),

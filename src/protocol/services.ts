@@ -19,6 +19,8 @@ export interface LaunchOptions {
   authority?: Authority
   signal?: AbortSignal
   waitReady?: boolean
+  /** Set by the service itself for a launch a request caused (on-demand.ts); its `launching` event says so. */
+  onDemand?: boolean
 }
 
 /** The models of the service: launched, followed, described, cached and stopped. */

@@ -10,7 +10,7 @@ import {Readable} from 'node:stream'
 import Koa from 'koa'
 
 import type {AccessControl} from '../auth/access-control.js'
-import type {ErrorStyle, Logger, ModelDirectory, ModelScope, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
+import type {ErrorStyle, Logger, ModelDirectory, ModelScope, ModelUse, RouteDefinition, RouteRequest} from '../kernel/contracts.js'
 import type {OperationMap} from '../kernel/operations.js'
 import type {NamedRequests} from './named-requests.js'
 
@@ -23,6 +23,7 @@ import {VERSION_HEADER} from '../protocol/version.js'
 import {formatBytes} from '../util/format.js'
 import {accessGuards, ANTHROPIC_PREFIX, clusterGuard, OLLAMA_PREFIX} from './access.js'
 import {browserGuard, type BrowserPolicy} from './browser-guard.js'
+import {holdModel} from './model-use.js'
 import {filesOf, parseMultipart} from './multipart.js'
 import {answerCheck, failsUndeclaredAnswers} from './produces.js'
 import {checkQuery} from './query.js'
@@ -44,6 +45,8 @@ const JSON_LIMIT = 16 * 1024 * 1024
 export interface AppOptions {
   routes: Array<{definition: RouteDefinition; plugin: string}>
   models: ModelDirectory
+  /** Holds the model each inference request names while it is answered, launching it on demand (model-use.ts); without it, models are used as they run. */
+  modelUse?: ModelUse
   log: Logger
   version: string
   /** When absent, access control is off: every route is open and credentials are ignored. */
@@ -245,6 +248,9 @@ export function createApp(options: AppOptions): Koa {
       const named = body as {model?: unknown; request_id?: unknown} | undefined
       if (options.namedRequests && typeof named?.request_id === 'string' && typeof named.model === 'string')
         ctx.res.once('close', options.namedRequests.enter(named.request_id, named.model, (reason) => controller.abort(reason)))
+      const release = await holdModel(options.modelUse, definition, body, {headers: ctx.headers, mayStart: guards ? guards.allows(ctx, 'models:start') : true, signal: controller.signal})
+      if (release && (controller.signal.aborted || ctx.res.writableFinished)) release()
+      else if (release) ctx.res.once('close', release)
       const mayListModels = guards ? guards.allows(ctx, 'models:list') : true
       const scope = scopeOf(ctx)
       const request: RouteRequest = {

@@ -192,15 +192,20 @@ export class ServiceMetrics implements MetricsExposition {
     })
     const failures = new Counter({help: 'Models that failed to launch or whose process failed.', labelNames: ['model_name'], name: 'service_model_failures_total', registers: [this.registry]})
     const restarts = new Counter({help: 'Relaunches of models whose process crashed (self-healing).', labelNames: ['model_name'], name: 'service_model_restarts_total', registers: [this.registry]})
+    const loads = new Counter({help: 'Launches a request caused: a known model that was not running, launched on demand.', labelNames: ['model_name'], name: 'service_model_on_demand_loads_total', registers: [this.registry]})
+    const unloads = new Counter({help: 'Models the service unloaded, by why: idle past their keep-alive, keep_alive 0, or evicted for room.', labelNames: ['model_name', 'reason'], name: 'service_model_unloads_total', registers: [this.registry]})
     return (event: ModelStateChanged) => {
       if (event.state === 'terminated') {
         states.delete(event.uid)
-        void forgetModel([failures, restarts], event.uid)
+        // An unloaded model stays known, and its loads and unloads with it; an operator's terminate forgets them too.
+        void forgetModel(event.unload ? [failures, restarts] : [failures, restarts, loads, unloads], event.uid)
       }
 
       else states.set(event.uid, event.state)
       if (event.state === 'error') failures.inc({model_name: event.uid})
       if (event.state === 'restarting') restarts.inc({model_name: event.uid})
+      if (event.state === 'launching' && event.details?.on_demand) loads.inc({model_name: event.uid})
+      if (event.unload) unloads.inc({model_name: event.uid, reason: event.unload})
     }
   }
 

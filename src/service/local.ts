@@ -53,6 +53,7 @@ import {WeightsPull} from '../cluster/weights-pull.js'
 import {discoverGpus} from '../cluster/devices.js'
 import {LaunchHistory} from '../cluster/launch-history.js'
 import {ModelEventLog} from '../cluster/model-events.js'
+import {OnDemand} from '../cluster/on-demand.js'
 import {restartPolicyFrom} from '../cluster/restart-policy.js'
 import {Supervisor} from '../cluster/supervisor.js'
 import {autoBuildSetting} from './engine-auto-build.js'
@@ -142,7 +143,11 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   log.info(access ? `access control on: ${access.summary}` : 'access control off: no credentials needed')
   const usage = await UsageLedger.open({file: paths.usage, log})
   accountUsage(events, usage, access?.quotas)
-  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, reach, registry, restart: restartPolicyFrom(process.env), workers})
+  // Made after the supervisor, which it drives; a launch that does not fit asks it for room only once the service runs.
+  const makeRoom = {evict: (uid: string): Promise<boolean> => onDemand.evict(uid), evictable: (): boolean => onDemand.evictable()}
+  supervisor = new Supervisor({defaultHub: settings.modelSource, events, kernel, log, makeRoom, reach, registry, restart: restartPolicyFrom(process.env), workers})
+  const {keepAliveMs, loadOnDemand, onDemandWaitSeconds} = settings
+  const onDemand: OnDemand = new OnDemand({desired, events, keepAliveMs, loadOnDemand, log, supervisor, waitMs: onDemandWaitSeconds * 1000})
   const workerRegistry = cluster ? new WorkerRegistry({clusterToken: cluster.clusterToken, log, supervisor, timing: cluster.timing, version}) : undefined
 
   const shutdown = new AbortController()
@@ -180,14 +185,14 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     ...metricsRoutes(metrics).map((definition) => ({definition, plugin: 'core'})),
     ...usageRoutes(usage).map((definition) => ({definition, plugin: 'core'})),
     ...virtualEnvironmentRoutes(supervisor).map((definition) => ({definition, plugin: 'core'})),
-    ...ollamaRoutes({version}).map((definition) => ({definition, plugin: 'core'})),
+    ...ollamaRoutes({expiresAt: (uid) => onDemand.expiresAt(uid), version}).map((definition) => ({definition, plugin: 'core'})),
     ...ollamaPullRoutes({supervisor, weights: new WeightsPull({defaultHub: settings.modelSource, kernel, reach, registry}, workers)}).map((definition) => ({definition, plugin: 'core'})),
     ...kernel.routes,
   ]
   let document: ReturnType<typeof openApiDocument> | undefined
   const all: Array<{definition: RouteDefinition; plugin: string}> = [...routes, ...docsRoutes(() => (document ??= openApiDocument(all, version))).map((definition) => ({definition, plugin: 'core'}))]
   const browsers = {allowedHosts: settings.allowedHosts, allowedOrigins: settings.allowedOrigins, listenHost: settings.host}
-  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, namedRequests, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
+  const app = createApp({access, browsers, clusterToken: cluster?.clusterToken, events, log, models: supervisor, modelUse: onDemand, namedRequests, routes: all, shutdown: shutdown.signal, uploadDir: paths.uploads, version, webUi: true})
   const listening = await listen(app, {host: settings.host, port: settings.port, tls})
   await homeLock.announce(listening.url)
   workerRegistry?.start()

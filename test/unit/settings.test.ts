@@ -18,10 +18,13 @@ describe('settings', () => {
       allowedPythonModules: [],
       home,
       host: '127.0.0.1',
+      keepAliveMs: Number.POSITIVE_INFINITY,
+      loadOnDemand: false,
       logFormat: 'text',
       logLevel: 'debug',
       maxRegistrationsPerUser: 200,
       modelSource: 'modelscope',
+      onDemandWaitSeconds: 300,
       port: 9998,
       restoreModels: true,
     })
@@ -67,6 +70,20 @@ describe('settings', () => {
     await writeFile(`${home}/service.config.json`, JSON.stringify({restore_models: false}))
     expect(await loadSettings({SERVICE_HOME: home})).to.include({restoreModels: false})
     expect(await loadSettings({SERVICE_HOME: home, SERVICE_RESTORE_MODELS: '1'})).to.include({restoreModels: true})
+  })
+
+  it('reads the keep-alive, on-demand launches and their wait from the environment over the config file, and refuses what it cannot read', async () => {
+    const home = await temporaryDirectory()
+    await writeFile(`${home}/service.config.json`, JSON.stringify({keep_alive: '5m', load_on_demand: true, on_demand_wait: 30}))
+    expect(await loadSettings({SERVICE_HOME: home})).to.include({keepAliveMs: 300_000, loadOnDemand: true, onDemandWaitSeconds: 30})
+    expect(await loadSettings({SERVICE_HOME: home, SERVICE_KEEP_ALIVE: '-1', SERVICE_LOAD_ON_DEMAND: '0', SERVICE_ON_DEMAND_WAIT: '0'})).to.include({
+      keepAliveMs: Number.POSITIVE_INFINITY,
+      loadOnDemand: false,
+      onDemandWaitSeconds: 0,
+    })
+    const refusal = (env: Record<string, string>) => loadSettings({SERVICE_HOME: home, ...env}).catch((error: Error) => error.message)
+    expect(await refusal({SERVICE_KEEP_ALIVE: 'a while'})).to.match(/^SERVICE_KEEP_ALIVE \(or keep_alive\) must be a duration such as "5m"/)
+    expect(await refusal({SERVICE_ON_DEMAND_WAIT: '-3'})).to.match(/^SERVICE_ON_DEMAND_WAIT \(or on_demand_wait\) must be a number of seconds from 0 to 86400; it is "-3"/)
   })
 
   it('reads the folders model files may come from: the config file relative to itself, the environment separated like PATH', async () => {

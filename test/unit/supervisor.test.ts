@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import type {LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
 import type {InstanceLaunch, InstanceSummary, LaunchStep, WorkerMemoryEstimate, WorkerStatus} from '../../src/protocol/worker.js'
 
-import {Supervisor} from '../../src/cluster/supervisor.js'
+import {Supervisor, type SupervisorOptions} from '../../src/cluster/supervisor.js'
 import {ServiceError} from '../../src/kernel/errors.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {type ModelStateChanged, ServiceEvents} from '../../src/kernel/observability.js'
@@ -90,7 +90,9 @@ class FakeWorker implements WorkerApi {
   }
 
   status(): WorkerStatus {
-    return {address: null, id: this.id, last_seen: 0, resources: {cpu_count: 1, gpus: [], memory_free_bytes: 2 ** 30, memory_total_bytes: 2 ** 30}, state: 'ready', version: '0.0.0'}
+    // 1 GiB, less what its running instances take as estimated.
+    const free = Math.max(0, 2 ** 30 - this.running.size * (this.estimatedBytes ?? 0))
+    return {address: null, id: this.id, last_seen: 0, resources: {cpu_count: 1, gpus: [], memory_free_bytes: free, memory_total_bytes: 2 ** 30}, state: 'ready', version: '0.0.0'}
   }
 
   async dispose() {
@@ -98,7 +100,7 @@ class FakeWorker implements WorkerApi {
   }
 }
 
-async function setup(events?: ServiceEvents, {estimator = false} = {}) {
+async function setup(events?: ServiceEvents, {estimator = false, makeRoom}: {estimator?: boolean; makeRoom?: SupervisorOptions['makeRoom']} = {}) {
   const api = createKernelApi('0.0.0', quiet)
   const kernel = Kernel.fromContributions(api, [
     {
@@ -112,7 +114,7 @@ async function setup(events?: ServiceEvents, {estimator = false} = {}) {
   ])
   const registry = new ModelRegistry(kernel, join(await mkdtemp(join(tmpdir(), 'supervisor-')), 'registrations'), quiet)
   const worker = new FakeWorker()
-  const supervisor = new Supervisor({events, kernel, log: quiet, now: () => 1000, registry, workers: [worker]})
+  const supervisor = new Supervisor({events, kernel, log: quiet, makeRoom, now: () => 1000, registry, workers: [worker]})
   return {supervisor, worker}
 }
 
@@ -251,6 +253,33 @@ describe('supervisor', () => {
     expect(supervisor.describeAll()).to.deep.equal([])
     await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', replica: 2})
     expect(worker.launches.map((launch) => launch.load.modelUid)).to.deep.equal(['demo-rep0', 'demo-rep1'])
+  })
+
+  it('asks for room when a launch does not fit, places it once an idle model is unloaded, and refuses it with what the worker has when none can be', async () => {
+    const idle: string[] = []
+    const asked: string[] = []
+    const makeRoom = {
+      async evict(uid: string) {
+        asked.push(uid)
+        const victim = idle.shift()
+        if (victim) await supervisor.terminate(victim, undefined, 'evicted')
+        return victim !== undefined
+      },
+      evictable: () => idle.length > 0,
+    }
+    const {supervisor, worker} = await setup(undefined, {estimator: true, makeRoom})
+    worker.estimatedBytes = 0.4 * 2 ** 30
+    for (const uid of ['first', 'second']) await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: uid})
+    idle.push('first')
+    await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'third'})
+    expect(asked).to.deep.equal(['third'])
+    expect(supervisor.describeAll().map((model) => model.id)).to.deep.equal(['second', 'third'])
+    idle.push('second')
+    const error = await supervisor.launch({model_engine: 'llama.cpp', model_name: 'demo', model_uid: 'fourth', replica: 2}).catch((e) => e)
+    expect(asked).to.deep.equal(['third', 'fourth', 'fourth'])
+    expect(error).to.include({code: 'overloaded', status: 503})
+    expect(error.message).to.match(/^replica 2 of fourth needs 0\.8 GiB \(0\.4 GiB each\), but the workers have room for 1: fake has 0\.6 GiB free, room for 1\./)
+    expect(supervisor.describeAll().map((model) => model.id)).to.deep.equal(['third'])
   })
 
   it('runs replicas as <uid>-rep<i> and refuses unknown uids with the running ones listed', async () => {

@@ -17,6 +17,7 @@ function embeddingSchema(s: KernelApi['schema']) {
         [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_INPUTS, minItems: 1})],
         `a string, an array of token ids, or an array of 1 to ${MAX_INPUTS} inputs, each a string or an array of token ids`,
       ),
+      keep_alive: s.optional(s.keepAlive({description: 'Extension (Ollama\'s): how long the model stays loaded once idle, a duration such as "5m" or seconds; -1 keeps it loaded, 0 unloads it after this request.'})),
       model: s.string({description: 'Uid of a running embedding model.', minLength: 1}),
       user: s.optional(s.string()),
     },

@@ -12,7 +12,7 @@ function embedSchema(s: KernelApi['schema']) {
     {
       dimensions: s.optional(s.integer({description: 'Shorter vectors, for models trained to allow them (Matryoshka).', minimum: 1})),
       input: s.union([s.string(), s.array(s.string(), {maxItems: MAX_INPUTS, minItems: 1})], `a string, or an array of 1 to ${MAX_INPUTS} strings`),
-      keep_alive: s.optional(s.union([s.string({maxLength: 32}), s.number()], 'a duration such as "5m", or seconds')),
+      keep_alive: s.optional(s.keepAlive()),
       model: s.string({description: 'Uid of a running embedding model.', minLength: 1}),
       options: s.optional(s.record(s.unknown(), {description: "Ollama's model options: accepted and ignored for embeddings."})),
       truncate: s.optional(s.boolean({description: 'Only true (the default) is supported: an input longer than the model\'s context is refused either way.'})),
@@ -24,7 +24,7 @@ function embedSchema(s: KernelApi['schema']) {
 function embeddingsSchema(s: KernelApi['schema']) {
   return s.object(
     {
-      keep_alive: s.optional(s.union([s.string({maxLength: 32}), s.number()], 'a duration such as "5m", or seconds')),
+      keep_alive: s.optional(s.keepAlive()),
       model: s.string({description: 'Uid of a running embedding model.', minLength: 1}),
       options: s.optional(s.record(s.unknown(), {description: "Ollama's model options: accepted and ignored for embeddings."})),
       prompt: s.string({description: 'The text to embed.'}),

@@ -51,6 +51,7 @@ function conversationFields(s: KernelApi['schema']) {
   )
   return {
     messages: s.array(message, {description: 'The conversation so far, alternating user and assistant turns.', minItems: 1}),
+    keep_alive: s.optional(s.keepAlive({description: 'Extension (Ollama\'s): how long the model stays loaded once idle, a duration such as "5m" or seconds; -1 keeps it loaded, 0 unloads it after this request.'})),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     system: s.optional(s.union([s.string(), s.array(textBlock)], 'a string or an array of text blocks')),
     thinking: thinkingField(s),

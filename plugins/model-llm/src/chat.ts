@@ -101,6 +101,7 @@ function chatSchema(s: KernelApi['schema']) {
       ),
       logprobs: s.optional(s.nullable(s.boolean({description: 'Only false is supported: the engines return no log probabilities.'}))),
       messages: s.array(message, {description: 'The conversation so far.', minItems: 1}),
+      keep_alive: s.optional(s.keepAlive({description: 'Extension (Ollama\'s): how long the model stays loaded once idle, a duration such as "5m" or seconds; -1 keeps it loaded, 0 unloads it after this request.'})),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
       parallel_tool_calls: s.optional(s.nullable(s.boolean({description: 'Accepted; a forced call (tool_choice required or named) is always one call.'}))),
       // Accepted and ignored, as metadata and user: OpenAI's keys for its own prompt cache and abuse detection.

@@ -20,6 +20,7 @@ function completionSchema(s: KernelApi['schema']) {
       best_of: s.optional(s.nullable(s.integer({description: 'Only 1 is supported: one completion is generated per prompt.', maximum: 20, minimum: 1}))),
       echo: s.optional(s.nullable(s.boolean({description: 'Return the prompt before the completion.'}))),
       logprobs: s.optional(s.nullable(s.integer({description: 'Only null is supported: the engines return no log probabilities.', maximum: 5, minimum: 0}))),
+      keep_alive: s.optional(s.keepAlive({description: 'Extension (Ollama\'s): how long the model stays loaded once idle, a duration such as "5m" or seconds; -1 keeps it loaded, 0 unloads it after this request.'})),
       model: s.string({description: 'Uid of a running model.', minLength: 1}),
       prompt: s.union(
         [s.string(), tokens, s.array(s.union([s.string(), tokens], 'a string or an array of token ids'), {maxItems: MAX_PROMPTS, minItems: 1})],

@@ -31,7 +31,7 @@ function optionsSchema(s: KernelApi['schema']) {
 function commonFields(s: KernelApi['schema']) {
   return {
     format: s.optional(s.union([s.literal('json'), s.jsonSchema()], '"json", or a JSON Schema the answer must match')),
-    keep_alive: s.optional(s.union([s.string({maxLength: 32}), s.number()], 'a duration such as "5m", or seconds')),
+    keep_alive: s.optional(s.keepAlive()),
     model: s.string({description: 'Uid of a running model.', minLength: 1}),
     options: s.optional(optionsSchema(s)),
     stream: s.optional(s.boolean({description: 'Stream NDJSON lines (the default) or answer one object.'})),

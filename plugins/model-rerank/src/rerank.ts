@@ -15,6 +15,7 @@ function rerankSchema(s: KernelApi['schema']) {
     {
       documents: s.array(document, {description: 'Texts to rank against the query.', maxItems: MAX_DOCUMENTS, minItems: 1}),
       max_chunks_per_doc: s.optional(s.nullable(s.integer({description: 'Accepted for Cohere clients; documents longer than the model reads are refused, not chunked.', minimum: 1}))),
+      keep_alive: s.optional(s.keepAlive({description: 'Extension (Ollama\'s): how long the model stays loaded once idle, a duration such as "5m" or seconds; -1 keeps it loaded, 0 unloads it after this request.'})),
       model: s.string({description: 'Uid of a running rerank model.', minLength: 1}),
       query: s.string({minLength: 1}),
       kwargs: s.optional(s.nullable(s.jsonText(s.object({}), {description: "Xinference's further arguments, as JSON text (its clients send \"{}\"); the rerank models here take none."}))),

@@ -53,7 +53,11 @@ function entryOf(model: ModelHandle) {
 
 const usable = (models: ModelHandle[]) => models.filter((model) => OLLAMA_TYPES.has(model.modelType))
 
-export function ollamaRoutes({version}: {version: string}): RouteDefinition[] {
+/**
+ * `expiresAt` answers when an idle model will be unloaded (milliseconds since the epoch), or undefined while a request
+ * holds it or its keep-alive is forever (src/cluster/on-demand.ts).
+ */
+export function ollamaRoutes({expiresAt = () => undefined, version}: {expiresAt?: (uid: string) => number | undefined; version: string}): RouteDefinition[] {
   const routes: Array<RouteDefinition<any>> = [
     {
       async handler() {
@@ -78,9 +82,13 @@ export function ollamaRoutes({version}: {version: string}): RouteDefinition[] {
     },
     {
       async handler({models}) {
-        // No unloading on a timer yet: a running model stays until it is terminated, which Ollama says with a far expiry.
+        // A model kept loaded (a keep-alive of forever, or a request using it now) is shown as Ollama shows one: far away.
         const never = new Date(Date.UTC(2318, 0, 1)).toISOString()
-        return json({models: usable(models.list()).map((model) => ({...entryOf(model), expires_at: never, size_vram: 0}))})
+        const expiry = (uid: string) => {
+          const at = expiresAt(uid)
+          return at === undefined ? never : new Date(at).toISOString()
+        }
+        return json({models: usable(models.list()).map((model) => ({...entryOf(model), expires_at: expiry(model.uid), size_vram: 0}))})
       },
       method: 'GET',
       path: '/api/ps',
