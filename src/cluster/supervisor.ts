@@ -130,10 +130,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     const load = {family: entry.family, modelName: entry.family.model_name, modelType: entry.modelType, parameters, spec}
     const holder = (worker: WorkerApi) => this.table.gpuHolder(worker)
     const wanted = request.model_uid ?? entry.family.model_name
-    const placeable = () => {
-      const named = ableCandidates(engine, {modelName: entry.family.model_name, spec}, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined))
-      return gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, named, entry.family.model_name), ({worker}) => holder(worker))
-    }
+    const able = () => ableCandidates(engine, {modelName: entry.family.model_name, spec}, namedCandidates(this.membership.candidates(), request.worker_ip ?? undefined))
+    const placeable = () => gpuCandidates(request, gpuMemoryCandidates(entry.family.min_gpu_memory_gb, able(), entry.family.model_name), ({worker}) => holder(worker))
     let candidates = placeable()
     // With one candidate and one replica there is nothing to choose (its engine's own load error is the better answer)
     // unless an idle model could make room. Replicas on one worker add up, so they are checked against its memory even
