@@ -51,6 +51,8 @@ export interface RouteRequest<Body = unknown> {
    * heeds it; a route that looks a uid up otherwise passes it on as `ModelLookup.listRunning`, so that its 404 names them only then.
    */
   mayListModels: boolean
+  /** Whether the caller may register models (`models:register`, or anyone when access control is off): a hub model's first launch registers it. */
+  mayRegisterModels: boolean
   /** Who calls, as far as what they may make the service run or read (reach.ts): every caller is admin when access control is off. */
   authority: Authority
   log: Logger

@@ -89,7 +89,11 @@ const launchFields = {
   download_hub: s.optional(s.string({description: 'Hub to fetch weights from (huggingface, modelscope); overrides SERVICE_MODEL_SRC.', enum: ['huggingface', 'modelscope']})),
   model_engine: s.optional(s.string({description: 'Engine to run the model with (llama.cpp, vllm, …); required for LLM.', minLength: 1})),
   model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
-  model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
+  model_name: s.string({
+    description: 'Name of a registered model, or a hub model as hf.co/{user}/{repo}:{quantization} (also huggingface.co/…, modelscope.cn/…), registered on its first launch.',
+    maxLength: 256,
+    minLength: 1,
+  }),
   model_size_in_billions: s.optional(SIZE),
   model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
   model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: MODEL_UID})),

@@ -232,6 +232,7 @@ export function createApp(options: AppOptions): Koa {
         headers: ctx.headers,
         log,
         mayListModels,
+        mayRegisterModels: guards ? guards.allows(ctx, 'models:register') : true,
         models: observedModels(ctx, modelsSeenBy(models, mayListModels)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},
         query: ctx.query,

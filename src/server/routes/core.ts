@@ -57,8 +57,8 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     {
       body: launchSchema,
       example: {body: {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_type: 'LLM'}, query: {wait_ready: true}},
-      async handler({authority, body, query, signal}) {
-        return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
+      async handler({authority, body, mayRegisterModels, query, signal}) {
+        return json(await supervisor.launch(body, {authority, mayRegister: mayRegisterModels, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
       },
       method: 'POST',
       onArrival: () => supervisor.launchArriving(),

@@ -1,0 +1,128 @@
+/**
+ * Launching a hub model by name (`hf.co/{user}/{repo}:{quant}`, as Ollama and llama-server take it) through a real
+ * `service-local` and `servicectl`, against the local hub (test/helpers/fake-hub.ts) serving random llama GGUFs: the
+ * repository is listed, the quantization asked for is registered and downloaded, and the model answers chats by that name.
+ */
+import {expect} from 'chai'
+import {readdir} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {writeRandomLlamaGguf, writeRandomLlamaGgufSplit} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
+import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
+import {FakeHub} from '../helpers/fake-hub.js'
+import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+
+const REPO = 'test-org/Tiny-0.5B-GGUF'
+const SPLIT_REPO = 'test-org/tiny-split-GGUF'
+const SPLIT_PARTS = ['00001-of-00003', '00002-of-00003', '00003-of-00003']
+
+describe('launching a hub model by name (hf.co/{user}/{repo}:{quant})', function () {
+  let hub: FakeHub
+  let service: RunningService
+  let directory: string
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => callApi(service, method, path, body, headers)
+  const chat = (model: string) => api('POST', '/v1/chat/completions', {max_tokens: 3, messages: [{content: 'Hi', role: 'user'}], model})
+  const cacheOf = (name: string) => join(service.home, 'cache', name)
+
+  before(async () => {
+    directory = await temporaryDirectory()
+    const tiny = join(directory, 'tiny.gguf')
+    await writeRandomLlamaGguf(tiny)
+    const parts = SPLIT_PARTS.map((part) => join(directory, `part-${part}.gguf`))
+    await writeRandomLlamaGgufSplit(parts)
+    hub = await FakeHub.start()
+    await hub.addRepo(REPO, {'README.md': tiny, 'Tiny-0.5B-F16.gguf': tiny, 'Tiny-0.5B-Q4_K_M.gguf': tiny, 'Tiny-0.5B-Q8_0.gguf': tiny, 'mmproj-Tiny-F16.gguf': tiny})
+    await hub.addRepo(SPLIT_REPO, Object.fromEntries(SPLIT_PARTS.map((part, index) => [`Q8_0/tiny-split-Q8_0-${part}.gguf`, parts[index]])))
+    service = await startService({env: {HF_ENDPOINT: hub.url, MODELSCOPE_ENDPOINT: hub.url}})
+  })
+
+  after(async () => {
+    await service?.stop()
+    await hub?.stop()
+  })
+
+  it('servicectl launch -n hf.co/…:q4_k_m lists the repo, registers the GGUF, downloads it, and the model chats by that name', async () => {
+    const launched = await servicectl(['launch', '-n', `hf.co/${REPO}:q4_k_m`], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(launched.exitCode, launched.stderr).to.equal(0)
+    expect(launched.stdout.trim()).to.equal('Model uid: test-org--Tiny-0.5B-GGUF--Q4_K_M')
+    expect(launched.stderr).to.match(/^Downloading Tiny-0.5B-Q4_K_M.gguf \(\d+\.\d kB\) from huggingface test-org\/Tiny-0.5B-GGUF\.$/m)
+    expect(hub.fileRequests().map((request) => decodeURIComponent(request.url))).to.have.length(1).and.to.satisfy((urls: string[]) => urls[0].includes('Tiny-0.5B-Q4_K_M.gguf'))
+
+    for (const name of [`hf.co/${REPO}:Q4_K_M`, `HF.CO/${REPO.toLowerCase()}:q4_k_m`, 'test-org--Tiny-0.5B-GGUF--Q4_K_M']) {
+      const answer = await chat(name)
+      expect(answer.status, name).to.equal(200)
+      expect(answer.body.choices[0].message.role).to.equal('assistant')
+    }
+
+    const registration = await api('GET', '/v1/model_registrations/LLM/test-org--Tiny-0.5B-GGUF--Q4_K_M')
+    expect(registration.body.model_specs[0]).to.deep.include({model_format: 'ggufv2', model_size_in_billions: '0_5'})
+    expect(registration.body.model_specs[0].model_src.huggingface).to.deep.include({model_file_name_template: 'Tiny-0.5B-Q4_K_M.gguf', model_id: REPO, quantizations: ['Q4_K_M']})
+    expect((await api('DELETE', `/v1/models/test-org--Tiny-0.5B-GGUF--Q4_K_M`)).status).to.equal(200)
+  })
+
+  it('POST /v1/models takes the name too: another quantization, huggingface.co/…, and Q4_K_M by default (already cached)', async () => {
+    expect(await api('POST', '/v1/models', {model_name: `huggingface.co/${REPO}:Q8_0`})).to.deep.equal({body: {model_uid: 'test-org--Tiny-0.5B-GGUF--Q8_0'}, status: 200})
+    expect((await readdir(cacheOf('test-org--Tiny-0.5B-GGUF--Q8_0--0_5B--ggufv2--Q8_0'))).sort()).to.deep.equal(['Tiny-0.5B-Q8_0.gguf', 'manifest.json'])
+    const files = hub.fileRequests().length
+    expect(await api('POST', '/v1/models', {model_name: `hf.co/${REPO}`, model_uid: 'by-default'})).to.deep.equal({body: {model_uid: 'by-default'}, status: 200})
+    expect(hub.fileRequests().length, 'files downloaded again').to.equal(files)
+    expect((await api('GET', '/v1/models/by-default')).body).to.deep.include({model_name: 'test-org--Tiny-0.5B-GGUF--Q4_K_M', quantization: 'Q4_K_M'})
+    for (const uid of ['test-org--Tiny-0.5B-GGUF--Q8_0', 'by-default']) expect((await api('DELETE', `/v1/models/${uid}`)).status).to.equal(200)
+  })
+
+  it('downloads every part of a split GGUF set and loads it from the first part', async () => {
+    const launched = await api('POST', '/v1/models', {model_name: `hf.co/${SPLIT_REPO}:q8_0`})
+    expect(launched.status, JSON.stringify(launched.body)).to.equal(200)
+    const entry = (await readdir(join(service.home, 'cache'))).find((name) => name.startsWith('test-org--tiny-split-GGUF--Q8_0'))!
+    expect((await readdir(join(cacheOf(entry), 'Q8_0'))).sort()).to.deep.equal(SPLIT_PARTS.map((part) => `tiny-split-Q8_0-${part}.gguf`))
+    expect((await chat(`hf.co/${SPLIT_REPO}:Q8_0`)).status).to.equal(200)
+    expect((await api('DELETE', `/v1/models/${launched.body.model_uid}`)).status).to.equal(200)
+  })
+
+  it('downloads from ModelScope for a modelscope.cn/… name, through its file API', async () => {
+    expect(await api('POST', '/v1/models', {model_name: `modelscope.cn/${REPO}:f16`})).to.deep.equal({body: {model_uid: 'ms--test-org--Tiny-0.5B-GGUF--F16'}, status: 200})
+    const urls = hub.requests.map((request) => decodeURIComponent(request.url))
+    expect(urls).to.include(`/api/v1/models/${REPO}/repo/files?Revision=master&Recursive=true`)
+    expect(urls.some((url) => url.startsWith(`/api/v1/models/${REPO}/repo?`) && url.includes('FilePath=Tiny-0.5B-F16.gguf'))).to.equal(true)
+    expect((await api('DELETE', '/v1/models/ms--test-org--Tiny-0.5B-GGUF--F16')).status).to.equal(200)
+  })
+
+  it('refuses a quantization the repo lacks listing the ones it has, a repo that does not exist, and names that reach beyond a repo', async () => {
+    const missing = await api('POST', '/v1/models', {model_name: `hf.co/${REPO}:Q3_K_S`})
+    expect(missing.status).to.equal(400)
+    expect(missing.body.error).to.include({message: `hf.co/${REPO.toLowerCase()} has no quantization "Q3_K_S"; it has: F16, Q4_K_M, Q8_0.`, param: 'model_name'})
+    const cli = await servicectl(['launch', '-n', `hf.co/${REPO}:Q3_K_S`], {env: {SERVICE_ENDPOINT: service.url}})
+    expect(cli.exitCode).to.equal(1)
+    expect(cli.stderr).to.contain('it has: F16, Q4_K_M, Q8_0.')
+
+    const absent = await api('POST', '/v1/models', {model_name: 'hf.co/test-org/no-such-GGUF:Q4_K_M'})
+    expect(absent.status).to.equal(404)
+    expect(absent.body.error).to.include({code: 'hub_not_found', param: 'model_name'})
+    expect(absent.body.error.message).to.match(/^there is no repository test-org\/no-such-GGUF on huggingface/)
+
+    for (const name of ['hf.co/../etc:Q4_K_M', 'hf.co/test-org/a..b:Q4_K_M', 'hf.co/test-org/Tiny/x:Q4_K_M', 'hf.co/test-org/Tiny:../../x', `hf.co/test-org/${'a'.repeat(97)}`, `hf.co/u/${'a'.repeat(300)}`]) {
+      const refused = await api('POST', '/v1/models', {model_name: name})
+      expect(refused.status, name).to.equal(400)
+      expect(refused.body.error.param, name).to.equal('model_name')
+    }
+
+    expect((await api('GET', '/v1/models')).body.data).to.deep.equal([])
+  })
+
+  it('needs models:register to launch a hub model not registered yet, and only models:start once it is', async () => {
+    const home = await temporaryDirectory()
+    const guarded = await startService({args: ['--auth-config', await writeTestAuthConfig(home)], env: {HF_ENDPOINT: hub.url}})
+    try {
+      const as = (user: string) => ({authorization: `Bearer ${apiKeyOf(user)}`})
+      const launch = (user: string) => callApi(guarded, 'POST', '/v1/models', {model_name: `hf.co/${REPO}:Q8_0`}, as(user))
+      const refused = await launch('only-models:start')
+      expect(refused.status).to.equal(403)
+      expect(refused.body.error.message).to.contain('needs the permission models:register')
+      expect((await launch('all-but-models:stop')).status).to.equal(200)
+      expect((await callApi(guarded, 'DELETE', '/v1/models/test-org--Tiny-0.5B-GGUF--Q8_0', undefined, as('root'))).status).to.equal(200)
+      expect((await launch('only-models:start')).status).to.equal(200)
+    } finally {
+      await guarded.stop()
+    }
+  })
+})
