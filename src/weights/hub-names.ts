@@ -137,10 +137,15 @@ function bitsPerWeight(quantization: string): number {
   return bits ? Number(bits[1]) + 0.5 : 4.5
 }
 
-/** Billions of parameters: from the repository's name (`Qwen2.5-0.5B-…`), else from the bytes at the quantization's bits. */
+/** The size in billions a repository's name gives (`Qwen2.5-0.5B-…` is 0_5), if it gives one. */
+export function sizeFromRepoName(repo: string): string | undefined {
+  return /(?:^|[-_.])(\d{1,4}(?:\.\d{1,3})?)[Bb](?=$|[-_.])/.exec(repo.split('/')[1] ?? '')?.[1].replace('.', '_')
+}
+
+/** Billions of parameters: from the repository's name, else from the bytes at the quantization's bits. */
 export function sizeInBillions(repo: string, choice: HubChoice): string {
-  const named = /(?:^|[-_.])(\d{1,4}(?:\.\d{1,3})?)[Bb](?=$|[-_.])/.exec(repo.split('/')[1])
-  if (named) return named[1].replace('.', '_')
+  const named = sizeFromRepoName(repo)
+  if (named) return named
   const billions = (choice.bytes * 8) / (choice.format === 'pytorch' ? 16 : bitsPerWeight(choice.quantization)) / 1e9
   return Math.max(billions, 0.0001).toPrecision(2).replace(/0+$/, '').replace(/\.$/, '').replace('.', '_')
 }

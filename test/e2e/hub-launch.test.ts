@@ -126,3 +126,67 @@ describe('launching a hub model by name (hf.co/{user}/{repo}:{quant})', function
     }
   })
 })
+
+describe('servicectl search (the catalogue, and the hub with --hub)', function () {
+  let hub: FakeHub
+  let service: RunningService
+  const search = (args: string[]) => servicectl(['search', ...args], {env: {SERVICE_ENDPOINT: service.url}})
+
+  before(async () => {
+    const directory = await temporaryDirectory()
+    const tiny = join(directory, 'tiny.gguf')
+    await writeRandomLlamaGguf(tiny)
+    hub = await FakeHub.start()
+    await hub.addRepo(REPO, {'Tiny-0.5B-F16.gguf': tiny, 'Tiny-0.5B-Q4_K_M.gguf': tiny, 'Tiny-0.5B-Q8_0.gguf': tiny})
+    await hub.addRepo('test-org/tiny-safetensors', {'config.json': tiny, 'model.safetensors': tiny})
+    service = await startService({env: {HF_ENDPOINT: hub.url}})
+  })
+
+  after(async () => {
+    await service?.stop()
+    await hub?.stop()
+  })
+
+  it('finds catalogue models of every type by their words, with sizes, quantizations and whether the smallest launch fits', async () => {
+    const found = await search(['tiny', 'random', 'llm', '--json'])
+    expect(found.exitCode, found.stderr).to.equal(0)
+    const reply = JSON.parse(found.stdout)
+    expect(reply.results.map((result: {model_name: string}) => result.model_name)).to.deep.equal(['tiny-random-llm'])
+    expect(reply.results[0]).to.deep.include({formats: ['ggufv2', 'pytorch'], model_type: 'LLM', quantizations: ['f32'], sizes: ['0_0001'], source: 'catalogue'})
+    expect(reply.results[0].memory).to.deep.include({fits: true, launch: '0_0001B ggufv2 f32'})
+    expect(reply.results[0].memory.total_bytes).to.be.above(100_000)
+    expect(hub.requests, 'requests to the hub without --hub').to.deep.equal([])
+
+    const types = JSON.parse((await search(['tiny-random', '--json'])).stdout).results.map((result: {model_type: string}) => result.model_type)
+    expect(new Set(types)).to.include.members(['LLM', 'embedding', 'rerank', 'image', 'audio'])
+    const table = await search(['tiny', 'random', 'embedding'])
+    expect(table.stdout.split('\n')[0]).to.match(/^Type\s+Name\s+Sizes\s+Quantizations\s+Memory\s+Source$/)
+    expect(table.stdout).to.match(/^embedding\s+tiny-random-embedding\s+f32\s+fits: \d+(\.\d)? kB at ggufv2 f32\s+catalogue$/m)
+  })
+
+  it('searches the hub with --hub, naming each repo as it launches, with the quantizations its files carry', async () => {
+    const found = await search(['tiny', '--hub'])
+    expect(found.exitCode, found.stderr).to.equal(0)
+    expect(found.stdout).to.match(/^LLM\s+hf\.co\/test-org\/Tiny-0\.5B-GGUF\s+0_5\s+F16, Q4_K_M, Q8_0\s+huggingface$/m)
+    expect(found.stdout).to.match(/^LLM\s+hf\.co\/test-org\/tiny-safetensors\s+huggingface$/m)
+    expect(hub.requests.map((request) => request.url)).to.include('/api/models?search=tiny&limit=20&full=true')
+
+    hub.failNext(1, 503, '/api/models?')
+    const down = await search(['tiny', 'random', 'llm', '--hub'])
+    expect(down.exitCode).to.equal(0)
+    expect(down.stdout).to.match(/^LLM\s+tiny-random-llm\s/m)
+    expect(down.stderr).to.match(/^The hub was not searched: huggingface answered 503/m)
+  })
+
+  it('refuses a search with no words, too many, or a limit past its bound, naming the field', async () => {
+    const call = (query: string) => callApi(service, 'GET', `/v1/catalogue/search?${query}`)
+    for (const [query, param] of [['q=', 'q'], [`q=${'a '.repeat(17)}`, 'q'], [`q=${'a'.repeat(201)}`, 'q'], ['q=tiny&limit=51', 'limit'], ['q=tiny&limit=0', 'limit'], ['q=tiny&hub=maybe', 'hub']]) {
+      const {body, status} = await call(query)
+      expect(status, query).to.equal(400)
+      expect(body.error.param, query).to.equal(param)
+    }
+
+    const none = await search(['no-such-words-anywhere'])
+    expect(none.stdout.trim()).to.equal('Nothing matches "no-such-words-anywhere"; try --hub to search the hub as well.')
+  })
+})

@@ -7,7 +7,7 @@
  * Hugging Face: `GET /api/models/{repo}/revision/{revision}?blobs=true` (or `/api/models/{repo}` for the default
  * branch), `GET /api/models/{repo}/tree/{revision}`, then `GET /{repo}/resolve/{revision}/{file}`, which redirects
  * to `/cdn/{sha256}` as huggingface.co redirects LFS files to its CDN; `GET /api/models?search=…&limit=…[&full=true]`
- * searches repo ids as huggingface.co does (a case-insensitive substring). ModelScope: `GET /api/v1/models/{repo}/repo/files?Revision=…&Recursive=true` and
+ * searches repo ids for every word (case-insensitive substrings). ModelScope: `GET /api/v1/models/{repo}/repo/files?Revision=…&Recursive=true` and
  * `GET /api/v1/models/{repo}/repo?Revision=…&FilePath=…`. Point the service at it with `HF_ENDPOINT` and
  * `MODELSCOPE_ENDPOINT` set to `url`.
  */
@@ -242,11 +242,11 @@ export class FakeHub {
     )
   }
 
-  /** The hub's search: repo ids containing `search` (any case), most recently added first, `full=true` with their file names. */
+  /** The hub's search: repo ids containing every word of `search` (any case), most recently added first, `full=true` with their file names. */
   private huggingFaceSearch(response: ServerResponse, query: URLSearchParams) {
-    const words = (query.get('search') ?? '').toLowerCase()
+    const words = (query.get('search') ?? '').toLowerCase().split(/\s+/).filter(Boolean)
     const limit = Math.min(Number(query.get('limit') ?? 1000) || 1000, 1000)
-    const found = [...this.repos.values()].filter((repo) => repo.id.toLowerCase().includes(words)).slice(0, limit)
+    const found = [...this.repos.values()].filter((repo) => words.every((word) => repo.id.toLowerCase().includes(word))).slice(0, limit)
     json(
       response,
       200,
