@@ -79,10 +79,10 @@ export interface HubChoice {
 const QUANTIZATION_IN_NAME = /(?:^|[-._/])((?:UD-)?(?:I?Q[1-8](?:_[0-9A-Z]+)*|B?F16|F32|FP16|FP32|MXFP4(?:_MOE)?|TQ[12]_0))(?=[-._/]|$)/gi
 const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i
 
-/** The quantization a GGUF file's name carries (the last one in it), else its name without `.gguf`. */
+/** The quantization a GGUF file's name carries (the last one in it), in capitals as the hubs show it, else its name without `.gguf`. */
 function quantizationOf(path: string): string {
   const stem = path.split('/').at(-1)!.replace(/\.gguf$/i, '').replace(/-\d{5}-of-\d{5}$/, '')
-  return [...stem.matchAll(QUANTIZATION_IN_NAME)].at(-1)?.[1] ?? stem
+  return [...stem.matchAll(QUANTIZATION_IN_NAME)].at(-1)?.[1].toUpperCase() ?? stem
 }
 
 /** The GGUF files of a listing, a split set as one choice of all its parts; vision projectors (mmproj) are left out. */

@@ -12,6 +12,7 @@ import type {ModelService} from '../../protocol/services.js'
 
 import {flattenFamily, NO_SIZE} from '../../kernel/catalogue.js'
 import {badRequest} from '../../kernel/errors.js'
+import {booleanText} from '../../kernel/schema.js'
 import {MAX_SEARCH_CHARACTERS, MAX_SEARCH_RESULTS, MAX_SEARCH_WORDS, type SearchReply, searchReplySchema, type SearchResult} from '../../protocol/catalogue-search.js'
 
 export interface CatalogueSearchDependencies {
@@ -80,7 +81,7 @@ async function withMemory(results: SearchResult[], families: ModelFamily[], supe
   const free = freeMemory(supervisor)
   let next = 0
   const work = async () => {
-    while (next < Math.min(results.length, ESTIMATED_RESULTS)) {
+    while (next < Math.min(families.length, ESTIMATED_RESULTS)) {
       const index = next++
       const launch = smallestLaunch(families[index])
       try {
@@ -120,16 +121,12 @@ export function catalogueSearchRoutes({kernel, registry, searchHub, supervisor}:
           .slice(0, limit)
         const results = found.map(({family, modelType}) => resultOf(family, modelType))
         const reply: SearchReply = {query: q, results}
-        const hub = query.hub === 'true' || query.hub === '1'
-        await Promise.all([
+        const hub = booleanText(String(query.hub ?? '')) === true && searchHub
+        const [, hubResults] = await Promise.all([
           withMemory(results, found.map(({family}) => family), supervisor, signal),
-          hub && searchHub
-            ? searchHub(words.join(' '), limit, signal).then(
-                (hubResults) => void results.push(...hubResults),
-                (error: Error) => void (reply.hub_error = error.message),
-              )
-            : undefined,
+          hub ? hub(words.join(' '), limit, signal).catch((error: Error) => void (reply.hub_error = error.message)) : undefined,
         ])
+        results.push(...(hubResults ?? []))
         return {body: reply, kind: 'json', status: 200}
       },
       method: 'GET',
