@@ -42,10 +42,10 @@ async function hubLaunch(request: LaunchRequest, options: HubLaunchOptions): Pro
   const parsed = parseHubName(request.model_name)
   const name: HubModelName = parsed.quantization || !request.quantization ? parsed : {...parsed, quantization: request.quantization}
   const asked = canonicalHubName(name)
-  if (name.quantization) {
-    const known = registered(options.registry, registrationName({...name, quantization: name.quantization}))
-    if (known) return launchOf(request, known, name, [asked])
-  }
+  // Found by the name it was registered for, in any case (`:q4_k_m` is `:Q4_K_M`), without asking the hub.
+  const before = name.quantization ? options.registry.list('LLM').find(({family}) => family.hub_name === asked) : undefined
+  const known = before && registered(options.registry, before.model_name)
+  if (known) return launchOf(request, known, name, [asked])
 
   const hub = createHub(name.hub, options.env ?? process.env)
   const snapshot = await hub.snapshot(name.repo, hub.defaultRevision, options.signal).catch((error: unknown) => {
@@ -56,8 +56,8 @@ async function hubLaunch(request: LaunchRequest, options: HubLaunchOptions): Pro
   const choice = pickChoice(snapshot, name)
   const modelName = registrationName({...name, quantization: choice.quantization})
   const aliases = [...new Set([asked, canonicalHubName({...name, quantization: choice.format === 'ggufv2' ? choice.quantization : undefined})])]
-  const known = registered(options.registry, modelName)
-  if (known) return launchOf(request, known, name, aliases)
+  const listed = registered(options.registry, modelName)
+  if (listed) return launchOf(request, listed, name, aliases)
   if (!authority.admin && !options.mayRegister)
     throw new ServiceError(403, 'forbidden', `${request.model_name} is not registered yet, and launching it registers it, which needs the permission models:register; ask an administrator to launch it once or to add the permission.`, 'model_name')
   const family = hubFamily(name, snapshot, choice, modelName)

@@ -159,7 +159,8 @@ export class ModelTable {
 
   private byAlias(name: string): InstanceRecord | undefined {
     const wanted = name.toLowerCase()
-    for (const record of this.records.values()) if (record.aliases?.includes(wanted)) return record
+    // `hub_name`: what a hub model's registration was made for (hub-launch.ts), so a relaunch after a restart answers to it too.
+    for (const record of this.records.values()) if (record.aliases?.includes(wanted) || record.family.hub_name === wanted) return record
     return undefined
   }
 

@@ -160,10 +160,12 @@ export function hubFamily(name: HubModelName, snapshot: RepoSnapshot, choice: Hu
     source.quantization_parts = {[choice.quantization]: choice.files.map((file) => SPLIT.exec(file.path)![2] + '-of-' + split[3])}
   } else if (choice.format === 'ggufv2') source.model_file_name_template = choice.files[0].path
   if (snapshot.commit) source.model_revision = snapshot.commit
+  const hubName = canonicalHubName({...name, quantization: choice.format === 'ggufv2' ? choice.quantization : undefined})
   return {
     context_length: 4096,
+    hub_name: hubName,
     model_ability: ['chat', 'generate'],
-    model_description: `${canonicalHubName({...name, quantization: choice.format === 'ggufv2' ? choice.quantization : undefined})}, launched from ${name.hub} by its name.`,
+    model_description: `${hubName}, launched from ${name.hub} by its name.`,
     model_lang: ['en'],
     model_name: modelName,
     model_specs: [{model_format: choice.format, model_size_in_billions: sizeInBillions(name.repo, choice), model_src: {[name.hub]: source}}],

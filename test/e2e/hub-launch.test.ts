@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {writeRandomLlamaGguf, writeRandomLlamaGgufSplit} from '../../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {apiKeyOf, writeTestAuthConfig} from '../helpers/auth.js'
 import {FakeHub} from '../helpers/fake-hub.js'
-import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
+import {callApi, closedPort, type RunningService, servicectl, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const REPO = 'test-org/Tiny-0.5B-GGUF'
 const SPLIT_REPO = 'test-org/tiny-split-GGUF'
@@ -53,6 +53,10 @@ describe('launching a hub model by name (hf.co/{user}/{repo}:{quant})', function
       expect(answer.status, name).to.equal(200)
       expect(answer.body.choices[0].message.role).to.equal('assistant')
     }
+
+    const ollama = await api('POST', '/api/chat', {messages: [{content: 'Hi', role: 'user'}], model: `hf.co/${REPO}:Q4_K_M`, options: {num_predict: 3}, stream: false})
+    expect(ollama.status, JSON.stringify(ollama.body)).to.equal(200)
+    expect(ollama.body.message.role).to.equal('assistant')
 
     const registration = await api('GET', '/v1/model_registrations/LLM/test-org--Tiny-0.5B-GGUF--Q4_K_M')
     expect(registration.body.model_specs[0]).to.deep.include({model_format: 'ggufv2', model_size_in_billions: '0_5'})
@@ -107,6 +111,25 @@ describe('launching a hub model by name (hf.co/{user}/{repo}:{quant})', function
     }
 
     expect((await api('GET', '/v1/models')).body.data).to.deep.equal([])
+  })
+
+  it('relaunches a hub model after a restart, and launches its name again, without asking the hub', async () => {
+    const home = await temporaryDirectory()
+    const first = await startService({env: {HF_ENDPOINT: hub.url}, home})
+    expect((await callApi(first, 'POST', '/v1/models', {model_name: `hf.co/${REPO}:Q8_0`})).status).to.equal(200)
+    await first.stop()
+    const offline = await startService({env: {HF_ENDPOINT: `http://127.0.0.1:${await closedPort()}`}, home})
+    try {
+      const running = await until(async () => {
+        const models = (await callApi(offline, 'GET', '/v1/models')).body.data
+        return models.some((model: {status: string}) => model.status === 'ready') ? models : undefined
+      }, 'the model to be restored', 30_000)
+      expect(running.map((model: {id: string}) => model.id)).to.deep.equal(['test-org--Tiny-0.5B-GGUF--Q8_0'])
+      expect((await callApi(offline, 'DELETE', `/v1/models/hf.co%2F${REPO.replace('/', '%2F')}:Q8_0`)).status).to.equal(200)
+      expect(await callApi(offline, 'POST', '/v1/models', {model_name: `hf.co/${REPO}:q8_0`, model_uid: 'again'})).to.deep.equal({body: {model_uid: 'again'}, status: 200})
+    } finally {
+      await offline.stop()
+    }
   })
 
   it('needs models:register to launch a hub model not registered yet, and only models:start once it is', async () => {
