@@ -106,8 +106,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   async launch(request: LaunchRequest, {authority, mayRegister = false, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
     const placed = this.launchArriving()
     try {
-      const hub = await resolveHubLaunch(request, {authority, mayRegister, registry: this.options.registry, signal})
-      return await this.start(hub?.request ?? request, {aliases: hub?.aliases, authority, placed, signal, waitReady})
+      const hub = resolveHubLaunch(request, {authority, mayRegister, registry: this.options.registry, signal})
+      return await (hub ? hub.then(({aliases, request: asked}) => this.start(asked, {aliases, authority, placed, signal, waitReady})) : this.start(request, {authority, placed, signal, waitReady}))
     } finally {
       placed()
     }
