@@ -42,6 +42,8 @@ export interface InstanceRecord {
   engine: string
   spec: ResolvedSpec
   abilities: string[]
+  /** Other names requests may address it by: a hub model's `hf.co/user/repo:quant`, lower-cased. */
+  aliases?: string[]
   family: Record<string, unknown>
   parameters: Record<string, unknown>
   /** Where the model runs: one entry per replica placed (a lost worker's replicas leave). */
@@ -149,7 +151,7 @@ export class ModelTable {
 
   /** The model with this uid, or a 404 that names the running models unless `listRunning` is false (see ModelLookup). */
   require(uid: string, {listRunning = true}: ModelLookup = {}): InstanceRecord {
-    const record = this.records.get(uid)
+    const record = this.records.get(uid) ?? this.byAlias(uid)
     if (!record) {
       const lost = this.lost.get(uid)
       if (lost) throw new ServiceError(503, 'worker_lost', lost)
@@ -162,6 +164,13 @@ export class ModelTable {
     }
 
     return record
+  }
+
+  private byAlias(name: string): InstanceRecord | undefined {
+    const wanted = name.toLowerCase()
+    // `hub_name`: what a hub model's registration was made for (hub-launch.ts), so a relaunch after a restart answers to it too.
+    for (const record of this.records.values()) if (record.aliases?.includes(wanted) || record.family.hub_name === wanted) return record
+    return undefined
   }
 
   /** The uid a launch gets: the one it asks for, else (like Xinference) the model name, or it plus a short random suffix when that is taken. */

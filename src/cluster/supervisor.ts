@@ -28,6 +28,7 @@ import {ableCandidates, workerFacts} from './engine-fit.js'
 import {launchDetails, stepReport} from './model-events.js'
 import {assignReplicaGpus, gpuCandidates, gpuMemoryCandidates} from './gpu-placement.js'
 import {advance, failedProgress} from './launch-progress.js'
+import {resolveHubLaunch} from './hub-launch.js'
 import {memoryNeed, resolveLaunch} from './launch-resolution.js'
 import {DEFAULT_RESTART_POLICY, type RestartPolicy} from './restart-policy.js'
 import {ModelHealer} from './self-healing.js'
@@ -102,14 +103,14 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
   }
 
   /**
-   * Starts a launch, already parsed by the route. With `waitReady` (the default, as in Xinference) it answers
-   * once the model is ready, and a caller that goes away cancels the launch; without, it answers the uid at
-   * once and the launch goes on, followed through `progress(uid)`.
+   * Starts a launch parsed by the route (a hub name, hf.co/…, is registered first: hub-launch.ts). With `waitReady` (the default, as in
+   * Xinference) it answers once the model is ready, and a caller that goes away cancels it; without, it answers the uid at once (see `progress`).
    */
-  async launch(request: LaunchRequest, {authority, onDemand, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
+  async launch(request: LaunchRequest, {authority, mayRegister = false, onDemand, signal, waitReady = true}: LaunchOptions = {}): Promise<{model_uid: string}> {
     const placed = this.launchArriving()
     try {
-      return await this.start(request, {authority, onDemand, placed, signal, waitReady})
+      const hub = resolveHubLaunch(request, {authority, mayRegister, registry: this.options.registry, signal})
+      return await (hub ? hub.then(({aliases, request: asked}) => this.start(asked, {aliases, authority, onDemand, placed, signal, waitReady})) : this.start(request, {authority, onDemand, placed, signal, waitReady}))
     } finally {
       placed()
     }
@@ -123,7 +124,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     return this.table.launchArriving()
   }
 
-  private async start(request: LaunchRequest, {authority, onDemand, placed, signal, waitReady}: LaunchOptions & {placed: () => void; waitReady: boolean}): Promise<{model_uid: string}> {
+  private async start(request: LaunchRequest, {aliases, authority, onDemand, placed, signal, waitReady}: LaunchOptions & {aliases?: string[]; placed: () => void; waitReady: boolean}): Promise<{model_uid: string}> {
     if (this.closing) throw shuttingDown()
     const {engine, entry, parameters, spec} = resolveLaunch(this.options, request, {authority})
     const replicas = request.replica ?? 1
@@ -159,6 +160,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
     })
     const record: InstanceRecord = {
       abilities: entry.family.model_ability ?? type.defaultAbilities,
+      aliases,
       controller: new AbortController(),
       created: this.now(),
       done: Promise.resolve(),
@@ -292,8 +294,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
         advance(record, step)
         this.options.events?.report('launchStep', stepReport(uid, step))
       }
-      const options = {onProgress, signal: record.controller.signal}
-      const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.launch(launchOf(replica), options)))
+      const results = await Promise.allSettled(record.replicas.map((replica) => replica.worker.launch(launchOf(replica), {onProgress, signal: record.controller.signal})))
       const failed = results.find((result) => result.status === 'rejected')
       const cancelled = record.controller.signal.aborted
       if (failed || cancelled) {

@@ -77,6 +77,8 @@ export interface RouteRequest<Body = unknown> {
   mayListModels: boolean
   /** The models the caller's key may use (its scope in the access-control config); `models` already heeds it. Every model without access control. */
   modelScope: ModelScope
+  /** Whether the caller may register models (`models:register`, or anyone when access control is off): a hub model's first launch registers it. */
+  mayRegisterModels: boolean
   /** Who calls, as far as what they may make the service run or read (reach.ts): every caller is admin when access control is off. */
   authority: Authority
   log: Logger

@@ -92,7 +92,11 @@ const launchFields = {
     s.keepAlive({description: 'How long the model stays loaded once idle (a duration such as "5m", or seconds; -1 forever); unloaded, it stays known and a request brings it back. Default: SERVICE_KEEP_ALIVE, else forever.'}),
   ),
   model_format: s.optional(s.string({description: 'Model format, e.g. ggufv2 or pytorch.', minLength: 1})),
-  model_name: s.string({description: 'Name of a registered model.', minLength: 1}),
+  model_name: s.string({
+    description: 'Name of a registered model, or a hub model as hf.co/{user}/{repo}:{quantization} (also huggingface.co/…, modelscope.cn/…), registered on its first launch.',
+    maxLength: 256,
+    minLength: 1,
+  }),
   model_size_in_billions: s.optional(SIZE),
   model_type: s.optional(s.string({description: 'Model type (LLM, embedding, …); found from the catalogue when omitted.', minLength: 1})),
   model_uid: s.optional(s.string({description: 'Handle of the instance; defaults to the model name.', pattern: MODEL_UID})),

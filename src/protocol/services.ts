@@ -17,6 +17,8 @@ export type WorkerDescription = WorkerStatus & {models: string[]}
 /** How a launch is made: for whom (what it may run and read; no one's authority when absent), and whether to wait. */
 export interface LaunchOptions {
   authority?: Authority
+  /** Whether the caller may register models: launching a hub model by name for the first time registers it. */
+  mayRegister?: boolean
   signal?: AbortSignal
   waitReady?: boolean
   /** Set by the service itself for a launch a request caused (on-demand.ts); its `launching` event says so. */

@@ -261,6 +261,7 @@ export function createApp(options: AppOptions): Koa {
         headers: ctx.headers,
         log,
         mayListModels,
+        mayRegisterModels: guards ? guards.allows(ctx, 'models:register') : true,
         modelScope: scope,
         models: observedModels(ctx, modelsSeenBy(models, mayListModels, scope)),
         params: (ctx as unknown as {params: Record<string, string>}).params ?? {},

@@ -33,6 +33,7 @@ import {autostartRoutes} from '../server/routes/autostart.js'
 import {ollamaPullRoutes} from '../server/routes/ollama-pull.js'
 import {clusterRoutes} from '../server/routes/cluster.js'
 import {authRoutes} from '../server/routes/auth.js'
+import {catalogueSearchRoutes} from '../server/routes/catalogue-search.js'
 import {coreRoutes} from '../server/routes/core.js'
 import {ollamaRoutes} from '../server/routes/ollama.js'
 import {engineBuildRoutes} from '../server/routes/engine-build.js'
@@ -61,6 +62,7 @@ import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
 import {pythonVersion} from '../python-env/toolchain.js'
+import {searchHuggingFace} from '../weights/hub-search.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
 import {WorkerUsage} from '../cluster/worker-usage.js'
@@ -173,6 +175,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
   const namedRequests = new NamedRequests()
   const routes = [
     ...engineModelRoutes({kernel, registry}).map((definition) => ({definition, plugin: 'core'})),
+    ...catalogueSearchRoutes({kernel, registry, searchHub: (words, limit, signal) => searchHuggingFace(words, limit, {signal}), supervisor}).map((definition) => ({definition, plugin: 'core'})),
     // Before the core routes: /v1/engines/{engine}/build and /v1/models/instances would otherwise be taken for
     // /v1/engines/{model_type}/{model_name} and /v1/models/{model_uid}.
     ...engineBuildRoutes(autoBuilds).map((definition) => ({definition, plugin: 'core'})),

@@ -131,6 +131,8 @@ describe('the OpenAPI document against real answers of every route (service-loca
     await ok('GET', '/v1/engine-builds')
     await refused(404, 'GET', '/v1/engines/{engine}/build', {params: {engine: 'vllm'}})
     await ok('GET', '/v1/models/vllm-supported')
+    await ok('GET', '/v1/catalogue/search', {query: {q: 'tiny random llm'}})
+    await refused(400, 'GET', '/v1/catalogue/search', {query: {limit: 51, q: 'tiny'}})
     await ok('GET', '/v1/virtualenvs')
     await refused(404, 'DELETE', '/v1/virtualenvs/{name}', {params: {name: 'py3.11.7-0000000000000000'}})
     await refused(400, 'GET', '/v1/engines/{model_name}', {params: {model_name: 'no-such-model'}})

@@ -4,9 +4,10 @@
  * until the test releases it or drops its connection, corrupt bytes, answers of 503, a gated repo, a hub
  * that is down).
  *
- * Hugging Face: `GET /api/models/{repo}/revision/{revision}?blobs=true`, then
- * `GET /{repo}/resolve/{revision}/{file}`, which redirects to `/cdn/{sha256}` as huggingface.co redirects LFS
- * files to its CDN. ModelScope: `GET /api/v1/models/{repo}/repo/files?Revision=…&Recursive=true` and
+ * Hugging Face: `GET /api/models/{repo}/revision/{revision}?blobs=true` (or `/api/models/{repo}` for the default
+ * branch), `GET /api/models/{repo}/tree/{revision}`, then `GET /{repo}/resolve/{revision}/{file}`, which redirects
+ * to `/cdn/{sha256}` as huggingface.co redirects LFS files to its CDN; `GET /api/models?search=…&limit=…[&full=true]`
+ * searches repo ids for every word (case-insensitive substrings). ModelScope: `GET /api/v1/models/{repo}/repo/files?Revision=…&Recursive=true` and
  * `GET /api/v1/models/{repo}/repo?Revision=…&FilePath=…`. Point the service at it with `HF_ENDPOINT` and
  * `MODELSCOPE_ENDPOINT` set to `url`.
  */
@@ -161,6 +162,21 @@ export class FakeHub {
       return this.huggingFaceListing(response, decodeURIComponent(match[1]), decodeURIComponent(match[2]))
     }
 
+    if ((match = /^\/api\/models\/(.+)\/tree\/([^/]+)$/.exec(url.pathname))) {
+      this.record(request, 'listing')
+      return this.huggingFaceTree(response, decodeURIComponent(match[1]), decodeURIComponent(match[2]))
+    }
+
+    if (url.pathname === '/api/models') {
+      this.record(request, 'listing')
+      return this.huggingFaceSearch(response, url.searchParams)
+    }
+
+    if ((match = /^\/api\/models\/([^/]+\/[^/]+)$/.exec(url.pathname))) {
+      this.record(request, 'listing')
+      return this.huggingFaceListing(response, decodeURIComponent(match[1]), 'main')
+    }
+
     if ((match = /^\/api\/v1\/models\/(.+)\/repo\/files$/.exec(url.pathname))) {
       this.record(request, 'listing')
       return this.modelScopeListing(response, decodeURIComponent(match[1]), url.searchParams.get('Revision') ?? 'master')
@@ -212,6 +228,39 @@ export class FakeHub {
         size: file.size,
       })),
     })
+  }
+
+  /** `tree/{revision}`: the files of the repo's top, each with its LFS object, as huggingface_hub's list_repo_tree reads them. */
+  private huggingFaceTree(response: ServerResponse, id: string, revision: string) {
+    const repo = this.repos.get(id)
+    if (!repo) return json(response, 404, {error: 'Repository not found'}, {'x-error-code': 'RepoNotFound'})
+    if (!['main', repo.commit].includes(revision)) return json(response, 404, {error: `Invalid rev id: ${revision}`}, {'x-error-code': 'RevisionNotFound'})
+    json(
+      response,
+      200,
+      [...repo.files.values()].map((file) => ({lfs: {oid: file.sha256, pointerSize: 134, size: file.size}, oid: file.sha256.slice(0, 40), path: file.path, size: file.size, type: 'file'})),
+    )
+  }
+
+  /** The hub's search: repo ids containing every word of `search` (any case), most recently added first, `full=true` with their file names. */
+  private huggingFaceSearch(response: ServerResponse, query: URLSearchParams) {
+    const words = (query.get('search') ?? '').toLowerCase().split(/\s+/).filter(Boolean)
+    const limit = Math.min(Number(query.get('limit') ?? 1000) || 1000, 1000)
+    const found = [...this.repos.values()].filter((repo) => words.every((word) => repo.id.toLowerCase().includes(word))).slice(0, limit)
+    json(
+      response,
+      200,
+      found.map((repo) => ({
+        _id: repo.commit.slice(0, 24),
+        downloads: 0,
+        id: repo.id,
+        likes: 0,
+        modelId: repo.id,
+        private: false,
+        tags: [...repo.files.keys()].some((path) => path.endsWith('.gguf')) ? ['gguf'] : [],
+        ...(query.get('full') === 'true' ? {siblings: [...repo.files.keys()].map((rfilename) => ({rfilename}))} : {}),
+      })),
+    )
   }
 
   private modelScopeListing(response: ServerResponse, id: string, revision: string) {

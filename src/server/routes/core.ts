@@ -57,10 +57,10 @@ export function coreRoutes({access, kernel, registry, supervisor, version}: Core
     {
       body: launchSchema,
       example: {body: {model_engine: 'llama.cpp', model_name: 'tiny-random-llm', model_type: 'LLM'}, query: {wait_ready: true}},
-      async handler({authority, body, modelScope, query, signal}) {
+      async handler({authority, body, mayRegisterModels, modelScope, query, signal}) {
         // A key limited to some models may launch only under a uid it may then use.
         modelScope.require(body.model_uid ?? body.model_name)
-        return json(await supervisor.launch(body, {authority, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
+        return json(await supervisor.launch(body, {authority, mayRegister: mayRegisterModels, signal, waitReady: flag(query, 'wait_ready', body.wait_ready ?? true)}))
       },
       method: 'POST',
       onArrival: () => supervisor.launchArriving(),

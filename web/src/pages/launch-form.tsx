@@ -44,6 +44,7 @@ export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; 
   const [parameters, setParameters] = useState<Record<string, string>>({})
   const [uid, setUid] = useState('')
   const [replica, setReplica] = useState('1')
+  const [downloadHub, setDownloadHub] = useState('')
   const [launched, setLaunched] = useState<string | undefined>(undefined)
   const launch = useAction()
 
@@ -69,6 +70,7 @@ export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; 
     model_size_in_billions: size,
     model_type: modelType,
     quantization,
+    ...(downloadHub ? {download_hub: downloadHub as 'huggingface' | 'modelscope'} : {}),
     ...engineParameters,
   }
   const requestKey = JSON.stringify(request)
@@ -130,6 +132,14 @@ export function LaunchForm({engines, entry, modelType}: {engines: EngineInfo[]; 
         <label>
           Model uid
           <input onInput={(event) => setUid(event.currentTarget.value)} pattern="[A-Za-z0-9][\w.\-]{0,99}" placeholder={name} value={uid} />
+        </label>
+        <label>
+          Download from
+          <select onChange={(event) => setDownloadHub(event.currentTarget.value)} value={downloadHub}>
+            <option value="">the service's default</option>
+            <option value="huggingface">Hugging Face</option>
+            <option value="modelscope">ModelScope</option>
+          </select>
         </label>
         <label>
           Replicas

@@ -5,6 +5,7 @@ import {type CatalogueEntry, catalogueOf, familiesOf, pluginsInfo} from '../cata
 import {bySize, type Filters, matches, NO_FILTERS, quantizationKey, sizeLabel} from '../catalogue-filters.js'
 import {ErrorLine, Tabs, useLoad} from '../ui.js'
 import {EngineBuilds} from './engine-builds.js'
+import {HubLaunchForm} from './hub-launch-form.js'
 import {LaunchForm} from './launch-form.js'
 
 const FILTERS: Array<{key: keyof Filters; label: string; values: (entry: CatalogueEntry) => string[]; show?: (value: string) => string}> = [
@@ -91,7 +92,12 @@ export function LaunchPage() {
             </li>
           ))}
         </ul>
-        {!selected && <p class="panel muted">Choose a model and press Configure to pick its engine, format, size and quantization, see the memory it needs, and launch it.</p>}
+        {!selected && (
+          <div>
+            {modelType === 'LLM' && <HubLaunchForm />}
+            <p class="panel muted">Choose a model and press Configure to pick its engine, format, size and quantization, see the memory it needs, and launch it.</p>
+          </div>
+        )}
         {selected && modelType && plugins.data && <LaunchForm engines={plugins.data.engines} entry={selected} key={`${modelType}/${selected.family.model_name}`} modelType={modelType} />}
       </div>
     </section>
