@@ -149,7 +149,6 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
         candidates = placeable()
       }
     }
-
     const uid = this.table.chooseUid(request.model_uid, request.model_name)
     const gpus = assignReplicaGpus(request, workers, holder, uid)
     const type = this.options.kernel.modelType(entry.modelType)!.definition
