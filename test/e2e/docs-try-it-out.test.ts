@@ -66,6 +66,7 @@ const NEEDS_STATE: Record<string, {status: number; why: string}> = {
   'DELETE /v1/responses/{response_id}': {status: 404, why: 'the id is one a stored response has (responses-api.test.ts)'},
   'GET /v1/responses/{response_id}/input_items': {status: 404, why: 'the id is one a stored response has (responses-api.test.ts)'},
   'POST /v1/responses/{response_id}/cancel': {status: 404, why: 'the id is one a background response has (responses-api.test.ts)'},
+  'DELETE /api/delete': {status: 409, why: "the example model's weights are in use while it runs; weights no model uses are deleted (ollama-pull.test.ts)"},
   'GET /v1/requests/{request_id}/progress': {status: 404, why: 'the id is one a request named with request_id (xinference-clients.test.ts)'},
   'POST /v1/auth/logout': {status: 400, why: 'access control is off, so there is no token to revoke (login-security.test.ts)'},
   'POST /v1/auth/users/{username}/revoke': {status: 400, why: 'access control is off, so there are no tokens to revoke (login-security.test.ts)'},
