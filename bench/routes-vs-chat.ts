@@ -1,12 +1,14 @@
 /**
- * `/v1/responses` against `/v1/chat/completions` on the same model in the same run: one service-local serving a
- * generated tiny llama model (which never ends its turn by itself, so every reply is exactly `--tokens` tokens),
- * streamed with the official openai client, the two routes alternating. Prints, per route, the median wall time of
- * a reply and the service process's CPU time per token (the model runs in its own process, so this is what the route
- * and the HTTP edge spend), and the ratios responses/chat. `node --import tsx bench/responses-vs-chat.ts --rounds 30`
+ * The other APIs' chat routes — OpenAI's `/v1/responses` and Ollama's `/api/chat` — against `/v1/chat/completions`
+ * on the same model in the same run: one service-local serving a generated tiny llama model (which never ends its turn
+ * by itself, so every reply is exactly `--tokens` tokens), streamed with each API's official client (openai, ollama),
+ * the routes taking turns. Prints, per route, the median wall time of a reply and the service process's CPU time per
+ * token (the model runs in its own process, so this is what the route and the HTTP edge spend), and each route's
+ * ratios to chat. `npm run bench:routes` (`node --import tsx bench/routes-vs-chat.ts --rounds 30`)
  */
 import {loadavg} from 'node:os'
 import {parseArgs} from 'node:util'
+import {Ollama} from 'ollama'
 import OpenAI from 'openai'
 
 import {writeTinyChatModel} from '../test/helpers/models.js'
@@ -25,6 +27,7 @@ try {
   const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: MODEL, n_ctx: 1024, n_parallel: 1, n_threads: 1})
   if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
   const client = new OpenAI({apiKey: 'unused', baseURL: `${service.url}/v1`, maxRetries: 0})
+  const ollama = new Ollama({host: service.url})
   const input = 'Tell me a story.'
   const sides = [
     {
@@ -49,13 +52,24 @@ try {
       label: '/v1/responses',
       walls: [] as number[],
     },
+    {
+      async reply() {
+        const stream = await ollama.chat({messages: [{content: input, role: 'user'}], model: MODEL, options: {num_predict: tokens}, stream: true})
+        let count = 0
+        for await (const part of stream) count = part.done ? part.eval_count : count
+        return count
+      },
+      cpu: 0,
+      label: '/api/chat',
+      walls: [] as number[],
+    },
   ]
   // A first reply on each side warms the model and the routes.
   for (const side of sides) await side.reply()
   console.log(`load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}; ${rounds} streamed replies of ${tokens} tokens on each route`)
   for (let i = 0; i < rounds; i++) {
-    // Which route goes first alternates, so a burst of other work on the machine does not favour one.
-    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+    // Which route goes first turns, so a burst of other work on the machine does not favour one.
+    for (const side of [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)]) {
       const before = await processUsage(service.process.pid!)
       const start = performance.now()
       const count = await side.reply()
@@ -66,8 +80,8 @@ try {
   }
 
   for (const side of sides) console.log(`${side.label}: ${median(side.walls).toFixed(1)} ms a reply (median), service CPU ${(side.cpu / (rounds * tokens)).toFixed(3)} ms a token`)
-  const [chat, responses] = sides
-  console.log(`responses/chat: wall ${(median(responses.walls) / median(chat.walls)).toFixed(2)}, service CPU ${(responses.cpu / chat.cpu).toFixed(2)}`)
+  const [chat, ...others] = sides
+  for (const side of others) console.log(`${side.label} / chat: wall ${(median(side.walls) / median(chat.walls)).toFixed(2)}, service CPU ${(side.cpu / chat.cpu).toFixed(2)}`)
 } finally {
   await service.stop()
 }
