@@ -9,7 +9,8 @@ import {execa} from 'execa'
 import {readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {ROOT, type RunningService, SERVICECTL, startService, temporaryDirectory} from '../helpers/service.js'
+import {alive, childPids} from '../helpers/processes.js'
+import {ROOT, type RunningService, SERVICECTL, startService, temporaryDirectory, until} from '../helpers/service.js'
 
 const PROBE = `
 import module from 'node:module'
@@ -87,5 +88,29 @@ describe('set-up: . scripts/ensure-node.sh, then npm link', () => {
     expect(linked.exitCode, linked.stderr).to.equal(0)
     expect(linked.stdout.split('\n')[0]).to.equal(join(prefix, 'bin', 'servicectl'))
     expect(linked.stdout).to.match(/service-toolkit\/\d/)
+  })
+})
+
+describe('set-up: npm start, as the README starts the service', () => {
+  it('serves a built checkout without building it again, the web interface too, and Ctrl-C stops all of it', async function () {
+    this.timeout(120_000)
+    const home = await temporaryDirectory('npm-start-')
+    // As written but for the port: the README's 9997 may be taken where the suite runs. Detached, so that the
+    // process group is the terminal's, to which Ctrl-C sends SIGINT.
+    const started = execa('bash', ['-c', '. scripts/ensure-node.sh && exec npm start -- --port 0'], {all: true, buffer: false, cwd: ROOT, detached: true, env: {SERVICE_AUTO_BUILD: '0', SERVICE_HOME: home}, reject: false})
+    let output = ''
+    started.all!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    try {
+      const url = await until(async () => /Service running at (http:\/\/[^\s,]+)/.exec(output)?.[1], `npm start to serve (it printed: ${output})`, 90_000)
+      expect(output).to.contain('The build is current')
+      expect((await fetch(`${url}/health`)).status).to.equal(200)
+      expect((await fetch(`${url}/ui/`)).status).to.equal(200)
+      const pids = [started.pid!, ...(await childPids(started.pid!))]
+      process.kill(-started.pid!, 'SIGINT')
+      await started
+      await until(async () => (pids.some((pid) => alive(pid)) ? undefined : true), 'every process npm start made to end')
+    } finally {
+      if (started.exitCode === null) process.kill(-started.pid!, 'SIGKILL')
+    }
   })
 })
