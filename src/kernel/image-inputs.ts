@@ -12,13 +12,16 @@ import type {LookupAddress} from 'node:dns'
 import type {IncomingMessage} from 'node:http'
 
 import {lookup} from 'node:dns'
-import {request as httpRequest} from 'node:http'
-import {request as httpsRequest} from 'node:https'
+import {createRequire} from 'node:module'
 import {BlockList, isIP} from 'node:net'
 
 import {badRequest, ServiceError} from './errors.js'
 
 export const ALLOWED_IMAGE_HOSTS_SETTING = 'SERVICE_ALLOWED_IMAGE_HOSTS'
+
+// Through require: an ES import of node:http builds its whole namespace, whose WebSocket getter loads Node's undici,
+// and settings (so servicectl and the idle service) import this module.
+const require = createRequire(import.meta.url)
 
 /** What one request may show a model: more would hold more memory per request than the JSON body itself may. */
 export interface ImageInputLimits {
@@ -124,7 +127,7 @@ function within(limits: ImageInputLimits, budget: Budget, field: string, bytes: 
 function get(url: URL, field: string, allowed: boolean, signal: AbortSignal): Promise<IncomingMessage> {
   const host = hostName(url)
   if (isIP(host) && !allowed && isSpecialAddress(host)) return Promise.reject(refusedAddress(field, host, host))
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
+  const {request: send} = require(url.protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http')
   return new Promise((resolve, reject) => {
     const outgoing = send(url, {headers: {accept: 'image/*'}, lookup: checkedLookup(field, host, allowed) as never, signal}, resolve)
     outgoing.once('error', reject)
