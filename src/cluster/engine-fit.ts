@@ -45,7 +45,7 @@ type MachineQuestions = Pick<EngineDefinition, 'availability' | 'name' | 'python
 /** Whether the engine can run on a worker's machine at all: a Python to make its environment from, then its own answer. */
 export function machineFit(engine: MachineQuestions, worker: WorkerFacts): Promise<true | string> | true | string {
   if (engine.python && worker.python === null)
-    return `${engine.name} runs Python in a virtual environment, and the worker has no Python 3 (SERVICE_PYTHON, else python3 on PATH); install Python 3 with venv and pip there, or point SERVICE_PYTHON at one.`
+    return `${engine.name} runs Python in a virtual environment, and no Python interpreter was found on the worker (SERVICE_PYTHON, else python3 on PATH). Install Python 3 with venv and pip there (Debian and Ubuntu: \`apt install python3 python3-venv python3-pip\`; macOS: \`brew install python\`), or point SERVICE_PYTHON at an interpreter.`
   return engine.availability?.(worker) ?? true
 }
 

@@ -56,7 +56,7 @@ describe('cluster (supervisor and two workers as real processes)', function () {
   it('tells in the engine table what the workers can run, and why not worker by worker', async function () {
     // vLLM's CUDA build has other kernels: the CPU build's limits are the subject.
     if (existsSync('/proc/driver/nvidia/version')) this.skip()
-    const ids = ((await callApi(supervisor, 'GET', '/v1/workers')).body.list as Array<{id: string}>).map((worker) => worker.id)
+    const ids = ((await callApi(supervisor, 'GET', '/v1/cluster/workers')).body.list as Array<{id: string}>).map((worker) => worker.id)
     const {body} = await callApi(supervisor, 'GET', '/v1/engines/tiny-random-llm')
     for (const group of body['llama.cpp']) expect(group).to.include({available: true})
     const [vllm] = body.vllm

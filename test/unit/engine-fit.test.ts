@@ -70,7 +70,7 @@ describe('engine fit: which engine × spec pairs the workers can run', () => {
     // An engine that runs Python needs one on the worker; SGLang also a recent one.
     const sglang = {availability: (worker?: WorkerFacts) => sglangAvailability(worker?.platform, (worker?.gpus.length ?? 0) > 0, worker?.python), name: 'sglang', python: {packages: ['sglang']}}
     expect(await onMachines(sglang, [{...gpu, python: '3.12.3'}])).to.equal(true)
-    expect(await onMachines(sglang, [{...gpu, python: null}])).to.contain('sglang runs Python in a virtual environment, and the worker has no Python 3')
+    expect(await onMachines(sglang, [{...gpu, python: null}])).to.contain('sglang runs Python in a virtual environment, and no Python interpreter was found on the worker')
     expect(await onMachines(sglang, [{...gpu, python: '3.10.12'}])).to.contain("SGLang needs Python 3.11 or later, and the worker's Python is 3.10.12")
     expect(await onMachines(sglang, [{...cpu, python: '3.12.3'}])).to.contain('SGLang needs Linux with an NVIDIA GPU')
 
