@@ -4,28 +4,12 @@ import type {ChatPayload, ChatTurn, GenerationEvent, Infer, KernelApi, LlmOperat
 import {randomBytes, randomUUID} from 'node:crypto'
 
 import {IMAGE_BASE64_CHARACTERS, type ImageSlot, imageSlot, readImages, turnContent} from './images.js'
-import {NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
+import {jsonTextWithin, NO_LOGPROBS, notSupported, refuseSeveralChoices, responseSchemas, samplingFields, started, toSampling, usageOf} from './openai-shapes.js'
 
 /** OpenAI's rule for function names. */
 const TOOL_NAME = /^[\w-]{1,64}$/
 /** A data URL of the largest picture the service reads, with room for its header. */
 const DATA_URL_CHARACTERS = IMAGE_BASE64_CHARACTERS + 256
-
-/**
- * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form
- * value is; text that is not JSON is passed on as it is, as OpenAI takes it.
- */
-const jsonTextWithin = (s: KernelApi['schema']) => (text: string, path: string) => {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return text
-  }
-
-  s.checkNesting(value, path)
-  return text
-}
 
 function chatSchema(s: KernelApi['schema']) {
   // One schema for both part types, so a missing field is reported for the part's own type (see contentOf).

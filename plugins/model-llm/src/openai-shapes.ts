@@ -55,6 +55,22 @@ export function samplingFields(s: KernelApi['schema']) {
   }
 }
 
+/**
+ * A tool call's `arguments` (chat's and the Responses API's), JSON text that an engine parses to render the
+ * conversation, held to the nesting any free-form value is; text that is not JSON is passed on as it is, as OpenAI takes it.
+ */
+export const jsonTextWithin = (s: KernelApi['schema']) => (text: string, path: string) => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return text
+  }
+
+  s.checkNesting(value, path)
+  return text
+}
+
 export interface SamplingRequest {
   frequency_penalty?: number | null
   ignore_eos?: boolean | null

@@ -5,6 +5,7 @@
  */
 import type {ChatTurn, Infer, KernelApi, Schema} from 'service-toolkit'
 
+import {jsonTextWithin} from './openai-shapes.js'
 import {itemId} from './responses-run.js'
 
 /** OpenAI's rule for function names. */
@@ -23,22 +24,6 @@ function stringOr<T>(s: KernelApi['schema'], list: Schema<T[]>, expected: string
   }
 }
 
-/**
- * A call's `arguments`, JSON text that an engine parses to render the conversation, held to the nesting any free-form
- * value is, as on the chat route; text that is not JSON is passed on as it is.
- */
-const argumentsWithin = (s: KernelApi['schema']) => (text: string, path: string) => {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return text
-  }
-
-  s.checkNesting(value, path)
-  return text
-}
-
 export function requestSchema(api: KernelApi) {
   const s = api.schema
   const part = s.object({text: s.optional(s.string()), type: s.string()}, {unknownKeys: 'strip'})
@@ -46,7 +31,7 @@ export function requestSchema(api: KernelApi) {
   const content = stringOr(s, parts, 'text, or a list of {"type": "input_text", "text": …} parts')
   const item = s.object(
     {
-      arguments: s.optional(s.refine(s.string(), argumentsWithin(s))),
+      arguments: s.optional(s.refine(s.string(), jsonTextWithin(s))),
       call_id: s.optional(s.string(ID)),
       content: s.optional(content),
       id: s.optional(s.nullable(s.string(ID))),
