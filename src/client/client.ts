@@ -19,6 +19,7 @@ import type {EngineBuildList, EngineBuildStatus} from '../protocol/engine-build.
 import type {VllmSupportedModels} from '../protocol/engine-models.js'
 import type {LaunchRecord, ModelEvent} from '../protocol/events.js'
 import type {LaunchEstimateRequest, LaunchProgress, LaunchRequest, MemoryEstimateReply} from '../protocol/launch.js'
+import type {ChatMessage} from '../protocol/chat.js'
 import type {ModelDescription} from '../protocol/models.js'
 import type {EngineMatrix} from '../protocol/registrations.js'
 import type {CreateEmbeddingResponse, EmbeddingInput, EmbeddingOptions, RerankOptions, RerankResponse} from '../protocol/retrieval.js'
@@ -44,14 +45,7 @@ export interface ClientOptions {
   trace?: (line: string) => void
 }
 
-/** A piece of a user message: text, or a picture (an http(s) URL or a data URL) for a model with the vision ability. */
-export type ChatContentPart = {type: 'text'; text: string} | {type: 'image_url'; image_url: {url: string; detail?: 'auto' | 'low' | 'high'}}
-
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool' | 'developer'
-  content: string | ChatContentPart[]
-  [field: string]: unknown
-}
+export type {ChatContentPart, ChatMessage} from '../protocol/chat.js'
 
 export interface ChatCompletion {
   id: string
