@@ -5,6 +5,9 @@
  * `[TOOL_CALLS][{…}]`. Like the reasoning split (reasoning.ts) it is pure and incremental: chunks may end anywhere,
  * inside a marker too. A call's JSON is held until it is whole, so a call whose JSON does not parse comes back as the
  * text it was, never as half a call; a whole one is announced (`tool_call`), then its arguments (`tool_arguments`).
+ * Hermes' calls are the exception, streamed as OpenAI streams them: once `{"name": "…", "arguments": ` is read, the
+ * call is announced and its arguments' text follows as the model writes it, so a client sees a long call grow. Such a
+ * call is then kept whatever follows, as OpenAI's and vLLM's are: one cut short ends with the arguments written so far.
  */
 import type {GenerationEvent} from './generation.js'
 
@@ -26,6 +29,8 @@ interface FormatRules {
   close?: string
   /** Whether an answer whose first visible character is `{` is a call (Llama 3's JSON calls have no marker). */
   bareJson?: boolean
+  /** What a call's JSON starts with once its name is known and its arguments object begins; its arguments then stream. */
+  namedArguments?: RegExp
   parse(body: string): ParsedCall[] | undefined
 }
 
@@ -58,7 +63,13 @@ function callsOf(value: unknown): ParsedCall[] | undefined {
 const MISTRAL_NAMED = /^\s*([\w.-]{1,64})\[ARGS\]([\s\S]*)$/
 
 const RULES: Record<ToolCallFormat, FormatRules> = {
-  hermes: {close: '</tool_call>', opens: ['<tool_call>'], parse: (body) => callsOf(parseJson(body))},
+  hermes: {
+    close: '</tool_call>',
+    // The name as JSON text, bounded as OpenAI bounds function names; arguments given as a string or first wait for the whole call.
+    namedArguments: /^\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.){1,64}")\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)/,
+    opens: ['<tool_call>'],
+    parse: (body) => callsOf(parseJson(body)),
+  },
   // Several calls are separated by semicolons, as Llama 3.2's template asks for them.
   llama3_json: {
     bareJson: true,
@@ -81,6 +92,33 @@ const RULES: Record<ToolCallFormat, FormatRules> = {
   },
 }
 
+/** Where a JSON object ends, read a piece at a time: the object's characters pass, what follows it does not. */
+class JsonObjectEnd {
+  private depth = 0
+  private inString = false
+  private escaped = false
+  ended = false
+
+  /** The part of `text` that belongs to the object, all of it until the object closes. */
+  take(text: string): string {
+    for (let at = 0; at < text.length && !this.ended; at++) {
+      const character = text[at]
+      if (this.inString) {
+        if (this.escaped) this.escaped = false
+        else if (character === '\\') this.escaped = true
+        else if (character === '"') this.inString = false
+      } else if (character === '"') this.inString = true
+      else if (character === '{' || character === '[') this.depth++
+      else if ((character === '}' || character === ']') && --this.depth === 0) {
+        this.ended = true
+        return text.slice(0, at + 1)
+      }
+    }
+
+    return this.ended ? '' : text
+  }
+}
+
 const LEADING_SPACE = /^\s*/
 const TRAILING_SPACE = /\s*$/
 
@@ -91,6 +129,8 @@ export class ToolCallParser {
   /** The marker (or, for a bare JSON call, the white space before it) that opened the call being read. */
   private opener = ''
   private body = ''
+  /** The arguments of the call being streamed (namedArguments), once its name was announced. */
+  private streamed?: JsonObjectEnd
   /** Calls made so far, which number the next. */
   private calls = 0
   /** Whether any answer text or call has come yet: only the first thing may be a bare JSON call. */
@@ -126,8 +166,11 @@ export class ToolCallParser {
   private take(tokens: MarkerToken[], out: GenerationEvent[]): GenerationEvent[] {
     for (const token of tokens) {
       if ('text' in token) {
-        if (this.inCall) this.body += token.text
-        else this.text(token.text, out)
+        if (this.streamed) this.streamArguments(token.text, out)
+        else if (this.inCall) {
+          this.body += token.text
+          this.announceNamed(out)
+        } else this.text(token.text, out)
       } else if (token.marker === this.rules.close) {
         if (this.inCall) this.closeCall(true, out)
         else this.text(token.marker, out)
@@ -149,8 +192,33 @@ export class ToolCallParser {
     this.heldSpace = ''
   }
 
+  /** Announces the call being read once its name is known and its arguments object begins, and streams what came of them. */
+  private announceNamed(out: GenerationEvent[]): void {
+    const named = this.rules.namedArguments?.exec(this.body)
+    // A name whose escapes are not JSON's leaves the call to be parsed whole, and given back as text.
+    const name = named && parseJson(named[1])
+    if (typeof name !== 'string' || !name) return
+    out.push({index: this.calls, name, type: 'tool_call'})
+    this.streamed = new JsonObjectEnd()
+    this.streamArguments(this.body.slice(named![0].length), out)
+  }
+
+  /** Passes on the arguments' text; what the model writes after them, up to the closing marker, is not part of the call. */
+  private streamArguments(text: string, out: GenerationEvent[]): void {
+    const piece = this.streamed!.take(text)
+    if (piece) out.push({index: this.calls, text: piece, type: 'tool_arguments'})
+  }
+
   private closeCall(closed: boolean, out: GenerationEvent[]): void {
     this.inCall = false
+    if (this.streamed) {
+      this.streamed = undefined
+      this.calls++
+      this.afterCall = true
+      this.heldSpace = ''
+      return
+    }
+
     const calls = this.rules.parse(this.body)
     if (!calls) {
       this.text(this.opener + this.body + (closed ? this.rules.close : ''), out)

@@ -1,7 +1,8 @@
 /**
  * The tool-call split of each template family on golden streams: the same output cut at every place (inside markers
- * and JSON too) gives the same content and calls, a call whose JSON does not parse comes back as the text it was,
- * and the format is found from the launch, the family's parser or the chat template's markers.
+ * and JSON too) gives the same content and calls, a call whose JSON does not parse comes back as the text it was
+ * (unless Hermes' name and arguments had begun streaming), and the format is found from the launch, the family's
+ * parser or the chat template's markers.
  */
 import {expect} from 'chai'
 import {mkdtempSync, writeFileSync} from 'node:fs'
@@ -9,6 +10,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import type {GenerationEvent} from '../../src/kernel/generation.js'
+
+import {generate, type ResponseObject} from '../../plugins/model-llm/src/responses-run.js'
 
 import {toolCallFormatOf, toolCallFormatOfTemplate} from '../../src/kernel/tool-call-format.js'
 import {splitToolCalls, ToolCallParser, type ToolCallFormat} from '../../src/kernel/tool-calls.js'
@@ -43,12 +46,39 @@ function expectEverySplit(format: ToolCallFormat, text: string, expected: Outcom
 
 const weather = {arguments: '{"city":"Paris","unit":"celsius"}', name: 'get_weather'}
 const clock = {arguments: '{}', name: 'get_time'}
+/** Hermes' calls stream their arguments' text as the model wrote it, spaces included. */
+const weatherAsWritten = {arguments: '{"city": "Paris", "unit": "celsius"}', name: 'get_weather'}
 
 describe('tool-call parser', () => {
   describe('Hermes / Qwen', () => {
     it('splits calls between <tool_call> tags from the text around them, at every chunk boundary', () => {
       const text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
-      expectEverySplit('hermes', text, {calls: [weather, clock], content: 'Let me check.'})
+      expectEverySplit('hermes', text, {calls: [weatherAsWritten, clock], content: 'Let me check.'})
+    })
+
+    it('announces a call once its name is read and streams its arguments as they come, stopping where they end', () => {
+      const text = 'Ok\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa}ris\\"", "days": [1, {"n": 2}]}}\n</tool_call> Done'
+      const parser = new ToolCallParser('hermes')
+      const events = [...[...text].flatMap((character) => parser.push(character)), ...parser.finish()]
+      const announced = events.findIndex((event) => event.type === 'tool_call')
+      const pieces = events.flatMap((event) => (event.type === 'tool_arguments' ? [event.text] : []))
+      expect(events[announced]).to.deep.equal({index: 0, name: 'get_weather', type: 'tool_call'})
+      // A character at a time: each piece of the arguments is a delta of its own, after the announcement.
+      expect(events.slice(announced + 1, announced + 1 + pieces.length).every((event) => event.type === 'tool_arguments')).to.equal(true)
+      expect(pieces.length).to.be.greaterThan(10)
+      const args = '{"city": "Pa}ris\\"", "days": [1, {"n": 2}]}'
+      expect(pieces.join('')).to.equal(args)
+      expectEverySplit('hermes', text, {calls: [{arguments: args, name: 'get_weather'}], content: 'OkDone'})
+    })
+
+    it('waits for the whole call when its arguments come first or as a string, and parses it then', () => {
+      expectEverySplit('hermes', '<tool_call>{"arguments": {"city": "Paris", "unit": "celsius"}, "name": "get_weather"}</tool_call>', {calls: [weather], content: ''})
+      expectEverySplit('hermes', '<tool_call>{"name": "get_time", "arguments": "{}"}</tool_call>', {calls: [clock], content: ''})
+    })
+
+    it('keeps a streamed call cut short with the arguments written so far, as OpenAI does', () => {
+      expectEverySplit('hermes', 'A <tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> B', {calls: [{arguments: '{"city": ', name: 'get_weather'}], content: 'AB'})
+      expectEverySplit('hermes', '<tool_call>{"name": "get_weather", "arguments": {"ci', {calls: [{arguments: '{"ci', name: 'get_weather'}], content: ''})
     })
 
     it('passes text without calls through unchanged, white space and a lone closing tag included', () => {
@@ -56,8 +86,9 @@ describe('tool-call parser', () => {
     })
 
     it('gives back a call whose JSON does not parse, or that is not a call, as the text it was', () => {
-      const broken = 'A <tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> B'
+      const broken = 'A <tool_call>{"arguments": {"city": "Paris"}, "name": </tool_call> B'
       expectEverySplit('hermes', broken, {calls: [], content: broken})
+      expectEverySplit('hermes', '<tool_call>{"name": "bad\\q", "arguments": {}}</tool_call>', {calls: [], content: '<tool_call>{"name": "bad\\q", "arguments": {}}</tool_call>'})
       expectEverySplit('hermes', '<tool_call>[1, 2]</tool_call>', {calls: [], content: '<tool_call>[1, 2]</tool_call>'})
     })
 
@@ -112,9 +143,33 @@ describe('tool-call parser', () => {
       {index: 0, name: 'get_time', type: 'tool_call'},
       {text: 'Ok', type: 'text'},
       {index: 1, name: 'get_weather', type: 'tool_call'},
-      {index: 1, text: '{"city":"Paris"}', type: 'tool_arguments'},
+      {index: 1, text: '{"city": "Paris"}', type: 'tool_arguments'},
       {completionTokens: 9, finishReason: 'tool_calls', promptTokens: 5, type: 'done'},
     ])
+  })
+
+  it("streams a Hermes call's arguments as the Responses API's function_call_arguments deltas, the item named first", async () => {
+    const args = '{"city": "Paris", "unit": "celsius"}'
+    async function* engine(): AsyncGenerator<GenerationEvent> {
+      yield {promptTokens: 5, type: 'start'}
+      for (const piece of ['<tool_', 'call>{"name": "get_wea', 'ther", "arguments": {"ci', 'ty": "Par', 'is", "unit": "celsius"}', '}</tool_call>']) yield {text: piece, type: 'text'}
+      yield {completionTokens: 9, finishReason: 'stop', promptTokens: 5, type: 'done'}
+    }
+
+    const response: ResponseObject = {id: 'resp_1', output: [], status: 'in_progress'}
+    const events = []
+    for await (const event of generate(response, splitToolCalls(engine(), 'hermes'))) events.push(event)
+    const types = events.map((event) => event.type).filter((type) => type.startsWith('response.function_call') || type.startsWith('response.output_item'))
+    expect(types).to.deep.equal([
+      'response.output_item.added',
+      ...Array.from({length: 3}, () => 'response.function_call_arguments.delta'),
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+    ])
+    expect(events.find((event) => event.type === 'response.output_item.added')!.item).to.deep.include({arguments: '', name: 'get_weather', type: 'function_call'})
+    // Each piece of the arguments as the engine wrote it, the first once the name was whole; the call's closing brace is not one.
+    expect(events.filter((event) => event.type === 'response.function_call_arguments.delta').map((event) => event.delta)).to.deep.equal(['{"ci', 'ty": "Par', 'is", "unit": "celsius"}'])
+    expect(events.find((event) => event.type === 'response.function_call_arguments.done')).to.deep.include({arguments: args, name: 'get_weather'})
   })
 
   describe('format', () => {
