@@ -152,7 +152,7 @@ describe('ExternalProgram', () => {
     const {spawn} = spawner()
     const program = new ExternalProgram('m-10', engine([]), {freePort: async () => port, logFile: '/dev/null', spawn})
     await program.load(request({family: {model_name: 'qwen2.5-instruct', tool_parser: 'qwen'}}))
-    const pieces = ['Checking.\n<tool', '_call>\n{"name": "weather", "argu', 'ments": {"city": "Oslo"}}\n</tool_call>']
+    const pieces = ['Checking.\n<tool', '_call>\n{"name": "weather", "argu', 'ments": {"city": "Os', 'lo"}}\n</tool_call>']
     const chunks = [
       {choices: [{delta: {content: '', role: 'assistant'}, index: 0}], prompt: {tail: '<|im_start|>assistant\n', tokens: 40}},
       ...pieces.map((content) => ({choices: [{delta: {content}, index: 0}]})),
@@ -175,7 +175,9 @@ describe('ExternalProgram', () => {
       {promptTail: '<|im_start|>assistant\n', promptTokens: 40, type: 'start'},
       {text: 'Checking.', type: 'text'},
       {index: 0, name: 'weather', type: 'tool_call'},
-      {index: 0, text: '{"city":"Oslo"}', type: 'tool_arguments'},
+      // The arguments as the server streamed them, a piece at a time.
+      {index: 0, text: '{"city": "Os', type: 'tool_arguments'},
+      {index: 0, text: 'lo"}', type: 'tool_arguments'},
       {completionTokens: 20, finishReason: 'tool_calls', promptTokens: 40, type: 'done'},
     ])
     // Asked not to call tools, the model's text is its answer, whatever it holds.
