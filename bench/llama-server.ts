@@ -11,7 +11,10 @@
  *       whose TTFT shows whether the cached prefix was reused.
  *
  *   node --import tsx bench/llama-server.ts [--sizes small,medium] [--repeats 3] [--gpu] [--load-tokens N]
- *     [--streams 1,4,16,64] [--skip-long-prompt]
+ *     [--streams 1,4,16,64] [--skip-long-prompt] [--image NAME]
+ *
+ * --image runs both sides in containers of an image built with llama-server in it (`npm run bench:image`;
+ * bench/image-servers.ts) instead of here.
  *
  * Part of `npm run bench`. --gpu compares node-llama-cpp's CUDA binaries (all layers offloaded) with a
  * llama-server built with -DGGML_CUDA=ON, on a generated 0.5B model unless --sizes says otherwise. The GPU and
@@ -25,13 +28,16 @@ import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import {RANDOM_LLAMA_SIZES, type RandomLlamaOptions, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
+import {FIND_PORTABLE_BUILD, loadedCpuVariant} from '../plugins/engine-llama-cpp/src/portable-build.js'
 import {callApi, ROOT, type RunningService, startService, temporaryDirectory} from '../test/helpers/service.js'
-import {bundledRelease, ensureLlamaServer, type RunningLlamaServer, startLlamaServer} from './llama-server-binary.js'
+import {startImageLlamaServer, startImageService} from './image-servers.js'
+import {bundledRelease, ensureLlamaServer, startLlamaServer} from './llama-server-binary.js'
 import {type ChatSample, describeRounds, MAX_TOKENS, median, PROMPT, queueOrder, type Round, show, streamChat, summary} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
     gpu: {default: false, type: 'boolean'},
+    image: {type: 'string'},
     'load-tokens': {type: 'string'},
     'prompt-tokens': {default: '2000', type: 'string'},
     repeats: {default: '3', type: 'string'},
@@ -54,6 +60,12 @@ const sizes = (options.sizes ?? (options.gpu ? 'gpu' : 'small,medium')).split(',
 /** Tokens per stream under load: 64 streams of 128 tokens would take minutes a round on 2 cores. */
 const loadTokens = (size: string) => Number(options['load-tokens'] ?? (size === 'small' ? 64 : 32))
 
+/** Where the two sides run: the service and llama-server here, or both in containers of `--image`. */
+interface Servers {
+  service: {url: string}
+  startLlamaServer(modelPath: string, shape: {contextPerSlot: number; slots: number}): Promise<{url: string; stop(): Promise<void>}>
+}
+
 interface Side {
   name: 'ours' | 'llama-server'
   url: string
@@ -72,12 +84,12 @@ async function alternate<T>(sides: Side[], once: (side: Side) => Promise<T>): Pr
 }
 
 /** Both servers on the same model with `slots` parallel sequences of `context` tokens each. */
-async function startPair(service: RunningService, binary: string, name: string, modelPath: string, slots: number, context: number) {
+async function startPair({service, startLlamaServer}: Servers, name: string, modelPath: string, slots: number, context: number) {
   const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, n_ctx: context, n_parallel: slots, ...(options.gpu ? {n_gpu_layers: -1} : {})})
   if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
-  let server: RunningLlamaServer
+  let server: Awaited<ReturnType<Servers['startLlamaServer']>>
   try {
-    server = await startLlamaServer(binary, modelPath, {contextPerSlot: context, gpu: options.gpu, slots, threads})
+    server = await startLlamaServer(modelPath, {contextPerSlot: context, slots})
   } catch (error) {
     await callApi(service, 'DELETE', `/v1/models/${name}`)
     throw error
@@ -159,14 +171,15 @@ async function longPrompt(sides: Side[], name: string, print: (line: string) => 
   return {'llama-server': theirs, ours}
 }
 
-async function benchSize(service: RunningService, binary: string, size: string, modelPath: string, print: (line: string) => void) {
+async function benchSize(servers: Servers, size: string, modelPath: string, print: (line: string) => void) {
+  const {service} = servers
   const name = `bench-${size}`
   const results: Record<string, unknown> = {}
   const family = {model_name: name, model_specs: [{model_format: 'ggufv2', model_size_in_billions: 1, model_uri: `file://${modelPath}`, quantization: 'f32'}]}
   await callApi(service, 'POST', '/v1/model_registrations/LLM', {model: family, persist: false})
 
   // (a) and (c): four slots of 4096 tokens.
-  let pair = await startPair(service, binary, name, modelPath, 4, 4096)
+  let pair = await startPair(servers, name, modelPath, 4, 4096)
   results.ours_threads = pair.info.threads ?? pair.info.info?.threads
   try {
     print(`\n${size}, 4 slots | ours tok/s | llama-server tok/s | ours/llama-server | ours TTFT ms | llama-server TTFT ms`)
@@ -190,7 +203,7 @@ async function benchSize(service: RunningService, binary: string, size: string, 
     [64, 64],
     [16, 64],
   ].filter(([, streams]) => streamCounts.has(streams))) {
-    pair = await startPair(service, binary, name, modelPath, slots, 512)
+    pair = await startPair(servers, name, modelPath, slots, 512)
     try {
       const runs = await alternate(pair.sides, (side) => streamRound(side, streams, tokens))
       const [ours, theirs] = [describeLoad(runs.ours, slots), describeLoad(runs['llama-server'], slots)]
@@ -216,33 +229,43 @@ async function gpuDescription(): Promise<string> {
 /** Which llama.cpp binaries our engine loads here: node-llama-cpp's prebuilt ones or a local build, and its GPU. */
 async function ourBinaries(): Promise<string> {
   const {getLlama} = await import('node-llama-cpp')
-  const llama = await getLlama({build: 'never', gpu: options.gpu ? 'cuda' : false, progressLogs: false})
-  const described = `${llama.buildType} node-llama-cpp binaries (llama.cpp ${llama.llamaCppRelease.release}), GPU: ${llama.gpu || 'none'}${/OPENMP = 1/.test(llama.systemInfo) ? ', OpenMP' : ''}`
+  const llama = await getLlama({...FIND_PORTABLE_BUILD, build: 'never', gpu: options.gpu ? 'cuda' : false, progressLogs: false})
+  const variant = await loadedCpuVariant()
+  const described = `${llama.buildType} node-llama-cpp binaries (llama.cpp ${llama.llamaCppRelease.release}), GPU: ${llama.gpu || 'none'}${/OPENMP = 1/.test(llama.systemInfo) ? ', OpenMP' : ''}${variant ? `, CPU variant ${variant}` : ''}`
   await llama.dispose()
   return described
 }
 
-export async function benchLlamaServer(print: (line: string) => void = console.log): Promise<Record<string, unknown>> {
+/** The service and llama-server here: llama-server built by bench/llama-server-binary.ts, our engine's binaries as a launch finds them. */
+async function localServers(print: (line: string) => void) {
   const binary = await ensureLlamaServer({gpu: options.gpu, log: print})
-  const results: Record<string, unknown> = {
-    gpu: await gpuDescription(),
-    llama_server: `${binary} (llama.cpp ${await bundledRelease()}, -t ${threads}${options.gpu ? ', CUDA, -ngl 999' : ''})`,
-    load_before: loadavg(),
-    ours: await ourBinaries(),
-    repeats,
-  }
-  print(`\nAgainst llama-server: ${results.llama_server}; ours: ${results.ours}; GPU: ${results.gpu}; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
+  const service: RunningService = await startService()
+  const servers: Servers = {service, startLlamaServer: (modelPath, shape) => startLlamaServer(binary, modelPath, {...shape, gpu: options.gpu, threads})}
+  return {llamaServer: `${binary} (llama.cpp ${await bundledRelease()}, -t ${threads}${options.gpu ? ', CUDA, -ngl 999' : ''})`, ours: await ourBinaries(), servers, stop: () => service.stop()}
+}
+
+/** Both sides in containers of `image`, the models in `work` mounted into them. */
+async function imageServers(image: string, work: string) {
+  if (options.gpu) throw new Error('--image runs on the CPU: leave out --gpu')
+  const service = await startImageService(image, work)
+  const servers: Servers = {service, startLlamaServer: (modelPath, shape) => startImageLlamaServer(image, work, modelPath, {...shape, threads})}
+  return {llamaServer: `llama-server in ${image} (-t ${threads})`, ours: `service-local in ${image}: ${await service.binaries()}`, servers, stop: () => service.stop()}
+}
+
+export async function benchLlamaServer(print: (line: string) => void = console.log): Promise<Record<string, unknown>> {
   const work = await temporaryDirectory('service-bench-')
-  const service = await startService()
+  const {llamaServer, ours, servers, stop} = options.image ? await imageServers(options.image, work) : await localServers(print)
+  const results: Record<string, unknown> = {gpu: await gpuDescription(), llama_server: llamaServer, load_before: loadavg(), ours, repeats}
+  print(`\nAgainst llama-server: ${results.llama_server}; ours: ${results.ours}; GPU: ${results.gpu}; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
   try {
     for (const size of sizes) {
       const modelPath = join(work, `${size}.gguf`)
       await writeRandomLlamaGguf(modelPath, SIZES[size])
-      results[size] = await benchSize(service, binary, size, modelPath, print)
+      results[size] = await benchSize(servers, size, modelPath, print)
       await rm(modelPath, {force: true})
     }
   } finally {
-    await service.stop()
+    await stop()
     await rm(work, {force: true, recursive: true})
   }
 

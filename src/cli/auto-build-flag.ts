@@ -5,6 +5,6 @@ export const autoBuildFlag = () =>
   Flags.boolean({
     allowNo: true,
     description:
-      "Build engines for this machine in the background at start where it helps and the machine can (llama.cpp: compile it for this CPU, about 10 minutes on 2 cores, at low priority); --no-auto-build, or SERVICE_AUTO_BUILD=0, turns it off [default: on].",
+      "Build engines for this machine in the background at start where it helps and the machine can (llama.cpp: compile its portable build, about 25 minutes on 2 cores, at low priority); --no-auto-build, or SERVICE_AUTO_BUILD=0, turns it off [default: on].",
   })
 

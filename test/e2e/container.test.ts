@@ -120,10 +120,12 @@ describe('container image (podman): service-local in a container, restarted and 
     await podman(['volume', 'rm', '--force', names.home], {reject: false})
     if (builtHere) {
       await podman(['rmi', image], {reject: false})
-      // Build stages left untagged by earlier builds; the newest stays, as the next build's cache.
-      const {stdout} = await podman(['images', '--filter', 'dangling=true', '--filter', 'label=service-toolkit.stage=install', '--format', 'json'])
-      const stages = (JSON.parse(stdout) as Array<{Id: string; Created: number}>).sort((a, b) => b.Created - a.Created)
-      for (const stage of stages.slice(1)) await podman(['rmi', stage.Id], {reject: false})
+      // Build stages left untagged by earlier builds; the newest of each stays, as the next build's cache.
+      for (const stage of ['install', 'llama-cpp']) {
+        const {stdout} = await podman(['images', '--filter', 'dangling=true', '--filter', `label=service-toolkit.stage=${stage}`, '--format', 'json'])
+        const images = (JSON.parse(stdout) as Array<{Id: string; Created: number}>).sort((a, b) => b.Created - a.Created)
+        for (const old of images.slice(1)) await podman(['rmi', old.Id], {reject: false})
+      }
     }
     await rm(scratch, {force: true, recursive: true})
   })
@@ -142,10 +144,20 @@ describe('container image (podman): service-local in a container, restarted and 
     expect((await podman(['exec', names.local, 'printenv', 'SERVICE_MODEL_SRC'])).stdout.trim()).to.equal('modelscope')
   })
 
-  it('launches tiny-random-llm with servicectl through the mapped port, chats with the openai client, and keeps a registration', async () => {
+  it('is as large as docs/deployment.md says, within a tenth', async () => {
+    const stated = /The CPU image is about ([\d,]+) MB/.exec(await readFile(join(ROOT, 'docs/deployment.md'), 'utf8'))
+    expect(stated, 'docs/deployment.md: "The CPU image is about N MB"').to.not.equal(null)
+    const {stdout} = await podman(['image', 'inspect', '--format', '{{.Size}}', image])
+    const megabytes = Number(stdout.trim()) / 1e6
+    expect(megabytes, `podman image inspect: ${megabytes.toFixed(0)} MB`).to.be.within(Number(stated![1].replaceAll(',', '')) * 0.9, Number(stated![1].replaceAll(',', '')) * 1.1)
+  })
+
+  it('launches tiny-random-llm with servicectl through the mapped port on the portable build of llama.cpp, chats with the openai client, and keeps a registration', async () => {
     const launched = await servicectl(['launch', '-n', 'tiny-random-llm', '--model-engine', 'llama.cpp', '-e', url])
     expect(launched.exitCode, launched.stderr).to.equal(0)
     expect(await chat()).to.be.a('string').and.not.equal('')
+    const modelLogs = await Promise.all((await filesUnder(join(home, 'logs/models'))).map((file) => readFile(join(home, 'logs/models', file), 'utf8')))
+    expect(modelLogs.join('')).to.match(/loaded the local build of llama\.cpp \(CPU; CPU variant: \w+\)/)
     const family = join(scratch, 'hub-tiny.json')
     await writeFile(family, JSON.stringify(HUB_FAMILY))
     const registered = await servicectl(['register', '-t', 'LLM', '-f', family, '-e', url])

@@ -11,7 +11,7 @@ import {join} from 'node:path'
 import {ROOT, SERVICECTL, servicectl, temporaryDirectory} from '../helpers/service.js'
 
 const PROGRAMS = ['cmake', 'c++', 'cc', 'make', 'git', 'npm']
-const NODE_LLAMA_CPP_CLI = join(ROOT, 'node_modules/node-llama-cpp/dist/cli/cli.js')
+const BUILD_PORTABLE = join(ROOT, 'plugins/engine-llama-cpp/dist/build-portable.js')
 
 describe('servicectl engine build', function () {
   let work: string
@@ -59,10 +59,10 @@ describe('servicectl engine build', function () {
   it('prints the exact command and where each program it needs was found, and runs nothing with --dry-run', async () => {
     const result = await build(['llama.cpp', '--dry-run'], allPrograms)
     expect(result.exitCode, result.stderr).to.equal(0)
-    expect(result.stdout).to.match(/^llama\.cpp \(@service-toolkit\/plugin-engine-llama-cpp\): Compiles llama\.cpp for this machine's CPU/)
+    expect(result.stdout).to.match(/^llama\.cpp \(@service-toolkit\/plugin-engine-llama-cpp\): Compiles llama\.cpp from the source bundled with node-llama-cpp, with OpenMP and one CPU backend per instruction-set level/)
     expect(result.stdout).to.contain(`  needs cmake: ${join(allPrograms, 'cmake')}\n`)
     expect(result.stdout).to.contain(`  needs a C++ compiler: ${join(allPrograms, 'c++')}\n`)
-    expect(result.stdout).to.contain(`\nCommand: ${process.execPath} ${NODE_LLAMA_CPP_CLI} source download --gpu false --noUsageExample\n`)
+    expect(result.stdout).to.contain(`\nCommand: ${process.execPath} ${BUILD_PORTABLE}\n`)
     expect(result.stdout.trimEnd().split('\n').at(-1)).to.equal('Dry run: nothing was run.')
   })
 
@@ -71,7 +71,7 @@ describe('servicectl engine build', function () {
     expect(result.exitCode, result.stderr).to.equal(0)
     const output = JSON.parse(result.stdout)
     expect(output).to.deep.include({
-      command: [process.execPath, NODE_LLAMA_CPP_CLI, 'source', 'download', '--gpu', 'false', '--noUsageExample'],
+      command: [process.execPath, BUILD_PORTABLE],
       dry_run: true,
       engine: 'llama.cpp',
       plugin: '@service-toolkit/plugin-engine-llama-cpp',

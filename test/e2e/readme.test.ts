@@ -197,7 +197,7 @@ describe('README engine build example', () => {
     await rm(directory, {force: true, recursive: true})
     expect(run.exitCode, run.stderr).to.equal(0)
     expect(run.stdout).to.contain(`  needs cmake: ${join(bin, 'cmake')}\n`)
-    expect(run.stdout).to.match(/\nCommand: \S+ \S+\/node-llama-cpp\/dist\/cli\/cli\.js source download --gpu false --noUsageExample\nDry run: nothing was run\.$/)
+    expect(run.stdout).to.match(/\nCommand: \S+ \S+\/engine-llama-cpp\/dist\/build-portable\.js\nDry run: nothing was run\.$/)
   })
 })
 

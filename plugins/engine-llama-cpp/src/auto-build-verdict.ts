@@ -10,9 +10,12 @@ export interface AutoBuildVerdict {
   reason: string
 }
 
-/** Which binaries a Llama was loaded from, as the model's log and `servicectl engine build` say it. */
-export const describeBinaries = (buildType: 'localBuild' | 'prebuilt', gpu: LlamaGpuType): string =>
-  `${buildType === 'localBuild' ? 'the local build of llama.cpp' : "node-llama-cpp's prebuilt llama.cpp binaries"} (${gpu === false ? 'CPU' : `GPU: ${gpu}`})`
+/**
+ * Which binaries a Llama was loaded from, as the model's log and `servicectl engine build` say it, with the CPU
+ * variant ggml picked for this CPU where it is known (portable-build.ts).
+ */
+export const describeBinaries = (buildType: 'localBuild' | 'prebuilt', gpu: LlamaGpuType, cpuVariant?: string): string =>
+  `${buildType === 'localBuild' ? 'the local build of llama.cpp' : "node-llama-cpp's prebuilt llama.cpp binaries"} (${gpu === false ? 'CPU' : `GPU: ${gpu}`}${cpuVariant ? `; CPU variant: ${cpuVariant}` : ''})`
 
 export function autoBuildVerdict(buildType: 'localBuild' | 'prebuilt', gpu: LlamaGpuType): AutoBuildVerdict {
   if (buildType === 'localBuild') return {reason: 'models launched now already use the local build of llama.cpp.', wanted: false}

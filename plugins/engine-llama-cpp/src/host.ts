@@ -15,6 +15,7 @@ import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {useErrorFactory} from './errors.js'
 import {checkGgufHeader, loadFailure} from './gguf-header.js'
+import {FIND_PORTABLE_BUILD, loadedCpuVariant} from './portable-build.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
 /**
@@ -81,7 +82,7 @@ const host: EngineHost<LlamaCppOperations> = {
     const building = await buildInProgress()
     if (building) log.info('llama.cpp is being built for this machine in the background: this model loads the prebuilt binaries; launch it again once the build has ended to use the local build.')
     const llama = await getLlama({
-      ...(building ? PASS_OVER_LOCAL_BUILDS : {}),
+      ...(building ? PASS_OVER_LOCAL_BUILDS : FIND_PORTABLE_BUILD),
       build: 'never',
       gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
       // Its own notices (such as "the prebuilt binary with Vulkan support is not compatible with the current system,
@@ -92,7 +93,7 @@ const host: EngineHost<LlamaCppOperations> = {
         if (level === 'error' || level === 'fatal') recentErrors.splice(0, recentErrors.length - 2, message.trim())
       },
     })
-    log.info(`loaded ${describeBinaries(llama.buildType, llama.gpu)}`)
+    log.info(`loaded ${describeBinaries(llama.buildType, llama.gpu, await loadedCpuVariant())}`)
     const gpuLayers = parameters.n_gpu_layers === undefined ? undefined : parameters.n_gpu_layers === -1 ? 'max' : (parameters.n_gpu_layers as number)
     let model: LlamaModel
     try {

@@ -5,8 +5,7 @@ import {fileURLToPath} from 'node:url'
 import {NODE_LLAMA_CPP_BUILD_FOLDER} from './build-in-progress.js'
 import {generateRecipe, RECIPE_NAMES} from './gguf/recipes.js'
 
-/** node-llama-cpp's own command-line tool (its package's `bin`), run with the node that runs the toolkit. */
-const NODE_LLAMA_CPP_CLI = fileURLToPath(new URL('cli/cli.js', import.meta.resolve('node-llama-cpp')))
+const BUILD_PORTABLE = fileURLToPath(new URL('build-portable.js', import.meta.url))
 const BUILD_REPORT = fileURLToPath(new URL('build-report.js', import.meta.url))
 
 /**
@@ -20,12 +19,10 @@ const register: RegisterHook = async () => ({
         // The service builds by itself, in the background, on a machine that can and still loads the prebuilt CPU
         // binaries (the probe asks node-llama-cpp as a launch would; see auto-build-verdict.ts).
         auto: {folder: NODE_LLAMA_CPP_BUILD_FOLDER, probeCommand: [process.execPath, BUILD_REPORT, '--probe']},
-        // `source download` clones the llama.cpp release bundled in node-llama-cpp (no network) and compiles it;
-        // `source build` would need that clone to exist already. CPU only, so that a GPU machine keeps loading the
-        // prebuilt CUDA or Vulkan binaries, which node-llama-cpp prefers to a CPU build whenever a GPU is there.
-        command: [process.execPath, NODE_LLAMA_CPP_CLI, 'source', 'download', '--gpu', 'false', '--noUsageExample'],
+        // The portable build (portable-build.ts), CPU only: see build-portable.ts.
+        command: [process.execPath, BUILD_PORTABLE],
         description:
-          'Compiles llama.cpp for this machine\'s CPU (native instructions, OpenMP) from the source bundled with node-llama-cpp; it generates faster than the prebuilt binaries. Offline, about 10 minutes on 2 cores.',
+          'Compiles llama.cpp from the source bundled with node-llama-cpp, with OpenMP and one CPU backend per instruction-set level (the best one loaded at start, so the build is right for any machine it is copied to); it generates faster than the prebuilt binaries. Offline, about 25 minutes on 2 cores.',
         reportCommand: [process.execPath, BUILD_REPORT],
         requires: [
           {aptPackage: 'cmake', name: 'cmake', programs: ['cmake']},

@@ -32,7 +32,7 @@ export default class BuildEngine extends JsonCommand {
     engine: Args.string({description: 'The engine, as --model-engine names it (e.g. llama.cpp).', required: true}),
   }
   static description =
-    'Build an engine for this machine, where its plugin offers a build (llama.cpp: compile it for this CPU). It runs here, without the service; on a cluster, run it on every worker.'
+    'Build an engine for this machine, where its plugin offers a build (llama.cpp: compile its portable build, right for any CPU it is copied to). It runs here, without the service; on a cluster, run it on every worker or copy its build to them.'
   static examples = ['<%= config.bin %> engine build llama.cpp', '<%= config.bin %> engine build llama.cpp --dry-run']
   static flags = {
     'dry-run': Flags.boolean({default: false, description: 'Print the command and check what it needs, without running it.'}),

@@ -41,7 +41,7 @@ export function engineBuildRoutes(builds: EngineBuilds | undefined, permission: 
       permission,
       response: engineBuildStatusSchema.json,
       summary:
-        "An engine's background build for this machine (llama.cpp: compiled for this CPU when the service starts on a machine that can build it): off, unavailable, checking, not_needed, building (stage, percent, lines), succeeded or failed (error, last lines)",
+        "An engine's background build for this machine (llama.cpp: its portable build, compiled when the service starts on a machine that can build it): off, unavailable, checking, not_needed, building (stage, percent, lines), succeeded or failed (error, last lines)",
       tag: 'registrations',
     },
   ]
