@@ -126,6 +126,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
     assertOpenAiSchema('Response', stored)
     expect(stored.output_text).to.equal(text)
     expect(stored.usage).to.deep.equal(last.response.usage)
+    // A streamed reply's response carries koa's pipeline listeners next to the service's own: no leak warning a request.
+    expect(service.output()).not.to.include('MaxListenersExceededWarning')
   })
 
   it('calls a function, takes its output back with previous_response_id, and lists the conversation as input items', async () => {
