@@ -2,8 +2,8 @@
  * What splitting a stream costs per token: the reasoning parser (`<think>` tags and gpt-oss's harmony channels) and
  * the tool-call parser (hermes), each fed a long generated stream cut into token-sized pieces (1–7 characters), as a
  * model process feeds them one engine event at a time. Prints the nanoseconds each piece costs (median of the rounds,
- * with the range), next to which the model process's own CPU time per token (bench/token-cost.ts: about 150,000 ns on
- * a small model) shows whether parsing is measurable.
+ * with the range), next to which the model process's own main-thread CPU time per token (bench/token-cost.ts:
+ * 106,000–151,000 ns on the small model) shows whether parsing is measurable.
  *
  *   node --import tsx bench/reasoning-parse.ts [--rounds 7] [--words 50000]
  */
