@@ -3,7 +3,7 @@
  * TTFT (request sent → first content), TPOT ((end − first) / (tokens − 1)), ITL (gaps between content chunks),
  * end-to-end latency and output tokens/s over a round's wall time.
  */
-import {readFile} from 'node:fs/promises'
+import {readdir, readFile} from 'node:fs/promises'
 
 export const PROMPT = 'Write a long story about a lighthouse keeper who finds a map, and tell it slowly, with every detail of the sea and sky.'
 export const MAX_TOKENS = 128
@@ -161,4 +161,25 @@ export async function processUsage(pid: number): Promise<{cpuMs: number; wakeUps
   const [stat, status] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile(`/proc/${pid}/status`, 'utf8')])
   const fields = stat.split(') ')[1].split(' ')
   return {cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100, wakeUps: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0)}
+}
+
+/** CPU nanoseconds of each thread of a process, by thread id, from /proc/<pid>/task/<tid>/schedstat. */
+export async function threadTimes(pid: number): Promise<Map<number, number>> {
+  const times = new Map<number, number>()
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => '')
+    if (stat) times.set(Number(tid), Number(stat.split(' ')[0]))
+  }
+
+  return times
+}
+
+/**
+ * A process's CPU milliseconds so far, every thread's, to the nanosecond: /proc/<pid>/stat counts in 10 ms ticks,
+ * too coarse for the tenths of a millisecond a short reply costs a route.
+ */
+export async function processCpuMs(pid: number): Promise<number> {
+  let sum = 0
+  for (const time of (await threadTimes(pid)).values()) sum += time
+  return sum / 1e6
 }

@@ -13,7 +13,7 @@ import OpenAI from 'openai'
 
 import {writeTinyChatModel} from '../test/helpers/models.js'
 import {callApi, startService, temporaryDirectory} from '../test/helpers/service.js'
-import {median, processUsage} from './measure.js'
+import {median, processCpuMs} from './measure.js'
 
 const {values} = parseArgs({options: {rounds: {default: '30', type: 'string'}, tokens: {default: '128', type: 'string'}}})
 const rounds = Number(values.rounds)
@@ -70,11 +70,11 @@ try {
   for (let i = 0; i < rounds; i++) {
     // Which route goes first turns, so a burst of other work on the machine does not favour one.
     for (const side of [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)]) {
-      const before = await processUsage(service.process.pid!)
+      const before = await processCpuMs(service.process.pid!)
       const start = performance.now()
       const count = await side.reply()
       side.walls.push(performance.now() - start)
-      side.cpu += (await processUsage(service.process.pid!)).cpuMs - before.cpuMs
+      side.cpu += (await processCpuMs(service.process.pid!)) - before
       if (count !== tokens) throw new Error(`${side.label} answered ${count} tokens, not ${tokens}`)
     }
   }

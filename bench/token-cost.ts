@@ -19,7 +19,7 @@ import {parseArgs} from 'node:util'
 import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {callApi, startService, temporaryDirectory} from '../test/helpers/service.js'
 import {ensureLlamaServer, startLlamaServer} from './llama-server-binary.js'
-import {median, show, streamChat, summary} from './measure.js'
+import {median, show, streamChat, summary, threadTimes} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -29,17 +29,6 @@ const {values: options} = parseArgs({
     tokens: {default: '128', type: 'string'},
   },
 })
-
-/** CPU nanoseconds of each thread of a process, by thread id. */
-async function threadTimes(pid: number): Promise<Map<number, number>> {
-  const times = new Map<number, number>()
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
-    const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => '')
-    if (stat) times.set(Number(tid), Number(stat.split(' ')[0]))
-  }
-
-  return times
-}
 
 /** The process ids under `pid` (itself included), with their command lines. */
 async function descendants(pid: number): Promise<Array<{pid: number; command: string}>> {

@@ -20,12 +20,22 @@ export interface Listening {
   close(graceMs?: number): Promise<void>
 }
 
+/**
+ * How many listeners of one event a response may have before Node warns of a leak. A streamed reply's response has
+ * seven 'close' listeners from koa's stream pipeline and up to six of the service's (this file, request events, the
+ * route's abort, a named request, the model's hold, an upload's files): past Node's default of ten, every streamed
+ * request printed a MaxListenersExceededWarning, with a stack trace and a stderr write. A response serves one request,
+ * so its listeners cannot pile up past it.
+ */
+const RESPONSE_LISTENERS = 20
+
 export async function listen(app: Koa, {host, port, tls}: {host: string; port: number; tls?: TlsIdentity}): Promise<Listening> {
   let closed: Promise<void> | undefined
   const handle = app.callback()
   const options = {keepAliveTimeout: 65_000, noDelay: true}
   const {createServer} = (tls ? require('node:https') : require('node:http')) as typeof import('node:https')
   const server: Server = createServer({...options, ...tls}, (request, response) => {
+    response.setMaxListeners(RESPONSE_LISTENERS)
     // Once closing, a kept-alive connection is closed as soon as its response is done, so closing ends.
     response.once('close', () => closed && setImmediate(() => server.closeIdleConnections()))
     return handle(request, response)

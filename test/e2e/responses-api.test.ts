@@ -115,6 +115,10 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
       'response.output_item.done',
       'response.incomplete',
     ])
+    // The route sends the live response and items (responses-run.ts): each event must still show them as they were then.
+    for (const event of events.slice(0, 2) as OpenAI.Responses.ResponseCreatedEvent[]) expect([event.response.status, event.response.output]).to.deep.equal(['in_progress', []])
+    const added = events[2] as OpenAI.Responses.ResponseOutputItemAddedEvent
+    expect(added.item).to.deep.include({content: [], status: 'in_progress'})
     const last = events.at(-1) as OpenAI.Responses.ResponseIncompleteEvent
     const text = events.flatMap((event) => (event.type === 'response.output_text.delta' ? [event.delta] : [])).join('')
     expect((events.find((event) => event.type === 'response.output_text.done') as OpenAI.Responses.ResponseTextDoneEvent).text).to.equal(text)
@@ -122,6 +126,8 @@ describe('OpenAI Responses API (service-local, openai client)', function () {
     assertOpenAiSchema('Response', stored)
     expect(stored.output_text).to.equal(text)
     expect(stored.usage).to.deep.equal(last.response.usage)
+    // A streamed reply's response carries koa's pipeline listeners next to the service's own: no leak warning a request.
+    expect(service.output()).not.to.include('MaxListenersExceededWarning')
   })
 
   it('calls a function, takes its output back with previous_response_id, and lists the conversation as input items', async () => {

@@ -27,12 +27,13 @@ export const usageOf = (event: Extract<GenerationEvent, {type: 'done'}>) => ({
 /**
  * Runs `events` into `response` (its `output`, `status`, `usage`), yielding the stream's events without their
  * sequence numbers. The response is `in_progress` on entry and completed, incomplete (max_output_tokens) or, when
- * the engine stopped on an abort, cancelled when this ends.
+ * the engine stopped on an abort, cancelled when this ends. An event carries the live response and items, not
+ * copies: a stream serializes each event before it asks for the next (sse.ts), and the other callers drop them, so
+ * copying the whole Response three times a request was work no byte depended on.
  */
 export async function* generate(response: ResponseObject, events: AsyncIterable<GenerationEvent>): AsyncGenerator<StreamEvent> {
-  const snapshot = () => structuredClone(response)
-  yield {response: snapshot(), type: 'response.created'}
-  yield {response: snapshot(), type: 'response.in_progress'}
+  yield {response, type: 'response.created'}
+  yield {response, type: 'response.in_progress'}
   let open: Item | undefined
   let text = ''
   const outputIndex = () => response.output.length - 1
@@ -58,7 +59,7 @@ export async function* generate(response: ResponseObject, events: AsyncIterable<
     }
 
     item.status = 'completed'
-    yield {item: structuredClone(item), output_index: outputIndex(), type: 'response.output_item.done'}
+    yield {item, output_index: outputIndex(), type: 'response.output_item.done'}
   }
 
   function* start(item: Item): Generator<StreamEvent> {
@@ -66,7 +67,7 @@ export async function* generate(response: ResponseObject, events: AsyncIterable<
     response.output.push(item)
     open = item
     text = ''
-    yield {item: structuredClone(item), output_index: outputIndex(), type: 'response.output_item.added'}
+    yield {item, output_index: outputIndex(), type: 'response.output_item.added'}
     const at = {item_id: item.id, output_index: outputIndex()}
     if (item.type === 'reasoning') yield {...at, part: {text: '', type: 'summary_text'}, summary_index: 0, type: 'response.reasoning_summary_part.added'}
     if (item.type === 'message') yield {...at, content_index: 0, part: {annotations: [], logprobs: [], text: '', type: 'output_text'}, type: 'response.content_part.added'}
@@ -94,11 +95,11 @@ export async function* generate(response: ResponseObject, events: AsyncIterable<
       else if (event.finishReason === 'length') {
         response.status = 'incomplete'
         response.incomplete_details = {reason: 'max_output_tokens'}
-        yield {response: snapshot(), type: 'response.incomplete'}
+        yield {response, type: 'response.incomplete'}
       } else {
         response.status = 'completed'
         response.completed_at = now()
-        yield {response: snapshot(), type: 'response.completed'}
+        yield {response, type: 'response.completed'}
       }
     }
   }
