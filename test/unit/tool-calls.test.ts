@@ -157,8 +157,9 @@ describe('tool-call parser', () => {
     }
 
     const response: ResponseObject = {id: 'resp_1', output: [], status: 'in_progress'}
+    // Events carry the live Response and items, so each is recorded as the stream writes it: serialized before the next.
     const events = []
-    for await (const event of generate(response, splitToolCalls(engine(), 'hermes'))) events.push(event)
+    for await (const event of generate(response, splitToolCalls(engine(), 'hermes'))) events.push(JSON.parse(JSON.stringify(event)) as typeof event)
     const types = events.map((event) => event.type).filter((type) => type.startsWith('response.function_call') || type.startsWith('response.output_item'))
     expect(types).to.deep.equal([
       'response.output_item.added',
