@@ -11,7 +11,7 @@ import {join} from 'node:path'
 
 import type {GenerationEvent} from '../../src/kernel/generation.js'
 
-import {generate, type ResponseObject} from '../../plugins/model-llm/src/responses-run.js'
+import {type ResponseObject, runResponse} from '../../plugins/model-llm/src/responses-run.js'
 
 import {toolCallFormatOf, toolCallFormatOfTemplate} from '../../src/kernel/tool-call-format.js'
 import {splitToolCalls, ToolCallParser, type ToolCallFormat} from '../../src/kernel/tool-calls.js'
@@ -159,7 +159,7 @@ describe('tool-call parser', () => {
     const response: ResponseObject = {id: 'resp_1', output: [], status: 'in_progress'}
     // Events carry the live Response and items, so each is recorded as the stream writes it: serialized before the next.
     const events = []
-    for await (const event of generate(response, splitToolCalls(engine(), 'hermes'))) events.push(JSON.parse(JSON.stringify(event)) as typeof event)
+    for await (const event of runResponse(response, splitToolCalls(engine(), 'hermes')).events) events.push(JSON.parse(JSON.stringify(event.data)) as typeof event.data)
     const types = events.map((event) => event.type).filter((type) => type.startsWith('response.function_call') || type.startsWith('response.output_item'))
     expect(types).to.deep.equal([
       'response.output_item.added',

@@ -8,7 +8,7 @@ import type {ChatPayload, KernelApi, LlmOperations, ResponseFormat, RouteDefinit
 
 import {started} from './openai-shapes.js'
 import {inputItems, MAX_ITEMS, requestSchema, type ResponsesRequest, type StoredItem, toTurns} from './responses-input.js'
-import {generate, itemId, now, type ResponseObject, type StreamEvent} from './responses-run.js'
+import {itemId, now, type ResponseObject, runResponse} from './responses-run.js'
 import {responsesSchemas} from './responses-shapes.js'
 import {ResponseLibrary, storedResponseRoutes} from './responses-stored.js'
 
@@ -116,26 +116,20 @@ export function responsesRoutes(api: KernelApi): RouteDefinition[] {
         library.checkRoomToRun()
         const controller = new AbortController()
         const events = await started(model.invoke('chat', payload, controller.signal))
-        await library.runInBackground(record, generate(response, events), controller)
+        await library.runInBackground(record, runResponse(response, events).events, controller)
         return {body: structuredClone(response), kind: 'json'}
       }
 
-      const run = generate(response, await started(model.invoke('chat', payload, signal)))
+      // Saved before the stream ends, so that a client reading the stored response once the stream is over finds it.
+      const run = runResponse(response, await started(model.invoke('chat', payload, signal)), save)
       if (!body.stream) {
-        for await (const _ of run);
-        await save()
+        for await (const _ of run.events);
         return {body: response, kind: 'json'}
       }
 
-      let sequence = 0
-      async function* stream(): AsyncGenerator<{event: string; data: StreamEvent}> {
-        for await (const event of run) yield {data: {...event, sequence_number: sequence++}, event: event.type}
-        await save()
-      }
-
       return {
-        errorEvent: (error) => ({data: {code: error.code, message: error.message, param: error.param, sequence_number: sequence++, type: 'error'}, event: 'error'}),
-        events: stream(),
+        errorEvent: run.errorEvent,
+        events: run.events,
         kind: 'sse',
       }
     },
