@@ -1,32 +1,55 @@
-// Mocha's spec output, then the ten slowest test files (each file's top-level suites, hooks included, by wall
-// time), and last the plain closing line CI reads: "N passed, N failed, N skipped".
+// Mocha's spec output, then the ten slowest test files, and last the plain closing line CI reads: "N passed,
+// N failed, N skipped". A file's time is the sum of its tests' and hooks' durations: mocha reports those in serial
+// and in parallel runs alike, where a parallel run replays each file's events only once the file has finished.
+// The times are also merged into the test cache, where test/longest-first.mjs reads them to start the longest
+// files first.
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const Mocha = require('mocha')
 
-const {EVENT_RUN_END, EVENT_SUITE_BEGIN, EVENT_SUITE_END} = Mocha.Runner.constants
+const {EVENT_HOOK_END, EVENT_RUN_END, EVENT_TEST_END} = Mocha.Runner.constants
 const SLOWEST_SHOWN = 10
+const cacheDirectory = () => process.env.SERVICE_TEST_CACHE || path.join(os.homedir(), '.cache', 'service-test')
+const SECONDS_FILE = 'test-file-seconds.json'
+
+function recordSeconds(secondsByFile) {
+  const file = path.join(cacheDirectory(), SECONDS_FILE)
+  let known = {}
+  try {
+    known = JSON.parse(fs.readFileSync(file, 'utf8'))
+  } catch {
+    // No times yet, or a file cut short: this run's times start it afresh.
+  }
+
+  for (const [name, seconds] of secondsByFile) known[name] = Math.round(seconds * 10) / 10
+  fs.mkdirSync(path.dirname(file), {recursive: true})
+  const partial = `${file}.${process.pid}`
+  fs.writeFileSync(partial, `${JSON.stringify(known, null, 1)}\n`, {mode: 0o600})
+  fs.renameSync(partial, file)
+}
 
 class SummaryReporter extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options)
-    const started = new Map()
     const secondsByFile = new Map()
-    const topLevel = (suite) => suite.file && suite.parent && suite.parent.root
-    runner.on(EVENT_SUITE_BEGIN, (suite) => {
-      if (topLevel(suite)) started.set(suite, process.hrtime.bigint())
-    })
-    runner.on(EVENT_SUITE_END, (suite) => {
-      const start = started.get(suite)
-      if (start === undefined) return
-      const file = path.relative(process.cwd(), suite.file)
-      secondsByFile.set(file, (secondsByFile.get(file) ?? 0) + Number(process.hrtime.bigint() - start) / 1e9)
-    })
+    const started = process.hrtime.bigint()
+    const count = (runnable) => {
+      if (!runnable.file || typeof runnable.duration !== 'number') return
+      const file = path.relative(process.cwd(), runnable.file)
+      secondsByFile.set(file, (secondsByFile.get(file) ?? 0) + runnable.duration / 1000)
+    }
+
+    runner.on(EVENT_TEST_END, count)
+    runner.on(EVENT_HOOK_END, count)
     runner.once(EVENT_RUN_END, () => {
       const slowest = [...secondsByFile].sort((a, b) => b[1] - a[1]).slice(0, SLOWEST_SHOWN)
       if (slowest.length > 0) {
         const total = [...secondsByFile.values()].reduce((sum, seconds) => sum + seconds, 0)
-        process.stdout.write(`\nSlowest test files (of ${secondsByFile.size}, ${Math.round(total)} s in all):\n`)
+        const wall = Number(process.hrtime.bigint() - started) / 1e9
+        process.stdout.write(`\nSlowest test files (of ${secondsByFile.size}, ${Math.round(total)} s in all, run in ${Math.round(wall)} s):\n`)
         for (const [file, seconds] of slowest) process.stdout.write(`${seconds.toFixed(1).padStart(8)} s  ${file}\n`)
+        recordSeconds(secondsByFile)
       }
 
       const {failures, passes, pending} = runner.stats

@@ -92,7 +92,8 @@ describe('README examples', () => {
       const launch = await execa('servicectl', ['launch', '-n', model], {cwd: directory, env, reject: false})
       expect(launch.exitCode, launch.stderr).to.equal(0)
     }
-    expect(await runNode('client-library')).to.match(/\S[\s\S]*tiny-random-embedding/)
+    const printed = await runNode('client-library')
+    expect(printed, printed).to.match(/\S[\s\S]*tiny-random-embedding/)
   })
 
   it('runs the reasoning blocks: tiny-random-llm launched to reason, its reasoning answered, streamed, and switched off', async () => {
