@@ -224,7 +224,11 @@ describe('OpenAI API (service-local, openai client)', function () {
           if (choice.finish_reason) finished.push(choice.index)
         }
 
-        if (chunk.usage) expect(chunk.usage).to.deep.equal(batch.usage)
+        if (chunk.usage) {
+          // Which cached prefix each prompt reuses depends on the sequence it lands in, which is a matter of timing.
+          expect({...chunk.usage, prompt_tokens_details: undefined}).to.deep.equal({...batch.usage, prompt_tokens_details: undefined})
+          expect(chunk.usage.prompt_tokens_details!.cached_tokens).to.be.within(0, chunk.usage.prompt_tokens)
+        }
       }
 
       expect(texts).to.deep.equal(single)
