@@ -1,33 +1,14 @@
 // Mocha's spec output, then the ten slowest test files, and last the plain closing line CI reads: "N passed,
 // N failed, N skipped". A file's time is the sum of its tests' and hooks' durations: mocha reports those in serial
 // and in parallel runs alike, where a parallel run replays each file's events only once the file has finished.
-// The times are also merged into the test cache, where test/longest-first.mjs reads them to start the longest
-// files first.
-const fs = require('node:fs')
-const os = require('node:os')
+// The times are also recorded (test/file-seconds.cjs), for test/longest-first.mjs to start the longest files first.
 const path = require('node:path')
 const Mocha = require('mocha')
 
+const {recordSeconds} = require('./file-seconds.cjs')
+
 const {EVENT_HOOK_END, EVENT_RUN_END, EVENT_TEST_END} = Mocha.Runner.constants
 const SLOWEST_SHOWN = 10
-const cacheDirectory = () => process.env.SERVICE_TEST_CACHE || path.join(os.homedir(), '.cache', 'service-test')
-const SECONDS_FILE = 'test-file-seconds.json'
-
-function recordSeconds(secondsByFile) {
-  const file = path.join(cacheDirectory(), SECONDS_FILE)
-  let known = {}
-  try {
-    known = JSON.parse(fs.readFileSync(file, 'utf8'))
-  } catch {
-    // No times yet, or a file cut short: this run's times start it afresh.
-  }
-
-  for (const [name, seconds] of secondsByFile) known[name] = Math.round(seconds * 10) / 10
-  fs.mkdirSync(path.dirname(file), {recursive: true})
-  const partial = `${file}.${process.pid}`
-  fs.writeFileSync(partial, `${JSON.stringify(known, null, 1)}\n`, {mode: 0o600})
-  fs.renameSync(partial, file)
-}
 
 class SummaryReporter extends Mocha.reporters.Spec {
   constructor(runner, options) {
