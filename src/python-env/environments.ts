@@ -21,7 +21,7 @@ import type {VirtualEnvironment} from '../protocol/virtualenvs.js'
 import {conflict, notFound, ServiceError} from '../kernel/errors.js'
 import {programSpawner} from '../model-process/program-spawner.js'
 import {folderUsages} from './disk-usage.js'
-import {installSteps, type InstallStep} from './install-steps.js'
+import {bytecodeStep, installSteps, type InstallStep} from './install-steps.js'
 import {readPipSources} from './pip-config.js'
 import {pointScriptsAt} from './relocate.js'
 import {execaProbe, findToolchain, type ProbeProgram, type Toolchain, type ToolchainSettings} from './toolchain.js'
@@ -44,6 +44,8 @@ export interface EnvironmentRecord {
   packages: string[]
   request: PythonEnvRequest
   created_at: string
+  /** Every module compiled at install; an environment made before that was done is compiled on its next use. */
+  bytecode?: boolean
 }
 
 /** An environment as listings show it, before the worker adds the models using it. */
@@ -91,6 +93,7 @@ const pidAlive = (pid: number) => {
 
 export class PythonEnvironments {
   private readonly flights = new Map<string, Flight>()
+  private readonly compilings = new Map<string, Promise<void>>()
   private toolchainFound?: Promise<Toolchain>
 
   constructor(private readonly options: PythonEnvironmentsOptions) {}
@@ -110,7 +113,11 @@ export class PythonEnvironments {
     const name = environmentName(toolchain.python.version, request)
     const envDir = join(this.options.root, name)
     for (;;) {
-      if (existsSync(join(envDir, MARKER))) return environmentOf(envDir)
+      if (existsSync(join(envDir, MARKER))) {
+        await this.compiled(envDir, logFile)
+        return environmentOf(envDir)
+      }
+
       if (signal.aborted) throw cancelled()
       const current = this.flights.get(name)
       // A making being stopped (its launches all cancelled) cannot serve this launch: wait until it is gone.
@@ -185,7 +192,7 @@ export class PythonEnvironments {
     try {
       for (const step of installSteps(toolchain, request, temporary, inherited)) await this.run(step, logFile, signal, what)
       await pointScriptsAt(temporary, envDir)
-      const record: EnvironmentRecord = {created_at: new Date().toISOString(), installer: toolchain.installer, name, packages: request.packages, python: toolchain.python.version, request}
+      const record: EnvironmentRecord = {bytecode: true, created_at: new Date().toISOString(), installer: toolchain.installer, name, packages: request.packages, python: toolchain.python.version, request}
       await writeFile(join(temporary, MARKER), JSON.stringify(record, null, 2) + '\n')
       // A folder left without its marker (a crash before this code existed) is not an environment; make way.
       if (existsSync(envDir) && !existsSync(join(envDir, MARKER))) await rm(envDir, {force: true, recursive: true})
@@ -203,6 +210,33 @@ export class PythonEnvironments {
 
     log.info(`created Python environment ${name}`)
     return environmentOf(envDir)
+  }
+
+  /**
+   * Compiles an environment made before installs compiled its modules, once (launches of its models wait together).
+   * Never fails a launch: an environment that cannot be written to still runs, only slower to start.
+   */
+  private async compiled(envDir: string, logFile: string): Promise<void> {
+    const markerPath = join(envDir, MARKER)
+    const record = JSON.parse(await readFile(markerPath, 'utf8')) as EnvironmentRecord
+    if (record.bytecode) return
+    const name = record.name
+    let compiling = this.compilings.get(name)
+    if (!compiling) {
+      this.options.log.info(`compiling the modules of Python environment ${name} to bytecode, once`)
+      compiling = this.run(bytecodeStep(envDir), logFile, new AbortController().signal, name)
+        .then(async () => {
+          // Renamed into place, so that a service reading the marker meanwhile never sees half of it.
+          const temporary = `${markerPath}.${process.pid}.tmp`
+          await writeFile(temporary, JSON.stringify({...record, bytecode: true}, null, 2) + '\n')
+          await rename(temporary, markerPath)
+        })
+        .catch((error: Error) => this.options.log.warn(`could not compile Python environment ${name} to bytecode: ${error.message}`))
+        .finally(() => this.compilings.delete(name))
+      this.compilings.set(name, compiling)
+    }
+
+    await compiling
   }
 
   /** Runs one step with its output in the log; a failure says which step and quotes its last lines. */

@@ -54,6 +54,9 @@ export function installSteps(toolchain: Toolchain, request: PythonEnvRequest, en
       'unsafe-best-match',
       ...sourceOptions(request, request.inheritPipConfig ? inherited : undefined, '--allow-insecure-host'),
       ...(request.noBuildIsolation ? ['--no-build-isolation'] : []),
+      // pip compiles every module at install, uv only when asked: without bytecode each model process compiles torch
+      // and transformers again (twice the CPU of their import) when PYTHONDONTWRITEBYTECODE is set, as images often do.
+      '--compile-bytecode',
       ...packages,
     ]
     return [create, {args, file: toolchain.uv ?? 'uv', title: 'uv pip install'}]
@@ -73,4 +76,14 @@ export function installSteps(toolchain: Toolchain, request: PythonEnvRequest, en
     ...packages,
   ]
   return [create, {args, file: python, title: 'pip install'}]
+}
+
+/**
+ * Compiles every module of an environment made before installs compiled them. What compile_dir answers is left out of
+ * the exit code: it is false when any file fails to compile (templates in Python 2 syntax some packages ship), files
+ * the environment never imports.
+ */
+export function bytecodeStep(envDir: string): InstallStep {
+  const compile = 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)'
+  return {args: ['-c', compile, join(envDir, 'lib')], file: join(envDir, 'bin', 'python'), title: 'compile bytecode'}
 }

@@ -102,8 +102,11 @@ describe('Python virtual environments for engines that run Python (engine-python
       const [environment] = await setup.environments()
       expect(environment).to.match(/^py3\.\d+\.\d+-[\da-f]{16}$/)
       const record = JSON.parse(await readFile(join(setup.home, 'virtualenv', environment, 'service-environment.json'), 'utf8'))
-      expect(record).to.include({installer: 'uv'})
+      expect(record).to.include({bytecode: true, installer: 'uv'})
       expect(record.packages).to.deep.equal(['six'])
+      // Compiled at install: model processes read bytecode even where PYTHONDONTWRITEBYTECODE keeps them from writing it.
+      const sitePackages = join(setup.home, 'virtualenv', environment, 'lib', `python${record.python.split('.').slice(0, 2).join('.')}`, 'site-packages')
+      expect(await readdir(join(sitePackages, '__pycache__'))).to.satisfy((names: string[]) => names.some((name) => name.startsWith('six.') && name.endsWith('.pyc')))
       const log = await setup.modelLog('six-a')
       expect(log).to.contain(`imported six from ${join(setup.home, 'virtualenv', environment)}`)
       expect(log).to.contain(`with prefix ${join(setup.home, 'virtualenv', environment)}, VIRTUAL_ENV ${join(setup.home, 'virtualenv', environment)}`)

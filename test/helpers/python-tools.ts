@@ -5,7 +5,7 @@
 import {execa} from 'execa'
 import {createHash} from 'node:crypto'
 import {existsSync} from 'node:fs'
-import {mkdir, rename, rm} from 'node:fs/promises'
+import {mkdir, rename, rm, writeFile} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
@@ -14,6 +14,8 @@ import {UV_REQUIREMENT} from '../../src/python-env/uv-from-pypi.js'
 export const TEST_CACHE = process.env.SERVICE_TEST_CACHE || join(homedir(), '.cache', 'service-test')
 // The release the service itself installs where uv is missing, so the tests make environments as it does.
 const UV_VERSION = UV_REQUIREMENT.replace('uv==', '')
+/** Written into an environment whose modules are all compiled to bytecode. */
+const BYTECODE_STAMP = 'compiled-bytecode'
 
 /** The folder holding `uv`, pip-installed from PyPI into the test cache unless it is there already. */
 export async function uvFromPyPI(): Promise<string> {
@@ -41,12 +43,22 @@ export async function pythonWithPackages(requirements: string[]): Promise<string
   const name = `python-packages-${createHash('sha256').update(requirements.join('\n')).digest('hex').slice(0, 16)}`
   const folder = join(TEST_CACHE, name)
   const python = join(folder, 'bin', 'python')
-  if (existsSync(python)) return python
+  const compiled = join(folder, BYTECODE_STAMP)
+  if (existsSync(compiled)) return python
+  if (existsSync(python)) {
+    // Made before the environments were compiled at install: compiled once now (a compilation writes each file whole).
+    await execa(python, ['-c', 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)', join(folder, 'lib')])
+    await writeFile(compiled, '')
+    return python
+  }
+
   const uv = join(await uvFromPyPI(), 'uv')
   const temporary = `${folder}.${process.pid}.tmp`
   await rm(temporary, {force: true, recursive: true})
   await execa(uv, ['venv', '--quiet', '--python', 'python3', temporary])
-  await execa(uv, ['pip', 'install', '--quiet', ...requirements], {env: {VIRTUAL_ENV: temporary}})
+  // Compiled at install, as the service's environments are: the tests' Python would otherwise compile each import.
+  await execa(uv, ['pip', 'install', '--quiet', '--compile-bytecode', ...requirements], {env: {VIRTUAL_ENV: temporary}})
+  await writeFile(join(temporary, BYTECODE_STAMP), '')
   await rename(temporary, folder).catch(async (error: Error) => {
     // Another test run made it first.
     if (!existsSync(python)) throw error

@@ -92,14 +92,14 @@ describe('Python virtual environments (pure parts)', () => {
     const [create, install] = installSteps(uv, request, '/env', inherited)
     expect(create.args).to.deep.equal(['venv', '--no-config', '--python', '/usr/bin/python3.11', '/env'])
     expect(install.args.join(' ')).to.equal(
-      'pip install --no-config --python /env/bin/python --index-strategy unsafe-best-match --extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple --find-links /mine --find-links /opt/wheels --allow-insecure-host mirror.local --constraint /etc/xdg/pip/constraints.txt six',
+      'pip install --no-config --python /env/bin/python --index-strategy unsafe-best-match --extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple --find-links /mine --find-links /opt/wheels --allow-insecure-host mirror.local --constraint /etc/xdg/pip/constraints.txt --compile-bytecode six',
     )
     // With its cache beside the environments, uv hard-links the cache's files into each one rather than copying them.
     const linked = installSteps({...uv, uvCacheDir: '/envs/.uv-cache'}, request, '/env', inherited)
     expect(linked[0].args.slice(0, 6)).to.deep.equal(['venv', '--no-config', '--cache-dir', '/envs/.uv-cache', '--link-mode', 'hardlink'])
     expect(linked[1].args.slice(0, 7)).to.deep.equal(['pip', 'install', '--no-config', '--cache-dir', '/envs/.uv-cache', '--link-mode', 'hardlink'])
     const own = installSteps(uv, mergeVirtualEnv({packages: ['six']}, {index_url: 'https://idx', inherit_pip_config: false, no_build_isolation: true}), '/env')[1]
-    expect(own.args.slice(5).join(' ')).to.equal('--index-strategy unsafe-best-match --index-url https://idx --no-build-isolation six')
+    expect(own.args.slice(5).join(' ')).to.equal('--index-strategy unsafe-best-match --index-url https://idx --no-build-isolation --compile-bytecode six')
 
     const pip: Toolchain = {installer: 'pip', python}
     const [venv, pipInstall] = installSteps(pip, request, '/env')

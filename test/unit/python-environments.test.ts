@@ -4,13 +4,13 @@
  */
 import {expect} from 'chai'
 import {existsSync} from 'node:fs'
-import {mkdir, readdir} from 'node:fs/promises'
+import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {RunningProgram, SpawnProgram} from '../../src/model-process/program-spawner.js'
 
 import {mergeVirtualEnv} from '../../src/kernel/virtualenv.js'
-import {PythonEnvironments} from '../../src/python-env/environments.js'
+import {environmentName, MARKER, PythonEnvironments} from '../../src/python-env/environments.js'
 import {temporaryDirectory} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
@@ -71,5 +71,35 @@ describe('Python environments (installer injected)', () => {
     leaving.abort()
     expect(await waiting.catch((error) => error)).to.include({code: 'request_aborted'})
     expect(existsSync(root) ? await readdir(root) : []).to.deep.equal([])
+  })
+
+  it('compiles an environment made before installs compiled its modules, once, when its models next launch', async () => {
+    const installer = heldInstaller()
+    const environments = new PythonEnvironments({...installer, log: quiet, root})
+    const request = mergeVirtualEnv({packages: ['six']}, undefined)
+    const name = environmentName('3.11.7', request)
+    const marker = join(root, name, MARKER)
+    await mkdir(join(root, name), {recursive: true})
+    await writeFile(marker, JSON.stringify({created_at: '2026-11-01T00:00:00.000Z', installer: 'uv', name, packages: ['six'], python: '3.11.7', request}))
+    const launches = [1, 2].map(() => environments.ensure(request, {logFile: join(root, '..', 'a.log'), signal: new AbortController().signal}))
+    await until(() => installer.running.length > 0)
+    expect(installer.running.map(({args}) => args.at(-1))).to.deep.equal([join(root, name, 'lib')])
+    installer.running[0].finish()
+    expect((await Promise.all(launches)).map(({envDir}) => envDir)).to.deep.equal([join(root, name), join(root, name)])
+    expect(JSON.parse(await readFile(marker, 'utf8'))).to.include({bytecode: true, name})
+    await environments.ensure(request, {logFile: join(root, '..', 'a.log'), signal: new AbortController().signal})
+    expect(installer.running).to.have.length(1)
+  })
+
+  it('records that a new environment was compiled at install', async () => {
+    const installer = heldInstaller()
+    const environments = new PythonEnvironments({...installer, log: quiet, root})
+    const making = environments.ensure(mergeVirtualEnv({packages: ['six']}, undefined), {logFile: join(root, '..', 'a.log'), signal: new AbortController().signal})
+    await until(() => installer.running.length > 0)
+    expect(installer.running[0].args).to.include('--compile-bytecode')
+    installer.running[0].finish()
+    const {envDir} = await making
+    expect(JSON.parse(await readFile(join(envDir, MARKER), 'utf8'))).to.include({bytecode: true})
+    expect(installer.running).to.have.length(1)
   })
 })
