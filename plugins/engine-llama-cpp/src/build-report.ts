@@ -7,9 +7,10 @@
 import {getLlama} from 'node-llama-cpp'
 
 import {autoBuildVerdict, describeBinaries} from './auto-build-verdict.js'
+import {gpuOption} from './gpu-option.js'
 import {FIND_PORTABLE_BUILD, loadedCpuVariant} from './portable-build.js'
 
-const llama = await getLlama({...FIND_PORTABLE_BUILD, build: 'never', gpu: 'auto'})
+const llama = await getLlama({...FIND_PORTABLE_BUILD, build: 'never', gpu: await gpuOption(undefined)})
 if (process.argv.includes('--probe')) console.log(JSON.stringify(autoBuildVerdict(llama.buildType, llama.gpu)))
 else {
   const cpuNote = llama.gpu === false ? '' : '; launch with --n_gpu_layers 0 to run on the CPU, which uses the local build'

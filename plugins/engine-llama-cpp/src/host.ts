@@ -15,6 +15,7 @@ import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
 import {useErrorFactory} from './errors.js'
 import {checkGgufHeader, loadFailure} from './gguf-header.js'
+import {gpuOption} from './gpu-option.js'
 import {FIND_PORTABLE_BUILD, loadedCpuVariant} from './portable-build.js'
 import {loadEmbedder, loadRanker} from './retrieval.js'
 
@@ -84,7 +85,7 @@ const host: EngineHost<LlamaCppOperations> = {
     const llama = await getLlama({
       ...(building ? PASS_OVER_LOCAL_BUILDS : FIND_PORTABLE_BUILD),
       build: 'never',
-      gpu: parameters.n_gpu_layers === 0 ? false : 'auto',
+      gpu: await gpuOption(parameters.n_gpu_layers as number | undefined),
       // Its own notices (such as "the prebuilt binary with Vulkan support is not compatible with the current system,
       // falling back to using no GPU" where a Vulkan loader is installed without a GPU) would go to stderr unlogged.
       progressLogs: false,
