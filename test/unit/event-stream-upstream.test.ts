@@ -93,7 +93,11 @@ describe('postForEvents: an upstream event stream read with rests', function () 
     expect(arrivals[2][1] - arrivals[1][1]).to.be.at.least(15)
   })
 
-  it('hands on together all that waited during a rest, not the first chunk alone with a rest after it', async () => {
+  it('hands on together all that waited during a rest, not the first chunk alone with a rest after it', async function () {
+    // Orders are made with timers and loop turns, yet once in seven parallel runs of the whole suite a loop turn fell
+    // between event 2 and the rest of what waited. What the rests are for, the service waking once a rest rather than
+    // once a token, survives a rare extra rest; a reader that passes the first chunk alone fails every try.
+    this.retries(2)
     let respond: ServerResponse | undefined
     answer = (response) => {
       respond = response
