@@ -9,6 +9,7 @@ import {mkdir, rename, rm, writeFile} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
+import {bytecodeStep} from '../../src/python-env/install-steps.js'
 import {UV_REQUIREMENT} from '../../src/python-env/uv-from-pypi.js'
 
 export const TEST_CACHE = process.env.SERVICE_TEST_CACHE || join(homedir(), '.cache', 'service-test')
@@ -46,8 +47,10 @@ export async function pythonWithPackages(requirements: string[]): Promise<string
   const compiled = join(folder, BYTECODE_STAMP)
   if (existsSync(compiled)) return python
   if (existsSync(python)) {
-    // Made before the environments were compiled at install: compiled once now (a compilation writes each file whole).
-    await execa(python, ['-c', 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)', join(folder, 'lib')])
+    // Made before the environments were compiled at install: compiled once now, as the service compiles its own
+    // (a compilation writes each file whole).
+    const compile = bytecodeStep(folder)
+    await execa(compile.file, compile.args)
     await writeFile(compiled, '')
     return python
   }
