@@ -80,9 +80,9 @@ describe('audio: the random Whisper ggml file', () => {
     const {buffer} = await file.read(Buffer.alloc(4 * 14), 0, 4 * 14, 0)
     await file.close()
     const ints = Array.from({length: 14}, (_, i) => buffer.readInt32LE(i * 4))
-    const {audioLayers, heads, state, textContext, textLayers} = TINY_RANDOM_WHISPER
+    const {audioContext, audioLayers, heads, state, textContext, textLayers} = TINY_RANDOM_WHISPER
     expect(buffer.readUInt32LE(0)).to.equal(0x67_67_6d_6c)
-    expect(ints.slice(1)).to.deep.equal([51_865, 1500, state, heads, audioLayers, textContext, state, heads, textLayers, 80, 0, 80, 201])
+    expect(ints.slice(1)).to.deep.equal([51_865, audioContext, state, heads, audioLayers, textContext, state, heads, textLayers, 80, 0, 80, 201])
   })
 })
 

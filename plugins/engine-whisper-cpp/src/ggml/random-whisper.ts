@@ -27,14 +27,21 @@ export interface RandomWhisperOptions {
   textLayers?: number
   /** Tokens the decoder reads at most (every Whisper: 448). */
   textContext?: number
+  /**
+   * Encoder positions (every Whisper: 1500, 30 s of audio at 100 mel frames a second, halved by the second
+   * convolution). whisper.cpp encodes as many as the file says from the start of each 30 s window, so fewer read only
+   * the start of it: the encoder's cost, most of a transcription's, shrinks with the square of this.
+   */
+  audioContext?: number
   seed?: number
 }
 
-/** Sixteen text positions cap what a window decodes at a few tokens (whisper.cpp decodes at most half the text context), which keeps a random model fast. */
-export const TINY_RANDOM_WHISPER: Required<RandomWhisperOptions> = {audioLayers: 1, heads: 2, seed: 42, state: 64, textContext: 16, textLayers: 1}
-
-/** The positional tables' length: 30 s of audio at 100 mel frames a second, halved by the second convolution. */
-const AUDIO_CONTEXT = 1500
+/**
+ * Sixteen text positions cap what a window decodes at a few tokens (whisper.cpp decodes at most half the text
+ * context), and 150 encoder positions read the first 3 s of each window: a random model's text is noise either way,
+ * and a transcription costs a tenth of what the full 1500 positions cost.
+ */
+export const TINY_RANDOM_WHISPER: Required<RandomWhisperOptions> = {audioContext: 150, audioLayers: 1, heads: 2, seed: 42, state: 64, textContext: 16, textLayers: 1}
 
 interface TensorPlan {
   name: string
@@ -72,7 +79,7 @@ function tensorPlan(o: Required<RandomWhisperOptions>): TensorPlan[] {
   ]
   const layers = (count: number, make: (index: number) => TensorPlan[]) => Array.from({length: count}, (_, index) => make(index)).flat()
   return [
-    noise('encoder.positional_embedding', n, AUDIO_CONTEXT),
+    noise('encoder.positional_embedding', n, o.audioContext),
     noise('encoder.conv1.weight', 3, MEL_BINS, n),
     noise('encoder.conv1.bias', 1, n),
     noise('encoder.conv2.weight', 3, n, n),
@@ -148,7 +155,7 @@ export async function writeRandomWhisperGgml(filePath: string, options: RandomWh
   try {
     await write(Buffer.from(new Uint32Array([GGML_FILE_MAGIC]).buffer))
     // n_vocab, n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer, n_text_ctx, n_text_state, n_text_head, n_text_layer, n_mels, ftype
-    await write(int32s(MULTILINGUAL_VOCAB, AUDIO_CONTEXT, o.state, o.heads, o.audioLayers, o.textContext, o.state, o.heads, o.textLayers, MEL_BINS, GGML_TYPE_F32))
+    await write(int32s(MULTILINGUAL_VOCAB, o.audioContext, o.state, o.heads, o.audioLayers, o.textContext, o.state, o.heads, o.textLayers, MEL_BINS, GGML_TYPE_F32))
     await write(int32s(MEL_BINS, FFT_BINS))
     await write(Buffer.from(melFilters().buffer))
     const words = vocabulary()
