@@ -97,7 +97,8 @@ describe('pages of other sites against a default local service, in headless Chro
         document.body.replaceChildren(frame)
         return new Promise((resolve) => frame.addEventListener('load', resolve))
       }, `${service.url}${path}`)
-      const framed = browser.page.frames().find((frame) => frame !== browser!.page.mainFrame())!
+      // The frame of the iframe now in the page: the page's list of frames can still hold the one just replaced.
+      const framed = (await (await browser.page.locator('iframe').elementHandle())!.contentFrame())!
       expect(framed.url(), path).to.not.equal(`${service.url}${path}`)
       expect(await framed.locator('#app, #swagger-ui').count(), `${path} rendered in the frame`).to.equal(0)
     }
