@@ -2,7 +2,7 @@
  * Headless Chromium (the Debian package, driven by playwright-core, which downloads no browser) for tests of the
  * web interface. A page fails its test on any console error, uncaught exception or request to a host other than
  * the service's: `check()` throws what was seen. Each test gets a fresh context (its own cookies, storage and
- * permissions) in a browser its test process launches once for each set of flags: launching Chromium for every test
+ * permissions) in a browser launched once a test file for each set of flags: launching Chromium for every test
  * cost 1.1 CPU-s against 0.5 for a context, about 55 times a run.
  */
 import {execa} from 'execa'
@@ -61,8 +61,16 @@ export interface BrowserOptions {
   interceptRequests?: boolean
 }
 
-/** Browsers of this test process by their extra flags; Playwright ends them when the process exits. */
+/** Browsers of this test process by their extra flags, until the root hook (test/root-hooks.cjs) closes them after the file. */
 const browsers = new Map<string, Promise<Browser>>()
+
+async function closeBrowsers(): Promise<void> {
+  const open = [...browsers.values()]
+  browsers.clear()
+  await Promise.all(open.map(async (launching) => (await launching.catch(() => undefined))?.close()))
+}
+
+Object.assign(globalThis, {[Symbol.for('service-test.closeBrowsers')]: closeBrowsers})
 
 async function browserWith(args: string[]): Promise<Browser> {
   const key = args.join(' ')
