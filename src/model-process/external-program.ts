@@ -20,6 +20,7 @@ import {joinGenerationEvents} from '../kernel/generation.js'
 import {relayedOperation, type ServedModel} from '../kernel/reasoning.js'
 import {toolCallFormatOf} from '../kernel/tool-call-format.js'
 import {outputIsInLog, PORT_TAKEN, recognisedCause} from './failure-cause.js'
+import {listenerIsInGroup} from './listener-owner.js'
 import {pacedEvents} from './paced-events.js'
 import {programSpawner, type RunningProgram, type SpawnProgram} from './program-spawner.js'
 
@@ -32,6 +33,11 @@ export interface ExternalProgramOptions {
   spawn?: SpawnProgram
   /** Finds a free port; get-port's unless given. */
   freePort?: () => Promise<number>
+  /**
+   * Whether the socket listening on `port` is process group `group`'s (undefined: cannot tell). From /proc unless given;
+   * not asked where `spawn` is given and this is not, as such a program need not be a process of this machine.
+   */
+  listenerInGroup?: (port: number, group: number) => Promise<boolean | undefined>
   /**
    * Paces each request's events as a model process does (see pacedEvents): its first token at once, later ones
    * joined while the next is due within this many milliseconds. Unless given, every event goes on as it comes.
@@ -49,7 +55,8 @@ const START_OUTPUT_BYTES = 256 * 1024
 /**
  * Ports tried before a launch gives up: a free port is only free when it is picked, and another process may bind it
  * before the program does. get-port keeps a port it handed out from this service's later launches; a program that
- * still finds its port taken exits saying so, and is started again on a fresh one.
+ * still finds its port taken exits saying so, and is started again on a fresh one. So is a program whose health check
+ * was answered by another process's socket (listener-owner.ts): another service's program on the same free port.
  */
 const PORT_ATTEMPTS = 3
 
@@ -74,6 +81,8 @@ export class ExternalProgram {
   private exitHow = 'exited'
   /** Aborted when the program dies, ending the requests in flight; a fresh one for each start. */
   private gone = new AbortController()
+  /** Set when another process answered this start's health check on the program's port. */
+  private portAnsweredByAnother = false
 
   constructor(
     readonly uid: string,
@@ -99,10 +108,12 @@ export class ExternalProgram {
       try {
         return await this.start(request, signal, onProgress)
       } catch (error) {
-        const portTaken = this.state === 'crashed' && this.program?.outputTail().some((line) => PORT_TAKEN.test(line))
+        const portTaken = this.portAnsweredByAnother || (this.state === 'crashed' && this.program?.outputTail().some((line) => PORT_TAKEN.test(line)))
+        if (this.portAnsweredByAnother) await this.stopProgram()
         if (!portTaken || attempt === PORT_ATTEMPTS || signal?.aborted) throw error
         this.state = 'loading'
         this.failure = undefined
+        this.portAnsweredByAnother = false
         this.gone = new AbortController()
       }
     }
@@ -179,8 +190,13 @@ export class ExternalProgram {
       try {
         const response = await fetch(`${this.baseUrl}${path}`, {signal: AbortSignal.any([waiting, AbortSignal.timeout(Math.max(intervalMs, 1000))])})
         await response.body?.cancel()
-        if (response.ok && this.state === 'loading') return
-      } catch {
+        if (response.ok && this.state === 'loading') {
+          if (await this.listenerIsOurs()) return
+          this.portAnsweredByAnother = true
+          throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s port ${this.port} was taken by another process, which answered its health check; ${PORT_ATTEMPTS} ports were tried.`)
+        }
+      } catch (error) {
+        if (this.portAnsweredByAnother) throw error
         // Not listening yet.
       }
 
@@ -190,6 +206,22 @@ export class ExternalProgram {
     if (signal?.aborted || this.state !== 'loading') throw this.cancelled()
     if (this.failure) throw this.failure
     throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s program (${file}) did not answer GET ${path} with success within ${timeoutMs / 1000} s; ${outputIsInLog(this.uid)}.`)
+  }
+
+  /** False only when the socket on the program's port is known to be another process's (not the program's group's). */
+  private async listenerIsOurs(): Promise<boolean> {
+    const group = this.program?.pid
+    const {listenerInGroup = this.options.spawn ? undefined : listenerIsInGroup} = this.options
+    return group === undefined || !listenerInGroup || (await listenerInGroup(this.port, group)) !== false
+  }
+
+  /** Ends a program that is not to be served (its start is given up), at once: nothing of it is in use. */
+  private async stopProgram(): Promise<void> {
+    const program = this.program
+    if (!program) return
+    this.state = 'disposing'
+    program.kill('SIGKILL')
+    await program.exited
   }
 
   /** A start that failed, with the engine's reason from the program's output since `logStart` when it recognises one. */
