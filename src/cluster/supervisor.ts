@@ -372,7 +372,8 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * Which engine can run which format, size and quantization of a model, in Xinference's
    * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead.
    */
-  engines(modelName: string, modelType?: string): Promise<Record<string, unknown>> {
+  async engines(modelName: string, modelType?: string): Promise<Record<string, unknown>> {
+    await Promise.all(this.membership.ready().map((worker) => worker.settled?.()))
     return describeEngines(this.options.kernel, this.options.registry, this.membership.ready().map((worker) => workerFacts(worker.status())), modelName, modelType)
   }
 

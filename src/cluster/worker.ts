@@ -51,6 +51,8 @@ export interface WorkerApi {
   /** Downloads a launch's weights into this worker's cache without starting anything (Ollama's pull); only a local worker can. */
   download?(launch: InstanceLaunch, options: {onProgress?(progress: DownloadProgress): void; signal?: AbortSignal}): Promise<void>
   status(): WorkerStatus
+  /** Resolves once what `status` reports is known (a local worker probes its Python when first asked). */
+  settled?(): Promise<unknown>
   /** Measures its processes for the metrics (a local worker's own; a remote one's come in its heartbeats). */
   measure?(): Promise<void>
   /** Stops using the worker. A local worker ends its models; a remote one keeps running them (they are not ours to end). */
@@ -73,6 +75,8 @@ export interface LocalWorkerOptions {
   version?: string
   /** This machine's resources; injected by tests. */
   resources?: () => WorkerResources
+  /** Resolves once `resources` answers all it will (its Python version probed). */
+  resourcesSettled?: () => Promise<unknown>
   /** What it measures of its processes and downloads, for the metrics. */
   usage?: WorkerUsage
 }
@@ -289,6 +293,10 @@ export class LocalWorker implements WorkerApi {
   status(): WorkerStatus {
     const resources = {...(this.options.resources ?? machineResources)(), ...this.usage.resources()}
     return {address: null, id: this.id, last_seen: Date.now(), resources, state: 'ready', version: this.options.version ?? ''}
+  }
+
+  async settled(): Promise<void> {
+    await this.options.resourcesSettled?.()
   }
 
   async measure(): Promise<void> {

@@ -60,6 +60,31 @@ export async function pythonVersion(command = 'python3', probe: ProbeProgram = e
   return version && /^3\.\d+\.\d+$/.test(version) ? version : null
 }
 
+/**
+ * The worker's interpreter version, probed when first asked for rather than at start: running `python3` (behind pyenv's
+ * shims, several shell scripts) costs a service start about 0.1 s of CPU, for a version that only Python engines need.
+ */
+export class PythonVersionProbe {
+  private probing?: Promise<string | null>
+  private version?: string | null
+
+  constructor(
+    private readonly command?: string,
+    private readonly probe: ProbeProgram = execaProbe,
+  ) {}
+
+  /** The version once probed, null when there is none; undefined while unknown, and asking starts the probe. */
+  get current(): string | null | undefined {
+    void this.settled()
+    return this.version
+  }
+
+  settled(): Promise<string | null> {
+    this.probing ??= pythonVersion(this.command, this.probe).then((version) => (this.version = version))
+    return this.probing
+  }
+}
+
 /** Finds the interpreter and the installer; throws a 400 saying what to install when Python is missing. */
 export async function findToolchain(settings: ToolchainSettings, probe: ProbeProgram = execaProbe): Promise<Toolchain> {
   const command = settings.python || 'python3'

@@ -61,7 +61,7 @@ import {autoBuildSetting} from './engine-auto-build.js'
 import {EngineAutoBuilder} from './engine-auto-builder.js'
 import {stopOnce} from './stop-once.js'
 import {PythonEnvironments} from '../python-env/environments.js'
-import {pythonVersion} from '../python-env/toolchain.js'
+import {PythonVersionProbe} from '../python-env/toolchain.js'
 import {searchHuggingFace} from '../weights/hub-search.js'
 import {WeightStore} from '../weights/store.js'
 import {WorkerRegistry} from '../cluster/worker-registry.js'
@@ -119,7 +119,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
     workers: () => supervisor?.describeWorkers() ?? [],
   })
   const gpus = cluster ? [] : await discoverGpus(log)
-  const python = cluster ? null : await pythonVersion(process.env.SERVICE_PYTHON || undefined)
+  const python = new PythonVersionProbe(process.env.SERVICE_PYTHON || undefined)
   const workers = cluster
     ? []
     : [
@@ -131,7 +131,8 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
-          resources: () => machineResources(gpus, python),
+          resources: () => machineResources(gpus, python.current),
+          resourcesSettled: () => python.settled(),
           usage: new WorkerUsage(events),
           version,
           weights: new WeightStore({allowedModelDirs: settings.allowedModelDirs, cacheDir: paths.cache, events, log, weightsGenerator: (format, recipe) => kernel.weightsGenerator(format, recipe)}),

@@ -10,7 +10,7 @@ import {checkVirtualEnv, mergeVirtualEnv, projectName, pythonRequirementsProblem
 import {environmentName} from '../../src/python-env/environments.js'
 import {installSteps} from '../../src/python-env/install-steps.js'
 import {parsePipConfigList} from '../../src/python-env/pip-config.js'
-import {findToolchain, type ProbeProgram, pythonVersion, type Toolchain} from '../../src/python-env/toolchain.js'
+import {findToolchain, type ProbeProgram, pythonVersion, PythonVersionProbe, type Toolchain} from '../../src/python-env/toolchain.js'
 
 const paramOf = (run: () => void) => {
   try {
@@ -122,6 +122,17 @@ describe('Python virtual environments (pure parts)', () => {
     expect(await pythonVersion('python3', programs({python3: python}))).to.equal('3.11.7')
     expect(await pythonVersion('python3', programs({}))).to.equal(null)
     expect(await pythonVersion('python', programs({python: '/usr/bin/python\n2.7.18\n'}))).to.equal(null)
+    // A service probes its Python only when first asked, once.
+    let probes = 0
+    const counted: ProbeProgram = (file, args) => {
+      probes++
+      return programs({python3: python})(file, args)
+    }
+    const lazily = new PythonVersionProbe('python3', counted)
+    expect(probes).to.equal(0)
+    expect(lazily.current).to.equal(undefined)
+    expect(await lazily.settled()).to.equal('3.11.7')
+    expect([lazily.current, probes]).to.deep.equal(['3.11.7', 1])
     // Without uv on PATH, one the service installs (from the interpreter found) is used; pip when it cannot.
     const installedFrom: string[] = []
     const installUv = async (from: string) => {
