@@ -20,8 +20,13 @@ process.env.SERVICE_AUTO_BUILD = '0'
 // 122 s spinning, 59 CPU-s and 83 s waiting passively. A test that sets the policy itself keeps its own.
 process.env.OMP_WAIT_POLICY ??= 'PASSIVE'
 
+/** Folders made by temporaryDirectory, removed by the root hook after each file (test/root-hooks.cjs). */
+const made: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('service-test.temporaryDirectories')] ??= new Set<string>()) as Set<string>
+
 export async function temporaryDirectory(prefix = 'service-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix))
+  const folder = await mkdtemp(join(tmpdir(), prefix))
+  made.add(folder)
+  return folder
 }
 
 export interface RunningService {

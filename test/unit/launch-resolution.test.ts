@@ -1,7 +1,5 @@
 /** A launch whose engine cannot run the spec asked for names the engines that can, on the field it is refused on. */
 import {expect} from 'chai'
-import {mkdtemp} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import type {EngineDefinition} from '../../src/kernel/contracts.js'
@@ -9,6 +7,7 @@ import type {EngineDefinition} from '../../src/kernel/contracts.js'
 import {resolveLaunch} from '../../src/cluster/launch-resolution.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {ModelRegistry} from '../../src/kernel/registry.js'
+import {temporaryDirectory} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const api = createKernelApi('0.0.0', quiet)
@@ -45,7 +44,7 @@ describe('launch resolution', () => {
         plugin: 'core',
       },
     ])
-    catalogue = {kernel, registry: new ModelRegistry(kernel, join(await mkdtemp(join(tmpdir(), 'resolution-')), 'registrations'), quiet)}
+    catalogue = {kernel, registry: new ModelRegistry(kernel, join(await temporaryDirectory('resolution-'), 'registrations'), quiet)}
   })
 
   const refusal = (request: Record<string, unknown>) => {

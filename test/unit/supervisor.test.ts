@@ -1,6 +1,4 @@
 import {expect} from 'chai'
-import {mkdtemp} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import type {LaunchOptions, WorkerApi} from '../../src/cluster/worker.js'
@@ -11,7 +9,7 @@ import {ServiceError} from '../../src/kernel/errors.js'
 import {createKernelApi, Kernel} from '../../src/kernel/kernel.js'
 import {type ModelStateChanged, ServiceEvents} from '../../src/kernel/observability.js'
 import {ModelRegistry} from '../../src/kernel/registry.js'
-import {until} from '../helpers/service.js'
+import {temporaryDirectory, until} from '../helpers/service.js'
 
 const quiet = {debug() {}, error() {}, info() {}, warn() {}}
 const halfDownloaded: LaunchStep = {download: {downloadedBytes: 50, files: [{downloadedBytes: 50, name: 'demo-q4_0.gguf', totalBytes: 100}], hub: 'huggingface', repo: 'org/demo', totalBytes: 100}, stage: 'downloading'}
@@ -112,7 +110,7 @@ async function setup(events?: ServiceEvents, {estimator = false, makeRoom}: {est
       plugin: 'core',
     },
   ])
-  const registry = new ModelRegistry(kernel, join(await mkdtemp(join(tmpdir(), 'supervisor-')), 'registrations'), quiet)
+  const registry = new ModelRegistry(kernel, join(await temporaryDirectory('supervisor-'), 'registrations'), quiet)
   const worker = new FakeWorker()
   const supervisor = new Supervisor({events, kernel, log: quiet, makeRoom, now: () => 1000, registry, workers: [worker]})
   return {supervisor, worker}
