@@ -75,6 +75,8 @@ export interface LocalWorkerOptions {
   version?: string
   /** This machine's resources; injected by tests. */
   resources?: () => WorkerResources
+  /** Where engines keep what they derive from model files across launches, a folder per engine (LoadContext.cacheDir). */
+  engineCacheDir?: string
   /** Resolves once `resources` answers all it will (its Python version probed). */
   resourcesSettled?: () => Promise<unknown>
   /** What it measures of its processes and downloads, for the metrics. */
@@ -193,7 +195,7 @@ export class LocalWorker implements WorkerApi {
 
     const instance = engine.external
       ? new ExternalProgram(load.modelUid, engine.external, {env, logFile, python, streamIntervalMs: this.streamIntervalMs}, onCrash)
-      : new InstanceProcess(load.modelUid, spawn, {env, logFile}, onCrash)
+      : new InstanceProcess(load.modelUid, spawn, {cacheDir: this.options.engineCacheDir && join(this.options.engineCacheDir, engine.name), env, logFile}, onCrash)
     this.running.set(load.modelUid, instance)
     this.launches.set(load.modelUid, launch)
     try {

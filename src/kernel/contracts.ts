@@ -331,6 +331,11 @@ export interface LoadContext {
   signal: AbortSignal
   /** Reports how far loading has got, from 0 to 1, for the launch's progress. */
   progress?(fraction: number): void
+  /**
+   * A folder of the service's home for this engine alone, kept across launches, for what it derives from model files
+   * and would otherwise work out at each load; it may not exist yet. Absent where the worker keeps none.
+   */
+  cacheDir?: string
 }
 
 /** `Ops`: the operations of the model types it serves, e.g. `LlmOperations & EmbeddingOperations`. */

@@ -69,6 +69,8 @@ export function homePaths(home: string) {
   return {
     cache: join(home, 'cache'),
     desiredModels: join(home, 'desired-models.json'),
+    /** What engines derive from model files and keep across launches (LoadContext.cacheDir), a folder per engine. */
+    engineCache: join(home, 'engine-cache'),
     launchHistory: join(home, 'launch-history.json'),
     logs: join(home, 'logs'),
     plugins: join(home, 'plugins'),

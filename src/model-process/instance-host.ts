@@ -48,7 +48,7 @@ async function load(message: Extract<ToInstance, {type: 'load'}>) {
       void send({fraction, type: 'load-progress'})
     }
 
-    model = await host.load(message.request, {errors: errorFactory, log, progress, signal: lifetime.signal})
+    model = await host.load(message.request, {cacheDir: message.cacheDir, errors: errorFactory, log, progress, signal: lifetime.signal})
     loaded = message.request
     const abilities = withReasoningAbilities(model.info.abilities, message.request)
     await send({info: {...model.info, ...(abilities ? {abilities} : {})}, operations: Object.keys(model.operations), type: 'ready'})

@@ -118,17 +118,20 @@ export class InstanceProcess {
   private readonly pending = new Map<number, Pending>()
   private nextId = 1
   private readonly process: SpawnedProcess
+  /** Given to the engine's load (LoadContext.cacheDir). */
+  private readonly cacheDir?: string
   private readyWaiter?: {resolve(): void; reject(error: ServiceError): void}
   private onLoadProgress?: (fraction: number) => void
 
   constructor(
     readonly uid: string,
     spawn: SpawnInstance,
-    options: SpawnOptions,
+    options: SpawnOptions & {cacheDir?: string},
     /** `report`: the crash for the service's log, with every line of output kept, those about requests included. */
     private readonly onCrash: (error: ServiceError, report: string) => void = () => {},
   ) {
-    this.process = spawn(options)
+    this.cacheDir = options.cacheDir
+    this.process = spawn({env: options.env, logFile: options.logFile})
     this.process.on('message', (message) => this.receive(message))
     void this.process.exited.then((exit) => this.exited(exit))
   }
@@ -166,7 +169,7 @@ export class InstanceProcess {
       this.onLoadProgress = onProgress
       if (signal?.aborted) return abort()
       signal?.addEventListener('abort', abort, {once: true})
-      this.process.send({hostModule, request, type: 'load'})
+      this.process.send({cacheDir: this.cacheDir, hostModule, request, type: 'load'})
     })
   }
 

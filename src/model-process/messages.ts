@@ -25,7 +25,7 @@ export function checkChannelNesting(value: unknown, what: string, status: 400 | 
 }
 
 export type ToInstance =
-  | {type: 'load'; hostModule: string; request: LoadRequest}
+  | {type: 'load'; hostModule: string; request: LoadRequest; cacheDir?: string}
   /** `requestId`: the HTTP request the operation is for, which the model's log lines about it carry. */
   | {type: 'invoke'; id: number; operation: string; payload: unknown; requestId?: string}
   | {type: 'abort'; id: number}

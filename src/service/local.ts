@@ -128,6 +128,7 @@ export async function startLocalService(config: Config, settings: ServiceSetting
           id: 'local',
           kernel,
           log,
+          engineCacheDir: paths.engineCache,
           logDir: paths.logs,
           onCrash: (uid, error) => supervisor?.markCrashed(uid, error),
           pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),

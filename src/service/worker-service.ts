@@ -95,6 +95,7 @@ export async function startWorkerService(config: Config, settings: ServiceSettin
     id: listening.url.replace(/^https?:\/\//, ''),
     kernel,
     log,
+    engineCacheDir: paths.engineCache,
     logDir: paths.logs,
     pythonEnvironments: PythonEnvironments.fromEnvironment(paths.virtualenv, process.env, log),
     resources: () => machineResources(gpus, python),

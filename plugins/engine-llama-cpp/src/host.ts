@@ -10,6 +10,7 @@ import type {EngineHost, LoadedModel, LoadRequest, Logger} from 'service-toolkit
 import {stat} from 'node:fs/promises'
 
 import {describeBinaries} from './auto-build-verdict.js'
+import {chatWrapperResolver} from './chat-wrapper-cache.js'
 import {buildInProgress, PASS_OVER_LOCAL_BUILDS} from './build-in-progress.js'
 import {checkBatchSize, launchShape} from './defaults.js'
 import {loadGenerator} from './generator.js'
@@ -46,16 +47,18 @@ const WITHOUT_THINKING = {jinjaTemplate: {additionalRenderParameters: {enable_th
  * a GGUF template to node-llama-cpp's specialized wrappers renders it against many test chats, about 200 ms
  * of blocked event loop; node-llama-cpp's own LlamaChat does it when first used, and so does the engine, right
  * after the model reports ready rather than before. The rendering without thinking is resolved when first asked for.
+ * The answer is kept in the engine's cache folder, so later loads of the same file skip the matching (chat-wrapper-cache.ts).
  */
-async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], log: Logger): Promise<ChatTemplate | undefined> {
-  const {JinjaTemplateChatWrapper, resolveChatWrapper} = await import('node-llama-cpp')
+async function chatTemplateOf(model: LlamaModel, request: LoadRequest, log: Logger, cacheDir?: string): Promise<ChatTemplate | undefined> {
+  const {JinjaTemplateChatWrapper} = await import('node-llama-cpp')
+  const {family} = request
   if (model.fileInfo.metadata.tokenizer?.chat_template) {
+    const resolve = await chatWrapperResolver(model, request.modelPath, cacheDir, [undefined, WITHOUT_THINKING])
     let thinking: ChatWrapper | undefined
     let notThinking: ChatWrapper | undefined
     return {
       source: 'gguf',
-      wrapper: (enableThinking = true) =>
-        enableThinking ? (thinking ??= resolveChatWrapper(model)) : (notThinking ??= resolveChatWrapper(model, {customWrapperSettings: WITHOUT_THINKING})),
+      wrapper: (enableThinking = true) => (enableThinking ? (thinking ??= resolve(undefined)) : (notThinking ??= resolve(WITHOUT_THINKING))),
     }
   }
 
@@ -73,7 +76,7 @@ async function chatTemplateOf(model: LlamaModel, family: LoadRequest['family'], 
 }
 
 const host: EngineHost<LlamaCppOperations> = {
-  async load(request, {errors, log, progress}) {
+  async load(request, {cacheDir, errors, log, progress}) {
     useErrorFactory(errors)
     await checkGgufHeader(request.modelPath)
     const {getLlama} = await import('node-llama-cpp')
@@ -124,7 +127,7 @@ const host: EngineHost<LlamaCppOperations> = {
       if (!retrieval) checkBatchSize(parameters.n_batch as number | undefined, contextSize * parallel)
       if (request.modelType === 'embedding') loaded = await loadEmbedder(options)
       else if (request.modelType === 'rerank') loaded = await loadRanker(options)
-      else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request.family, log), llama})
+      else loaded = await loadGenerator({...options, chatTemplate: await chatTemplateOf(model, request, log, cacheDir), llama})
     } catch (error) {
       await model.dispose()
       await llama.dispose()
