@@ -373,8 +373,7 @@ export class Supervisor implements ModelDirectory, ModelService, VirtualEnvironm
    * `GET /v1/engines/{model_name}` shape; an engine that cannot run here maps to the reason instead.
    */
   async engines(modelName: string, modelType?: string): Promise<Record<string, unknown>> {
-    await Promise.all(this.membership.ready().map((worker) => worker.settled?.()))
-    return describeEngines(this.options.kernel, this.options.registry, this.membership.ready().map((worker) => workerFacts(worker.status())), modelName, modelType)
+    return describeEngines(this.options.kernel, this.options.registry, (await this.membership.settledReady()).map((worker) => workerFacts(worker.status())), modelName, modelType)
   }
 
   /**

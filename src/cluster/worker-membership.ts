@@ -86,6 +86,13 @@ export class WorkerMembership {
     return this.all().filter((worker) => worker.status().state === 'ready')
   }
 
+  /** The workers that answer, once what each reports is known (WorkerApi.settled). */
+  async settledReady(): Promise<WorkerApi[]> {
+    const ready = this.ready()
+    await Promise.all(ready.map((worker) => worker.settled?.()))
+    return ready
+  }
+
   /** The workers that answer, as placement sees them; none is a 503 naming the lost ones. */
   candidates(): Array<PlacementCandidate<WorkerApi>> {
     const ready = this.ready()

@@ -109,7 +109,7 @@ export class ExternalProgram {
         return await this.start(request, signal, onProgress)
       } catch (error) {
         const portTaken = this.portAnsweredByAnother || (this.state === 'crashed' && this.program?.outputTail().some((line) => PORT_TAKEN.test(line)))
-        if (this.portAnsweredByAnother) await this.stopProgram()
+        if (this.portAnsweredByAnother) await this.dispose(0)
         if (!portTaken || attempt === PORT_ATTEMPTS || signal?.aborted) throw error
         this.state = 'loading'
         this.failure = undefined
@@ -187,17 +187,19 @@ export class ExternalProgram {
     const deadline = AbortSignal.timeout(timeoutMs)
     const waiting = AbortSignal.any([deadline, this.gone.signal, ...(signal ? [signal] : [])])
     while (!waiting.aborted) {
+      let answered = false
       try {
         const response = await fetch(`${this.baseUrl}${path}`, {signal: AbortSignal.any([waiting, AbortSignal.timeout(Math.max(intervalMs, 1000))])})
         await response.body?.cancel()
-        if (response.ok && this.state === 'loading') {
-          if (await this.listenerIsOurs()) return
-          this.portAnsweredByAnother = true
-          throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s port ${this.port} was taken by another process, which answered its health check; ${PORT_ATTEMPTS} ports were tried.`)
-        }
-      } catch (error) {
-        if (this.portAnsweredByAnother) throw error
+        answered = response.ok
+      } catch {
         // Not listening yet.
+      }
+
+      if (answered && this.state === 'loading') {
+        if (await this.listenerIsOurs()) return
+        this.portAnsweredByAnother = true
+        throw new ServiceError(500, 'launch_failed', `model ${this.uid}'s port ${this.port} was taken by another process, which answered its health check; ${PORT_ATTEMPTS} ports were tried.`)
       }
 
       await sleep(intervalMs, waiting)
@@ -213,15 +215,6 @@ export class ExternalProgram {
     const group = this.program?.pid
     const {listenerInGroup = this.options.spawn ? undefined : listenerIsInGroup} = this.options
     return group === undefined || !listenerInGroup || (await listenerInGroup(this.port, group)) !== false
-  }
-
-  /** Ends a program that is not to be served (its start is given up), at once: nothing of it is in use. */
-  private async stopProgram(): Promise<void> {
-    const program = this.program
-    if (!program) return
-    this.state = 'disposing'
-    program.kill('SIGKILL')
-    await program.exited
   }
 
   /** A start that failed, with the engine's reason from the program's output since `logStart` when it recognises one. */

@@ -131,7 +131,7 @@ export class InstanceProcess {
     private readonly onCrash: (error: ServiceError, report: string) => void = () => {},
   ) {
     this.cacheDir = options.cacheDir
-    this.process = spawn({env: options.env, logFile: options.logFile})
+    this.process = spawn(options)
     this.process.on('message', (message) => this.receive(message))
     void this.process.exited.then((exit) => this.exited(exit))
   }

@@ -11,7 +11,6 @@ import type {ChatWrapper, LlamaModel, ResolveChatWrapperOptions, ResolveChatWrap
 
 import {createHash} from 'node:crypto'
 import {mkdir, readFile, rename, stat, writeFile} from 'node:fs/promises'
-import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
 export type WrapperSettings = ResolveChatWrapperWithModelOptions['customWrapperSettings']
@@ -24,24 +23,18 @@ const empty = (value: unknown) => value === undefined || (typeof value === 'obje
 /** A configuration is `{}` or `[test, apply, jinja options]`; empty when each part is. */
 const emptyConfiguration = (configuration: unknown) => (Array.isArray(configuration) ? configuration.every(empty) : empty(configuration))
 
-async function nodeLlamaCppVersion(): Promise<string> {
-  const entry = createRequire(import.meta.url).resolve('node-llama-cpp')
-  const manifest = JSON.parse(await readFile(join(dirname(entry), '..', 'package.json'), 'utf8')) as {version: string}
-  return manifest.version
-}
-
 /**
  * Resolves the model's chat wrapper for given settings as resolveChatWrapper does, taking the answer from `cacheDir`
  * when a load of the same file kept it there. Reading happens here; resolving, when it must, on the first call of the
  * answered function, which is synchronous like resolveChatWrapper.
  */
 export async function chatWrapperResolver(model: LlamaModel, modelPath: string, cacheDir: string | undefined, settings: WrapperSettings[]): Promise<(settings: WrapperSettings) => ChatWrapper> {
-  const {JinjaTemplateChatWrapper, resolveChatWrapper, specializedChatWrapperTypeNames} = await import('node-llama-cpp')
+  const {chatWrappers, getModuleVersion, JinjaTemplateChatWrapper, resolveChatWrapper, specializedChatWrapperTypeNames} = await import('node-llama-cpp')
   const resolveFully = (customWrapperSettings: WrapperSettings) => resolveChatWrapper(model, {customWrapperSettings})
   if (!cacheDir) return resolveFully
   const file = await stat(modelPath).catch(() => undefined)
   if (!file) return resolveFully
-  const version = await nodeLlamaCppVersion()
+  const version = await getModuleVersion()
   const entryOf = (customWrapperSettings: WrapperSettings) => {
     const key = createHash('sha256').update(JSON.stringify({file: modelPath, mtimeMs: file.mtimeMs, settings: customWrapperSettings ?? null, size: file.size, version})).digest('hex')
     return join(cacheDir, 'chat-wrappers', `${key}.json`)
@@ -56,7 +49,7 @@ export async function chatWrapperResolver(model: LlamaModel, modelPath: string, 
   /** The name that rebuilds `wrapper` with the settings alone, if there is one. */
   const nameOf = (wrapper: ChatWrapper): WrapperName | undefined => {
     if (wrapper instanceof JinjaTemplateChatWrapper) return 'jinjaTemplate'
-    const name = specializedChatWrapperTypeNames.find((candidate) => resolveChatWrapper({type: candidate})?.constructor === wrapper.constructor)
+    const name = specializedChatWrapperTypeNames.find((candidate) => chatWrappers[candidate] === wrapper.constructor)
     const configurations = (wrapper.constructor as Configurable)._getOptionConfigurationsToTestIfCanSupersedeJinjaTemplate?.()
     return name && configurations?.every(emptyConfiguration) ? name : undefined
   }
