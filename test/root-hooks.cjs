@@ -5,6 +5,13 @@
 // `after` hooks, which stop its services, have run), so that runs do not pile up homes and models in the temp folder.
 const {rm} = require('node:fs/promises')
 
+// Test files run side by side on few cores: an OpenMP thread (sd.cpp, torch) that spins at each barrier while its peer
+// waits for a core burns the core another file needs. The stable-diffusion.cpp file beside two busy cores: 112 CPU-s and
+// 122 s spinning, 59 CPU-s and 83 s waiting passively. Every service a test starts inherits this; a test that sets the
+// policy itself keeps its own. It is set here, not in the helpers, so that the benchmarks, which use the same helpers,
+// measure OpenMP's default, as users run it (at one stream on 2 cores llama-server is 8 % slower waiting passively).
+process.env.OMP_WAIT_POLICY ??= 'PASSIVE'
+
 exports.mochaHooks = {
   async afterAll() {
     await globalThis[Symbol.for('service-test.closeBrowsers')]?.()

@@ -15,10 +15,6 @@ export const SERVICECTL = join(ROOT, 'bin/servicectl.js')
 // Every service a test starts, however it starts it, inherits this: the suite never compiles llama.cpp in the
 // background (a test of the background build turns it on for itself).
 process.env.SERVICE_AUTO_BUILD = '0'
-// Files run side by side on few cores: an OpenMP thread (sd.cpp, torch) that spins at each barrier while its peer waits
-// for a core burns the core another file needs. The stable-diffusion.cpp file beside two busy cores: 112 CPU-s and
-// 122 s spinning, 59 CPU-s and 83 s waiting passively. A test that sets the policy itself keeps its own.
-process.env.OMP_WAIT_POLICY ??= 'PASSIVE'
 
 /** Folders made by temporaryDirectory, removed by the root hook after each file (test/root-hooks.cjs). */
 const made: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for('service-test.temporaryDirectories')] ??= new Set<string>()) as Set<string>
