@@ -11,8 +11,9 @@
  *       whose TTFT shows whether the cached prefix was reused.
  *
  *   node --import tsx bench/llama-server.ts [--sizes small,medium] [--repeats 3] [--gpu] [--load-tokens N]
- *     [--streams 1,4,16,64] [--skip-long-prompt] [--image NAME]
+ *     [--streams 1,4,16,64] [--skip-long-prompt] [--image NAME] [--threads N]
  *
+ * Both sides compute on every core unless --threads N sets llama-server's -t and our model's n_threads alike.
  * --image runs both sides in containers of an image built with llama-server in it (`npm run bench:image`;
  * bench/image-servers.ts) instead of here.
  *
@@ -44,13 +45,14 @@ const {values: options} = parseArgs({
     sizes: {type: 'string'},
     'skip-long-prompt': {default: false, type: 'boolean'},
     streams: {default: '1,4,16,64', type: 'string'},
-    threads: {default: String(cpus().length), type: 'string'},
+    threads: {type: 'string'},
   },
 })
 const repeats = Number(options.repeats)
 /** The stream counts to run (`--streams`): a cell of (a) or (b) runs when its number of streams is listed. */
 const streamCounts = new Set(options.streams.split(',').map(Number))
-const threads = Number(options.threads)
+/** llama-server's -t: every core unless --threads says, which then sets our model's n_threads too. */
+const threads = Number(options.threads ?? cpus().length)
 /** A 0.5B-parameter model for GPUs (1.9 GB in F32), shaped like the small Qwen and Llama models. */
 const SIZES: Record<string, Readonly<RandomLlamaOptions>> = {
   ...RANDOM_LLAMA_SIZES,
@@ -85,7 +87,7 @@ async function alternate<T>(sides: Side[], once: (side: Side) => Promise<T>): Pr
 
 /** Both servers on the same model with `slots` parallel sequences of `context` tokens each. */
 async function startPair({service, startLlamaServer}: Servers, name: string, modelPath: string, slots: number, context: number) {
-  const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, n_ctx: context, n_parallel: slots, ...(options.gpu ? {n_gpu_layers: -1} : {})})
+  const launched = await callApi(service, 'POST', '/v1/models', {model_engine: 'llama.cpp', model_name: name, n_ctx: context, n_parallel: slots, ...(options.threads ? {n_threads: threads} : {}), ...(options.gpu ? {n_gpu_layers: -1} : {})})
   if (launched.status !== 200) throw new Error(JSON.stringify(launched.body))
   let server: Awaited<ReturnType<Servers['startLlamaServer']>>
   try {
@@ -255,8 +257,12 @@ async function imageServers(image: string, work: string) {
 export async function benchLlamaServer(print: (line: string) => void = console.log): Promise<Record<string, unknown>> {
   const work = await temporaryDirectory('service-bench-')
   const {llamaServer, ours, servers, stop} = options.image ? await imageServers(options.image, work) : await localServers(print)
-  const results: Record<string, unknown> = {gpu: await gpuDescription(), llama_server: llamaServer, load_before: loadavg(), ours, repeats}
-  print(`\nAgainst llama-server: ${results.llama_server}; ours: ${results.ours}; GPU: ${results.gpu}; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
+  // Both local sides inherit it (the containers of --image do not): PASSIVE makes OpenMP's threads sleep at each barrier.
+  const ompWaitPolicy = (!options.image && process.env.OMP_WAIT_POLICY) || "OpenMP's default"
+  const results: Record<string, unknown> = {gpu: await gpuDescription(), llama_server: llamaServer, load_before: loadavg(), omp_wait_policy: ompWaitPolicy, ours, repeats}
+  print(
+    `\nAgainst llama-server: ${results.llama_server}; ours: ${results.ours}; GPU: ${results.gpu}; OMP_WAIT_POLICY: ${ompWaitPolicy}; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`,
+  )
   try {
     for (const size of sizes) {
       const modelPath = join(work, `${size}.gguf`)
