@@ -54,8 +54,8 @@ export async function startImageService(image: string, models: string): Promise<
   }
 
   return {
-    // What a launch loads in the image, as `servicectl engine build` reports it.
-    binaries: async () => (await containers(['exec', name, 'node', '/opt/service-toolkit/node_modules/@service-toolkit/plugin-engine-llama-cpp/dist/build-report.js'])).stdout.trim(),
+    // What a launch loads in the image, as `servicectl engine build` reports it, less the sentence's full stop.
+    binaries: async () => (await containers(['exec', name, 'node', '/opt/service-toolkit/node_modules/@service-toolkit/plugin-engine-llama-cpp/dist/build-report.js'])).stdout.trim().replace(/\.$/, ''),
     stop: container.stop,
     url,
   }
