@@ -22,7 +22,7 @@ import {parseArgs} from 'node:util'
 
 import type {GenerationEvent} from '../src/kernel/generation.js'
 
-import {RANDOM_LLAMA_SIZES, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
+import {RANDOM_LLAMA_SIZES, type RandomLlamaOptions, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../test/helpers/service.js'
 import {ensureLlamaServer, startLlamaServer} from './llama-server-binary.js'
 import {median, PROMPT} from './measure.js'
@@ -132,7 +132,9 @@ if (options.child) {
   const work = await temporaryDirectory('service-bench-')
   try {
     const modelPath = join(work, `${options.size}.gguf`)
-    await writeRandomLlamaGguf(modelPath, RANDOM_LLAMA_SIZES[options.size])
+    const shape = (RANDOM_LLAMA_SIZES as Record<string, RandomLlamaOptions | undefined>)[options.size]
+    if (!shape) throw new Error(`--size: one of ${Object.keys(RANDOM_LLAMA_SIZES).join(', ')}`)
+    await writeRandomLlamaGguf(modelPath, shape)
     console.log(`${options.size}, one stream, ${tokens} tokens, ${rounds} alternating rounds, ${cpus().length} threads; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
     const server = await startLlamaServer(await ensureLlamaServer(), modelPath, {contextPerSlot: 4096, slots: 4, threads: cpus().length})
     const engine: EngineRound[] = []
