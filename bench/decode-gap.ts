@@ -2,8 +2,9 @@
  * Where one stream's token goes inside a model process, with no IPC, HTTP or SSE: our llama.cpp engine used
  * in-process (as bench/engine-direct.ts uses it), its context's native calls wrapped to time each token's decode
  * (`decodeBatch`, from the call until its promise settles), its sampling (`sampleToken`, likewise) and the
- * JavaScript between them, and the main thread's CPU a token (its schedstat). Then llama-server's own time a token
- * (`timings.predicted_per_token_ms`: its decode and sampling, not its HTTP) on the same GGUF, non-streamed. The
+ * JavaScript between them, the main thread's CPU a token (its schedstat), and a one-token reply's first text. Then
+ * llama-server's own time a token (`timings.predicted_per_token_ms`: its decode and sampling, not its HTTP) on the
+ * same GGUF, non-streamed, and the whole of a one-token request to it. The
  * two generation loops side by side without their serving paths; bench/token-cost.ts and bench/llama-server.ts
  * measure them with.
  *
@@ -46,6 +47,8 @@ interface EngineRound {
   /** From a decode's end to its sampling's start, plus from a sampling's end to the next decode's start (medians). */
   between: number
   mainCpu: number
+  /** A one-token reply to the same prompt again: from the call to its text. */
+  firstText: number
 }
 
 /** The child: the engine in-process, a reply to warm up, then one measured reply's medians a token. */
@@ -81,18 +84,24 @@ async function engineInProcess(modelPath: string): Promise<EngineRound> {
     {log: quiet, signal: new AbortController().signal} as never,
   )
   const mainCpu = async () => Number((await readFile(`/proc/self/task/${process.pid}/schedstat`, 'utf8')).split(' ')[0]) / 1e6
-  const once = async () => {
-    let generated = 0
-    const events = loaded.operations.chat!({ignoreEos: true, maxTokens: tokens, messages: [{content: PROMPT, role: 'user'}], temperature: 0} as never, new AbortController().signal)
-    for await (const event of events as AsyncIterable<GenerationEvent>) if (event.type === 'done') generated = event.completionTokens
-    return generated
+  const once = async (maxTokens: number) => {
+    const started = performance.now()
+    let [generated, firstText] = [0, Number.NaN]
+    const events = loaded.operations.chat!({ignoreEos: true, maxTokens, messages: [{content: PROMPT, role: 'user'}], temperature: 0} as never, new AbortController().signal)
+    for await (const event of events as AsyncIterable<GenerationEvent>) {
+      if (event.type === 'text' && Number.isNaN(firstText)) firstText = performance.now() - started
+      if (event.type === 'done') generated = event.completionTokens
+    }
+
+    return {firstText, generated}
   }
 
-  await once()
+  await once(tokens)
   stamps.length = 0
   const [cpuBefore, started] = [await mainCpu(), performance.now()]
-  const generated = await once()
+  const {generated} = await once(tokens)
   const [wall, cpu] = [performance.now() - started, (await mainCpu()) - cpuBefore]
+  const {firstText} = await once(1)
   await loaded.dispose()
   const spans: Record<string, number[]> = {}
   for (let index = 1; index < stamps.length; index++) (spans[`${stamps[index - 1][0]}${stamps[index][0]}`] ??= []).push(stamps[index][1] - stamps[index - 1][1])
@@ -100,21 +109,31 @@ async function engineInProcess(modelPath: string): Promise<EngineRound> {
   return {
     between: of('decodeBatch<', 'sampleToken>') + of('sampleToken<', 'decodeBatch>'),
     decode: of('decodeBatch>', 'decodeBatch<'),
+    firstText,
     mainCpu: cpu / generated,
     perToken: wall / generated,
     sample: of('sampleToken>', 'sampleToken<'),
   }
 }
 
-/** llama-server's own time a token for one non-streamed reply. */
-async function llamaServerToken(url: string): Promise<number> {
-  const response = await fetch(`${url}/chat/completions`, {
-    body: JSON.stringify({ignore_eos: true, max_tokens: tokens, messages: [{content: PROMPT, role: 'user'}], temperature: 0}),
-    headers: {'content-type': 'application/json'},
-    method: 'POST',
-  })
-  const {timings} = (await response.json()) as {timings: {predicted_per_token_ms: number}}
-  return timings.predicted_per_token_ms
+/**
+ * llama-server's own time a token for one non-streamed reply, and then the whole of a one-token request to the same
+ * prompt, its HTTP included (more than its time to first token, so a fair bound for ours).
+ */
+async function llamaServerRound(url: string): Promise<{perToken: number; firstText: number}> {
+  const reply = async (maxTokens: number) => {
+    const started = performance.now()
+    const response = await fetch(`${url}/chat/completions`, {
+      body: JSON.stringify({ignore_eos: true, max_tokens: maxTokens, messages: [{content: PROMPT, role: 'user'}], temperature: 0}),
+      headers: {'content-type': 'application/json'},
+      method: 'POST',
+    })
+    const {timings} = (await response.json()) as {timings: {predicted_per_token_ms: number}}
+    return {timings, wall: performance.now() - started}
+  }
+
+  const {timings} = await reply(tokens)
+  return {firstText: (await reply(1)).wall, perToken: timings.predicted_per_token_ms}
 }
 
 /** One round of the engine in a child of its own (a load, a reply to warm up, the measured reply). */
@@ -138,22 +157,23 @@ if (options.child) {
     console.log(`${options.size}, one stream, ${tokens} tokens, ${rounds} alternating rounds, ${cpus().length} threads; load average ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
     const server = await startLlamaServer(await ensureLlamaServer(), modelPath, {contextPerSlot: 4096, slots: 4, threads: cpus().length})
     const engine: EngineRound[] = []
-    const serverTokens: number[] = []
+    const serverRounds: Array<{perToken: number; firstText: number}> = []
     try {
-      await llamaServerToken(server.url)
+      await llamaServerRound(server.url)
       for (let round = 0; round < rounds; round++) {
-        if (round % 2 === 1) serverTokens.push(await llamaServerToken(server.url))
+        if (round % 2 === 1) serverRounds.push(await llamaServerRound(server.url))
         engine.push(await engineRound(modelPath))
-        if (round % 2 === 0) serverTokens.push(await llamaServerToken(server.url))
+        if (round % 2 === 0) serverRounds.push(await llamaServerRound(server.url))
       }
     } finally {
       await server.stop()
     }
 
-    console.log('ms a token | all | decode | sampling | JavaScript between | main thread CPU')
-    for (const round of engine) console.log(`our engine, in-process | ${ms(round.perToken)} | ${ms(round.decode)} | ${ms(round.sample)} | ${ms(round.between)} | ${ms(round.mainCpu)}`)
-    for (const perToken of serverTokens) console.log(`llama-server's own timings | ${ms(perToken)} | | | |`)
-    console.log(`medians: ours ${ms(median(engine.map((round) => round.perToken)))}, llama-server ${ms(median(serverTokens))}; load average after: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
+    console.log('ms | a token | decode | sampling | JavaScript between | main thread CPU a token | first token')
+    for (const round of engine) console.log(`our engine, in-process | ${ms(round.perToken)} | ${ms(round.decode)} | ${ms(round.sample)} | ${ms(round.between)} | ${ms(round.mainCpu)} | ${ms(round.firstText)}`)
+    for (const round of serverRounds) console.log(`llama-server (its own timings; a one-token request) | ${ms(round.perToken)} | | | | | ${ms(round.firstText)}`)
+    const medians = (rounds: Array<{perToken: number; firstText: number}>) => `${ms(median(rounds.map((round) => round.perToken)))} a token, first token ${ms(median(rounds.map((round) => round.firstText)))}`
+    console.log(`medians: ours ${medians(engine)}; llama-server ${medians(serverRounds)}; load average after: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
   } finally {
     await rm(work, {force: true, recursive: true})
   }
