@@ -4,9 +4,8 @@
  * (`decodeBatch`, from the call until its promise settles), its sampling (`sampleToken`, likewise) and the
  * JavaScript between them, the main thread's CPU a token (its schedstat), and a one-token reply's first text. Then
  * llama-server's own time a token (`timings.predicted_per_token_ms`: its decode and sampling, not its HTTP) on the
- * same GGUF, non-streamed, and the whole of a one-token request to it. The
- * two generation loops side by side without their serving paths; bench/token-cost.ts and bench/llama-server.ts
- * measure them with.
+ * same GGUF, non-streamed, and the whole of a one-token request to it: the two generation loops side by side without
+ * the serving paths that bench/token-cost.ts and bench/llama-server.ts measure them with.
  *
  *   node --import tsx bench/decode-gap.ts [--size medium] [--rounds 6] [--tokens 128]
  *
@@ -15,7 +14,7 @@
  * both sides compute on every core.
  */
 import {execa} from 'execa'
-import {readFile, rm} from 'node:fs/promises'
+import {rm} from 'node:fs/promises'
 import {cpus, loadavg} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -26,7 +25,8 @@ import type {GenerationEvent} from '../src/kernel/generation.js'
 import {RANDOM_LLAMA_SIZES, type RandomLlamaOptions, writeRandomLlamaGguf} from '../plugins/engine-llama-cpp/src/gguf/random-llama.js'
 import {temporaryDirectory} from '../test/helpers/service.js'
 import {ensureLlamaServer, startLlamaServer} from './llama-server-binary.js'
-import {median, PROMPT} from './measure.js'
+import {loadEngineInProcess} from './in-process-engine.js'
+import {median, PROMPT, threadTimes} from './measure.js'
 
 const {values: options} = parseArgs({
   options: {
@@ -76,14 +76,8 @@ async function engineInProcess(modelPath: string): Promise<EngineRound> {
     return context
   }
 
-  const {default: host} = await import('../plugins/engine-llama-cpp/src/host.js')
-  const quiet = {debug() {}, error: console.error, info() {}, warn: console.error}
-  const spec = {model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'f32'}
-  const loaded = await host.load(
-    {family: {model_name: 'bench', model_specs: [spec]}, modelName: 'bench', modelPath, modelType: 'LLM', modelUid: 'bench', parameters: {n_parallel: 4}, spec} as never,
-    {log: quiet, signal: new AbortController().signal} as never,
-  )
-  const mainCpu = async () => Number((await readFile(`/proc/self/task/${process.pid}/schedstat`, 'utf8')).split(' ')[0]) / 1e6
+  const loaded = await loadEngineInProcess(modelPath, {n_parallel: 4})
+  const mainCpu = async () => ((await threadTimes(process.pid)).get(process.pid) ?? Number.NaN) / 1e6
   const once = async (maxTokens: number) => {
     const started = performance.now()
     let [generated, firstText] = [0, Number.NaN]
@@ -172,7 +166,7 @@ if (options.child) {
     console.log('ms | a token | decode | sampling | JavaScript between | main thread CPU a token | first token')
     for (const round of engine) console.log(`our engine, in-process | ${ms(round.perToken)} | ${ms(round.decode)} | ${ms(round.sample)} | ${ms(round.between)} | ${ms(round.mainCpu)} | ${ms(round.firstText)}`)
     for (const round of serverRounds) console.log(`llama-server (its own timings; a one-token request) | ${ms(round.perToken)} | | | | | ${ms(round.firstText)}`)
-    const medians = (rounds: Array<{perToken: number; firstText: number}>) => `${ms(median(rounds.map((round) => round.perToken)))} a token, first token ${ms(median(rounds.map((round) => round.firstText)))}`
+    const medians = (list: Array<{perToken: number; firstText: number}>) => `${ms(median(list.map((round) => round.perToken)))} a token, first token ${ms(median(list.map((round) => round.firstText)))}`
     console.log(`medians: ours ${medians(engine)}; llama-server ${medians(serverRounds)}; load average after: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`)
   } finally {
     await rm(work, {force: true, recursive: true})

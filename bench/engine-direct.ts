@@ -7,16 +7,11 @@ import type {GenerationEvent} from '../src/kernel/generation.js'
 
 import {text} from 'node:stream/consumers'
 
-import host from '../plugins/engine-llama-cpp/src/host.js'
+import {loadEngineInProcess} from './in-process-engine.js'
 import {MAX_TOKENS, PROMPT, rounds, type Sample, sampleFrom} from './measure.js'
 
 const {concurrency, modelPath, parameters, repeats} = JSON.parse(await text(process.stdin))
-const quiet = {debug() {}, error: console.error, info() {}, warn: console.error}
-const spec = {model_format: 'ggufv2', model_size_in_billions: 1, quantization: 'f32'}
-const loaded = await host.load(
-  {family: {model_name: 'bench', model_specs: [spec]}, modelName: 'bench', modelPath, modelType: 'LLM', modelUid: 'bench', parameters, spec} as never,
-  {log: quiet, signal: new AbortController().signal},
-)
+const loaded = await loadEngineInProcess(modelPath, parameters)
 
 async function chatOnce(): Promise<Sample> {
   const start = performance.now()
